@@ -1,0 +1,5 @@
+"""Experiment kinds: each module has ``validate(root) -> settings``, ``describe(settings)``
+and ``run(settings, outdir, key, progress) -> metrics``."""
+from . import fisher_kind, landscape
+
+KINDS = {"landscape": landscape, "fisher": fisher_kind}

@@ -1,0 +1,214 @@
+"""Experiment kind ``landscape``: K(w) or L_n(w) over a 2-D slice of parameter space.
+
+[landscape] keys:
+  loss          "population" (K, default) or "empirical" (L_n on a data set of size n)
+  n             int, data set size for loss = "empirical" (default 1000)
+  mode          "coordinates" (default): two named coordinates, the rest at the model's base;
+                "directions": two random orthonormal directions (in the free coordinates)
+                through the model's base parameter
+  axes          two coordinate names, e.g. ["w[0,0]", "q[0]"] (default: the example's two free ones)
+  ranges        [[x0, x1], [y0, y1]]: coordinate values (or offsets along the directions)
+  resolution    grid points per axis (default 201)
+  fisher_points points along W0 at which the restricted model's Fisher rank is computed (default 0)
+  n_beta        inverse temperature n * beta for the posterior mass across the valley along W0 (default 100)
+  valley_halfwidth  half-length of the normal segments that mass is integrated over (default 0.5)
+
+Outputs: landscape.png, arrays.npz (xs, ys, loss), metrics.json.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import ConfigError, Table, read_example
+from ..fisher import null_accounting
+from ..loss import empirical_loss, loss_slice, population_loss, sample_dataset
+from ..network import Restriction, coordinate_index, from_flat, num_params, to_flat
+from ..plots import landscape_figure
+
+
+def validate(root: Table) -> dict:
+    example, inputs, sigma = read_example(root)
+    t = root.table("landscape", required=True)
+    s = {"example": example, "inputs": inputs, "sigma": sigma}
+    s["loss"] = t.get("loss", "str", "population", choices=["population", "empirical"])
+    s["n"] = t.get("n", "int", 1000, low=1)
+    s["mode"] = t.get("mode", "str", "coordinates", choices=["coordinates", "directions"])
+    base = example.model.base
+    if s["mode"] == "coordinates":
+        default_axes = example.model.free_names if example.model.num_free == 2 else None
+        axes = t.get("axes", "list[str]", default_axes if default_axes else ...)
+        if axes is ... or len(axes) != 2:
+            t.fail("axes", "two coordinate names like \"w[0,0]\", \"q[0]\"", axes if axes is not ... else [])
+        try:
+            idx = [coordinate_index(a, base.width, base.n_in) for a in axes]
+        except ValueError as err:
+            raise ConfigError(f"landscape.axes: {err}") from None
+        if idx[0] == idx[1]:
+            t.fail("axes", "two different coordinates", axes)
+        s["axes"] = [a.replace(" ", "") for a in axes]
+    else:
+        s["axes"] = ["direction 1", "direction 2"]
+    ranges = t.data.get("ranges")
+    t.used.add("ranges")
+    ok = isinstance(ranges, list) and len(ranges) == 2
+    if ok:
+        try:
+            s["ranges"] = [Table({"r": r}, "landscape").get("r", "range") for r in ranges]
+        except ConfigError:
+            ok = False
+    if not ok:
+        t.fail("ranges", "[[x0, x1], [y0, y1]] with x0 < x1 and y0 < y1", ranges if ranges is not None else [])
+    s["resolution"] = t.get("resolution", "int", 201, low=3, high=4001)
+    s["fisher_points"] = t.get("fisher_points", "int", 0, low=0, high=2000)
+    s["n_beta"] = t.get("n_beta", "float", 100.0, low=0.0)
+    s["valley_halfwidth"] = t.get("valley_halfwidth", "float", 0.5, low=1e-9)
+    t.done()
+    s["w0_drawable"] = (s["mode"] == "coordinates" and example.true_set is not None
+                        and s["axes"] == example.model.free_names)
+    if s["fisher_points"] and not s["w0_drawable"]:
+        t.fail("fisher_points", "0 unless the axes are the example's free coordinates with a known W0",
+               s["fisher_points"])
+    return s
+
+
+def describe(s: dict) -> dict:
+    ex = s["example"]
+    return {
+        "truth": ex.name, "truth_description": ex.description, "inputs": repr(s["inputs"]), "sigma": s["sigma"],
+        "model_width": ex.model.base.width, "free": ex.model.free_names,
+        **{k: s[k] for k in ("loss", "n", "mode", "axes", "ranges", "resolution", "fisher_points", "n_beta",
+                             "valley_halfwidth")},
+    }
+
+
+def _plane(s, key):
+    """(center TwoLayer, u, v) spanning the slice."""
+    ex = s["example"]
+    base = ex.model.base
+    D = num_params(base.width, base.n_in)
+    if s["mode"] == "coordinates":
+        i, j = (coordinate_index(a, base.width, base.n_in) for a in s["axes"])
+        center = from_flat(to_flat(base).at[np.array([i, j])].set(0.0), base.width, base.n_in)
+        return center, np.eye(D)[i], np.eye(D)[j]
+    import jax
+
+    free = np.flatnonzero(ex.model.free)
+    g = np.asarray(jax.random.normal(key, (2, free.size)))
+    qmat, _ = np.linalg.qr(g.T)
+    u, v = np.zeros(D), np.zeros(D)
+    u[free], v[free] = qmat[:, 0], qmat[:, 1]
+    return base, u, v
+
+
+def run(s: dict, outdir, key, progress: bool = True) -> dict:
+    import jax
+    from tqdm.auto import tqdm
+
+    ex, inputs, sigma = s["example"], s["inputs"], s["sigma"]
+    key_data, key_dirs = jax.random.split(key)
+    if s["loss"] == "population":
+        fn = lambda p: population_loss(p, ex.truth, inputs, sigma)
+        zlabel = "K(w)"
+    else:
+        x, y = sample_dataset(key_data, ex.truth, inputs, s["n"], sigma)
+        fn = lambda p: empirical_loss(p, x, y, sigma)
+        zlabel = f"L_n(w), n = {s['n']}"
+    center, u, v = _plane(s, key_dirs)
+    res = s["resolution"]
+    xs = np.linspace(*s["ranges"][0], res)
+    ys = np.linspace(*s["ranges"][1], res)
+    block = max(1, 4096 // res)
+    rows = []
+    for start in tqdm(range(0, res, block), desc="landscape", disable=not progress, leave=False):
+        chunk = xs[start:start + block]
+        padded = np.concatenate([chunk, np.full(block - chunk.size, chunk[-1])])
+        rows.append(np.asarray(loss_slice(fn, center, u, v, padded, ys))[: chunk.size])
+    Z = np.concatenate(rows)
+    np.savez_compressed(outdir / "arrays.npz", xs=xs, ys=ys, loss=Z)
+
+    imin = np.unravel_index(np.argmin(Z), Z.shape)
+    metrics = {
+        "truth": ex.name, "loss": s["loss"], "axes": s["axes"],
+        "loss_min_on_grid": float(Z[imin]), "argmin_on_grid": [float(xs[imin[0]]), float(ys[imin[1]])],
+        "loss_max_on_grid": float(Z.max()),
+    }
+    curves, markers, along = [], {}, []
+    if s["w0_drawable"]:
+        box = tuple(s["ranges"])
+        curves = ex.true_set(box, 400)
+        markers = {k: v for k, v in ex.markers.items()
+                   if box[0][0] <= v[0] <= box[0][1] and box[1][0] <= v[1] <= box[1][1]}
+        model = ex.model
+        if curves:
+            pts = np.concatenate(curves)
+            losses = np.asarray(jax.vmap(lambda th: fn(model.embed(th)))(pts))
+            metrics["loss_on_true_set_max"] = float(losses.max())
+            metrics["loss_on_true_set_min"] = float(losses.min())
+        metrics["loss_at_markers"] = {k: float(fn(model.embed(np.asarray(p)))) for k, p in markers.items()}
+        if curves:
+            along += _valley_mass(s, fn, curves[0], metrics)
+        if s["fisher_points"] and curves:
+            along += _fisher_along(s, curves[0], metrics, progress)
+    title = f"{ex.description}\n{zlabel} over ({s['axes'][0]}, {s['axes'][1]})"
+    landscape_figure(outdir / "landscape.png", xs, ys, Z, xlabel=s["axes"][0], ylabel=s["axes"][1], title=title,
+                     zlabel=zlabel, curves=curves, markers=markers, along=along)
+    return metrics
+
+
+def _arc_positions(curve):
+    seg = np.linalg.norm(np.diff(curve, axis=0), axis=1)
+    arc = np.concatenate([[0.0], np.cumsum(seg)])
+    return arc / max(arc[-1], 1e-300)
+
+
+def _pick(curve, count):
+    pos = _arc_positions(curve)
+    targets = np.linspace(0, 1, count)
+    idx = np.clip(np.searchsorted(pos, targets), 0, len(curve) - 1)
+    return curve[idx], pos[idx]
+
+
+def _valley_mass(s, fn, curve, metrics):
+    """Posterior mass across the valley at points p(s) along W0:
+
+        m(s) = int exp(-n_beta L(p(s) + t n(s))) dt,   |t| <= valley_halfwidth,
+
+    n(s) the unit normal to W0 in the slice.  A wider bowl at p(s) means a larger m(s):
+    for Example 3.4, m(end) / m(middle) = 1/2 + 1/sqrt(2) ~= 1.207 as n_beta -> infinity
+    (K = 4 t^2 on one side of the degenerate end and 2 t^2 on the other, 4 t^2 in the middle).
+    """
+    import jax
+
+    pts, pos = _pick(curve, 41)
+    tangent = np.gradient(curve, axis=0)[np.searchsorted(_arc_positions(curve), pos).clip(0, len(curve) - 1)]
+    normal = np.stack([-tangent[:, 1], tangent[:, 0]], 1)
+    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
+    h = s["valley_halfwidth"]
+    ts = np.linspace(-h, h, 801)
+    thetas = pts[:, None, :] + ts[None, :, None] * normal[:, None, :]
+    model = s["example"].model
+    loss = np.asarray(jax.jit(jax.vmap(jax.vmap(lambda th: fn(model.embed(th)))))(thetas))
+    floor = float(np.asarray(jax.vmap(lambda th: fn(model.embed(th)))(pts)).min())
+    mass = np.exp(-s["n_beta"] * (loss - floor)).sum(axis=1) * (ts[1] - ts[0])
+    metrics["valley_mass"] = {"n_beta": s["n_beta"], "halfwidth": h, "position": pos, "point": pts, "mass": mass}
+    mid = mass[len(mass) // 2]
+    metrics["valley_mass_end_to_middle_ratio"] = [float(mass[0] / mid), float(mass[-1] / mid)]
+    return [(f"mass across the valley, n*beta = {s['n_beta']:g}", pos, mass, "int exp(-n beta L) dt")]
+
+
+def _fisher_along(s, curve, metrics, progress):
+    from tqdm.auto import tqdm
+
+    ex, inputs, sigma = s["example"], s["inputs"], s["sigma"]
+    pts, pos = _pick(curve, s["fisher_points"])
+    ranks, excess, gens = [], [], []
+    for th in tqdm(pts, desc="fisher along W0", disable=not progress, leave=False):
+        acc = null_accounting(ex.model.embed(th), inputs, sigma, free=ex.model.free)
+        ranks.append(acc.rank)
+        excess.append(acc.excess)
+        gens.append(acc.generator_rank)
+    metrics["fisher_along_true_set"] = {
+        "num_free": ex.model.num_free, "position": pos, "point": pts, "rank": ranks,
+        "generator_rank": gens, "excess": excess,
+    }
+    return [(f"Fisher rank of the restricted model ({ex.model.num_free} free)", pos, ranks, "rank")]

@@ -1,0 +1,101 @@
+"""The population loss K(w), the empirical loss L_n(w), data sets, and 2-D loss slices.
+
+Regression with Gaussian noise of standard deviation sigma (DESIGN.md):
+
+    K(w)   = E_{x~q}[(f(x, w) - f0(x))^2] / (2 sigma^2)                (KL divergence)
+    L_n(w) = (1/n) sum_k [(y_k - f(x_k, w))^2 / (2 sigma^2) + log(sigma sqrt(2 pi))]
+
+with y_k = f0(x_k) + sigma * eps_k.  DSLT3 Example 3.4: with q uniform on
+[-sqrt6, sqrt6] and sigma^2 = 1/2, K(w1, w2) is the post's four-case formula.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .inputs import expectation_rule
+from .network import TwoLayer, check_params, coordinate_index, forward, from_flat, to_flat
+
+
+@jax.jit
+def population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> jax.Array:
+    """K(w) = E_q[(f(x, w) - f0(x))^2] / (2 sigma^2); scalar.
+
+    params, truth: TwoLayer (any widths, same n_in); inputs: UniformBox, Gaussian or
+    Quadrature (see ``slt_relu.inputs`` for how exact each is).  Jitted; vmap over a
+    batch of params with ``jax.vmap(population_loss, (0, None, None, None))``.
+    """
+    rule = expectation_rule(inputs, params, truth)
+    diff = forward(params, rule.points) - forward(truth, rule.points)
+    return jnp.sum(rule.weights * diff**2) / (2.0 * sigma**2)
+
+
+@jax.jit
+def empirical_loss(params: TwoLayer, x: jax.Array, y: jax.Array, sigma=1.0) -> jax.Array:
+    """L_n(w) = mean_k (y_k - f(x_k, w))^2 / (2 sigma^2) + log(sigma sqrt(2 pi)); scalar.
+
+    x: (n, n_in), y: (n,).
+    """
+    resid = y - forward(params, x)
+    return jnp.mean(resid**2) / (2.0 * sigma**2) + jnp.log(sigma * jnp.sqrt(2.0 * jnp.pi))
+
+
+def sample_dataset(key: jax.Array, truth: TwoLayer, inputs, n: int, sigma: float = 1.0):
+    """Draw (x, y): x ~ q (n, n_in), y = f0(x) + sigma * eps with eps ~ N(0, 1) (n,)."""
+    check_params(truth)
+    if not (isinstance(n, int) and n > 0):
+        raise ValueError(f"n: expected a positive integer, got {n!r}")
+    key_x, key_eps = jax.random.split(key)
+    x = inputs.sample(key_x, n, dtype=truth.w.dtype)
+    y = forward(truth, x) + sigma * jax.random.normal(key_eps, (n,), truth.w.dtype)
+    return x, y
+
+
+@lru_cache(maxsize=64)
+def _compiled_map(fn, width: int, n_in: int, chunk: int):
+    per_point = lambda flat: fn(from_flat(flat, width, n_in))
+    return jax.jit(lambda fb: jax.lax.map(per_point, fb, batch_size=chunk))
+
+
+def map_params(fn: Callable[[TwoLayer], jax.Array], flat_batch: jax.Array, width: int, n_in: int,
+               chunk: int = 256) -> jax.Array:
+    """Apply ``fn`` to each flat parameter in flat_batch: (B, D), vmapped in chunks of ``chunk``
+    inside one compiled ``lax.map`` (bounded memory for big batches).  The compiled program is
+    cached per (fn, width, n_in, chunk), so repeated calls with the same fn do not recompile."""
+    return _compiled_map(fn, width, n_in, chunk)(flat_batch)
+
+
+def loss_slice(fn: Callable[[TwoLayer], jax.Array], center: TwoLayer, u, v, s, t,
+               chunk: int = 256) -> jax.Array:
+    """fn on the plane center + s_i u + t_j v, as one batched call.
+
+    fn: TwoLayer -> scalar (e.g. ``lambda p: population_loss(p, truth, inputs, sigma)``);
+    u, v: (D,) directions; s: (S,), t: (T,) offsets.  Returns (S, T).
+    """
+    c = to_flat(check_params(center))
+    u, v = jnp.asarray(u, c.dtype), jnp.asarray(v, c.dtype)
+    s, t = jnp.asarray(s, c.dtype), jnp.asarray(t, c.dtype)
+    for name, vec in (("u", u), ("v", v)):
+        if vec.shape != c.shape:
+            raise ValueError(f"{name}: expected shape {c.shape} (one entry per parameter), got {vec.shape}")
+    grid = c + s[:, None, None] * u + t[None, :, None] * v
+    out = map_params(fn, grid.reshape(-1, c.shape[0]), center.width, center.n_in, chunk)
+    return out.reshape(s.shape[0], t.shape[0])
+
+
+def coordinate_slice(fn: Callable[[TwoLayer], jax.Array], base: TwoLayer, axes: Sequence[str],
+                     xs, ys, chunk: int = 256) -> jax.Array:
+    """fn over two named coordinates (e.g. ``("w[0,0]", "q[0]")``) set to xs (S,) x ys (T,),
+    the others fixed at ``base``.  Returns (S, T)."""
+    if len(axes) != 2:
+        raise ValueError(f"axes: expected two coordinate names, got {list(axes)}")
+    i, j = (coordinate_index(a, base.width, base.n_in) for a in axes)
+    if i == j:
+        raise ValueError(f"axes: expected two different coordinates, got {list(axes)}")
+    D = to_flat(base).shape[0]
+    center = from_flat(to_flat(base).at[np.array([i, j])].set(0.0), base.width, base.n_in)
+    return loss_slice(fn, center, jnp.eye(D)[i], jnp.eye(D)[j], xs, ys, chunk)

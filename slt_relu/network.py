@@ -1,0 +1,192 @@
+"""Two-layer ReLU networks as pytrees (DSLT3, "Defining the networks").
+
+    f(x, w) = c + sum_i q_i * relu(<w_i, x> + b_i)
+
+Parameters are ``TwoLayer(w, b, q, c)`` with shapes ``w: (d, n_in)``, ``b: (d,)``,
+``q: (d,)``, ``c: ()``.  The flat order used by Fisher matrices and generators is
+``w`` row-major, then ``b``, then ``q``, then ``c``: ``D = d * (n_in + 2) + 1``.
+
+A :class:`Restriction` frees a subset of the D coordinates and fixes the rest at
+the values of a base parameter; DSLT3's Examples 3.2 and 3.4 are restricted
+models with one or two free coordinates.
+"""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class TwoLayer(NamedTuple):
+    """Parameters of ``f(x) = c + sum_i q_i relu(<w_i, x> + b_i)``.
+
+    w: (d, n_in) incoming weights; b: (d,) biases; q: (d,) outgoing weights;
+    c: () output bias.  A batch of parameters carries leading batch axes on every
+    leaf (``w: (..., d, n_in)``), which is what ``jax.vmap`` produces.
+    """
+
+    w: jax.Array
+    b: jax.Array
+    q: jax.Array
+    c: jax.Array
+
+    @property
+    def width(self) -> int:
+        return self.w.shape[-2]
+
+    @property
+    def n_in(self) -> int:
+        return self.w.shape[-1]
+
+
+def make_params(w, b, q, c=0.0, dtype=None) -> TwoLayer:
+    """Build a ``TwoLayer`` from array-likes, checking the shapes.
+
+    w: (d, n_in) (a 1-D w is read as one input, shape (d, 1)); b, q: (d,); c: scalar.
+    """
+    w = jnp.asarray(w, dtype=dtype)
+    if w.ndim == 1:
+        w = w[:, None]
+    dtype = dtype or jnp.result_type(w, float)
+    w = w.astype(dtype)
+    if w.ndim != 2:
+        raise ValueError(f"w: expected shape (d, n_in), got {w.shape}")
+    d = w.shape[0]
+    b = jnp.asarray(b, dtype=dtype).reshape(-1) if np.ndim(b) else jnp.full((d,), b, dtype)
+    q = jnp.asarray(q, dtype=dtype).reshape(-1) if np.ndim(q) else jnp.full((d,), q, dtype)
+    for name, leaf in (("b", b), ("q", q)):
+        if leaf.shape != (d,):
+            raise ValueError(f"{name}: expected shape ({d},) to match w's {d} nodes, got {leaf.shape}")
+    c = jnp.asarray(c, dtype=dtype)
+    if c.shape != ():
+        raise ValueError(f"c: expected a scalar, got shape {c.shape}")
+    return TwoLayer(w, b, q, c)
+
+
+def check_params(params) -> TwoLayer:
+    """Raise a clear ``TypeError``/``ValueError`` unless ``params`` is a well-shaped TwoLayer."""
+    if not isinstance(params, TwoLayer):
+        raise TypeError(f"params: expected slt_relu.TwoLayer, got {type(params).__name__}")
+    w, b, q, c = params
+    if np.ndim(w) < 2:
+        raise ValueError(f"params.w: expected shape (d, n_in), got {np.shape(w)}")
+    batch, (d, _) = np.shape(w)[:-2], np.shape(w)[-2:]
+    for name, leaf, want in (("b", b, batch + (d,)), ("q", q, batch + (d,)), ("c", c, batch)):
+        if np.shape(leaf) != want:
+            raise ValueError(f"params.{name}: expected shape {want}, got {np.shape(leaf)}")
+    return params
+
+
+def num_params(width: int, n_in: int) -> int:
+    """D = d * (n_in + 2) + 1."""
+    return width * (n_in + 2) + 1
+
+
+def forward(params: TwoLayer, x: jax.Array) -> jax.Array:
+    """f(x, w) = c + sum_i q_i relu(<w_i, x> + b_i).
+
+    params: one ``TwoLayer`` (vmap for a batch); x: (..., n_in) -> (...).
+    """
+    x = jnp.asarray(x)
+    if x.shape[-1:] != (params.w.shape[-1],):
+        raise ValueError(f"x: expected a last axis of n_in = {params.w.shape[-1]}, got shape {x.shape}")
+    pre = x @ params.w.T + params.b
+    return jax.nn.relu(pre) @ params.q + params.c
+
+
+def to_flat(params: TwoLayer) -> jax.Array:
+    """Flatten to (D,) in the DESIGN order: w row-major, b, q, c."""
+    return jnp.concatenate([params.w.reshape(-1), params.b, params.q, params.c.reshape(1)])
+
+
+def from_flat(flat: jax.Array, width: int, n_in: int) -> TwoLayer:
+    """Inverse of :func:`to_flat`; flat: (D,) with D = width * (n_in + 2) + 1."""
+    flat = jnp.asarray(flat)
+    D = num_params(width, n_in)
+    if flat.shape != (D,):
+        raise ValueError(f"flat: expected shape ({D},) for width {width}, n_in {n_in}; got {flat.shape}")
+    nw = width * n_in
+    return TwoLayer(
+        flat[:nw].reshape(width, n_in),
+        flat[nw : nw + width],
+        flat[nw + width : nw + 2 * width],
+        flat[-1],
+    )
+
+
+def coordinate_names(width: int, n_in: int) -> list[str]:
+    """Names of the D flat coordinates: ``w[i,k]``, ``b[i]``, ``q[i]``, ``c``."""
+    names = [f"w[{i},{k}]" for i in range(width) for k in range(n_in)]
+    names += [f"b[{i}]" for i in range(width)] + [f"q[{i}]" for i in range(width)]
+    return names + ["c"]
+
+
+def coordinate_index(name: str, width: int, n_in: int) -> int:
+    """Flat index of a coordinate name (``"w[0,1]"``, ``"b[2]"``, ``"q[0]"``, ``"c"``)."""
+    names = coordinate_names(width, n_in)
+    clean = re.sub(r"\s+", "", name)
+    if clean not in names:
+        raise ValueError(
+            f"coordinate {name!r}: expected one of w[i,k], b[i], q[i], c with 0 <= i < {width}, "
+            f"0 <= k < {n_in}"
+        )
+    return names.index(clean)
+
+
+def init_params(key: jax.Array, width: int, n_in: int, scale: float = 1.0, dtype=None) -> TwoLayer:
+    """Random parameters: every coordinate i.i.d. N(0, scale^2).
+
+    Generic in the sense of DSLT3 / Phuong-Lampert: with probability one no node is
+    degenerate and no two nodes share an activation boundary.
+    """
+    dtype = dtype or jnp.zeros(()).dtype
+    flat = scale * jax.random.normal(key, (num_params(width, n_in),), dtype=dtype)
+    return from_flat(flat, width, n_in)
+
+
+class Restriction(NamedTuple):
+    """A restricted model: the coordinates where ``free`` is true vary, the rest stay at ``base``.
+
+    base: a full ``TwoLayer``; free: numpy bool array (D,).  ``embed(theta)`` maps the
+    free coordinates theta: (k,) to a full ``TwoLayer``; ``project(params)`` reads them back.
+    Every loss and Fisher function takes a full ``TwoLayer``; Fisher functions take
+    ``free=restriction.free`` to return the restricted model's matrices.
+    """
+
+    base: TwoLayer
+    free: np.ndarray
+
+    @classmethod
+    def from_names(cls, base: TwoLayer, names: Sequence[str]) -> "Restriction":
+        free = np.zeros(num_params(base.width, base.n_in), dtype=bool)
+        for name in names:
+            free[coordinate_index(name, base.width, base.n_in)] = True
+        return cls(base, free)
+
+    @classmethod
+    def full(cls, base: TwoLayer) -> "Restriction":
+        return cls(base, np.ones(num_params(base.width, base.n_in), dtype=bool))
+
+    @property
+    def num_free(self) -> int:
+        return int(self.free.sum())
+
+    @property
+    def free_names(self) -> list[str]:
+        names = coordinate_names(self.base.width, self.base.n_in)
+        return [n for n, f in zip(names, self.free) if f]
+
+    def embed(self, theta: jax.Array) -> TwoLayer:
+        """theta: (k,) free coordinates -> full TwoLayer (vmap for a batch)."""
+        theta = jnp.asarray(theta)
+        if theta.shape != (self.num_free,):
+            raise ValueError(f"theta: expected shape ({self.num_free},) for free {self.free_names}, got {theta.shape}")
+        flat = to_flat(self.base).at[np.flatnonzero(self.free)].set(theta.astype(self.base.w.dtype))
+        return from_flat(flat, self.base.width, self.base.n_in)
+
+    def project(self, params: TwoLayer) -> jax.Array:
+        """The free coordinates of a full parameter, (k,)."""
+        return to_flat(params)[np.flatnonzero(self.free)]

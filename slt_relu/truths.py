@@ -1,0 +1,143 @@
+"""Named truth networks with their input distributions (DSLT3 examples, m-symmetric truths).
+
+``m_symmetric(m, bias, q, c)``: node k has direction (cos(pi/m), sin(pi/m)) rotated
+clockwise by 2 pi k / m, k = 0..m-1 (DSLT3 "General case"; Carroll 2021, 4.5); the
+directions sum to zero, so all nodes annihilate.
+
+:func:`get` returns an :class:`Example`: the truth, q(x), sigma, the (restricted) model
+the example studies, and where known the true set W0 in the free coordinates.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from .inputs import Gaussian, UniformBox
+from .network import Restriction, TwoLayer, make_params
+
+
+def m_symmetric(m: int, bias: float = -0.3, q: float = 1.0, c: float = 0.0, dtype=None) -> TwoLayer:
+    """The m-symmetric truth: w_k = (cos theta_k, sin theta_k), theta_k = pi/m - 2 pi k/m,
+    b_k = bias, q_k = q, c.  Shapes w: (m, 2), b, q: (m,)."""
+    if not (isinstance(m, int) and m >= 1):
+        raise ValueError(f"m: expected a positive integer, got {m!r}")
+    theta = np.pi / m - 2 * np.pi * np.arange(m) / m
+    w = np.stack([np.cos(theta), np.sin(theta)], axis=1)
+    return make_params(w, bias, q, c, dtype=dtype)
+
+
+class Example(NamedTuple):
+    """A named setup: truth f0, input distribution q(x), noise sigma, the model studied
+    (a Restriction whose base has the model's width), and W0 in the free coordinates.
+
+    true_set(box, num) -> list of curves (each (num, k) points in the free coordinates)
+    lying in W0 inside box = ((x0, x1), (y0, y1)); None where W0 is not drawn.
+    markers: named points of W0 in the free coordinates (e.g. degenerate ends).
+    """
+
+    name: str
+    truth: TwoLayer
+    inputs: object
+    sigma: float
+    model: Restriction
+    true_set: Callable | None
+    markers: dict
+    description: str
+
+
+def _example_3_1():
+    truth = make_params([[1, 0], [0, 1], [-1, 0], [0, -1]], -1.0, 1.0, 0.0)
+    return Example("dslt3_example_3_1", truth, UniformBox(2.0, 2), 1.0, Restriction.full(truth), None, {},
+                   "DSLT3 Example 3.1: relu(x1-1)+relu(x2-1)+relu(-x1-1)+relu(-x2-1); q(x) uniform on [-2,2]^2")
+
+
+def _example_3_2(theta0: float = 0.2):
+    """f(x) = q relu(w x), f0 = theta0 relu(x); q(x) uniform on [-sqrt3, sqrt3], sigma^2 = 1/4:
+    K = (wq - theta0)^2 for w >= 0 (and (wq)^2 + theta0^2 for w < 0)."""
+    if theta0 < 0:
+        raise ValueError(f"theta0: expected a number >= 0, got {theta0!r}")
+    truth = make_params([[1.0]], 0.0, theta0, 0.0)
+    base = make_params([[1.0]], 0.0, theta0, 0.0)
+    model = Restriction.from_names(base, ["w[0,0]", "q[0]"])
+
+    def true_set(box, num=200):
+        (x0, x1), (y0, y1) = box
+        if theta0 == 0:
+            curves = [np.stack([np.linspace(x0, x1, num), np.zeros(num)], 1)]
+            if x0 < 0:
+                curves.append(np.stack([np.zeros(num), np.linspace(y0, y1, num)], 1))
+            return curves
+        lo = max(x0, theta0 / y1 if y1 > 0 else np.inf, 1e-9)
+        if lo >= x1:
+            return []
+        a = np.geomspace(lo, x1, num)
+        return [np.stack([a, theta0 / a], 1)]
+
+    return Example("dslt3_example_3_2", truth, UniformBox(math.sqrt(3.0), 1), 0.5, model, true_set, {},
+                   f"DSLT3 Example 3.2: the scaling valley wq = {theta0} of q relu(wx) vs {theta0} relu(x)")
+
+
+def _example_3_3():
+    truth = make_params([[1.0], [-1.0]], [-1.0, -1.0], [1.0, 1.0], 2.0)
+    return Example("dslt3_example_3_3", truth, UniformBox(2.0, 1), 1.0, Restriction.full(truth), None, {},
+                   "DSLT3 Example 3.3: relu(x-1)+relu(-x-1)+2, equal to relu(-x+1)+relu(x+1)")
+
+
+def _example_3_4():
+    """f = relu(w1 x) + relu(w2 x), f0 = relu(x); q uniform on [-sqrt6, sqrt6], sigma^2 = 1/2."""
+    truth = make_params([[1.0]], 0.0, 1.0, 0.0)
+    base = make_params([[1.0], [0.0]], [0.0, 0.0], [1.0, 1.0], 0.0)
+    model = Restriction.from_names(base, ["w[0,0]", "w[1,0]"])
+
+    def true_set(box, num=200):
+        s = np.linspace(0.0, 1.0, num)
+        return [np.stack([s, 1.0 - s], 1)]
+
+    markers = {"degenerate (1, 0)": (1.0, 0.0), "degenerate (0, 1)": (0.0, 1.0), "non-degenerate (1/2, 1/2)": (0.5, 0.5)}
+    return Example("dslt3_example_3_4", truth, UniformBox(math.sqrt(6.0), 1), math.sqrt(0.5), model, true_set,
+                   markers, "DSLT3 Example 3.4: relu(w1 x) + relu(w2 x) vs relu(x); W0 = {w1 + w2 = 1, w >= 0}")
+
+
+def _m_symmetric_example(m: int = 3, bias: float = -0.3, q: float = 1.0, c: float = 0.0, width: int | None = None,
+                         input_half_width: float = 1.0):
+    truth = m_symmetric(m, bias, q, c)
+    width = m if width is None else width
+    if width < m:
+        raise ValueError(f"width: expected at least m = {m} nodes, got {width}")
+    base = make_params(np.concatenate([np.asarray(truth.w), np.zeros((width - m, 2))]),
+                       np.concatenate([np.asarray(truth.b), np.zeros(width - m)]),
+                       np.concatenate([np.asarray(truth.q), np.zeros(width - m)]), c)
+    return Example(f"m_symmetric_{m}", truth, UniformBox(input_half_width, 2), 1.0, Restriction.full(base), None, {},
+                   f"{m}-symmetric truth (DSLT3/DSLT4), bias {bias}, q {q}; inputs uniform on [-{input_half_width}, {input_half_width}]^2")
+
+
+REGISTRY: dict[str, Callable[..., Example]] = {
+    "dslt3_example_3_1": _example_3_1,
+    "dslt3_example_3_2": _example_3_2,
+    "dslt3_scaling_valley": _example_3_2,
+    "dslt3_example_3_3": _example_3_3,
+    "dslt3_example_3_4": _example_3_4,
+    "m_symmetric": _m_symmetric_example,
+}
+
+
+def names() -> list[str]:
+    return sorted(REGISTRY)
+
+
+def get(name: str, **kwargs) -> Example:
+    """The named example; kwargs are its options (e.g. ``theta0`` for Example 3.2, ``m`` for m_symmetric)."""
+    if name not in REGISTRY:
+        raise ValueError(f"truth {name!r}: expected one of {', '.join(names())}")
+    import inspect
+
+    allowed = set(inspect.signature(REGISTRY[name]).parameters)
+    unknown = set(kwargs) - allowed
+    if unknown:
+        raise ValueError(f"truth {name!r}: unknown option(s) {sorted(unknown)}; expected some of {sorted(allowed) or 'none'}")
+    return REGISTRY[name](**kwargs)
+
+

@@ -1,0 +1,146 @@
+"""Command line, config validation, atomic results, and every shipped config with tiny settings."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from slt_relu import cli, runner
+from slt_relu.config import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TINY = {
+    "dslt3_degenerate_node.toml": {"landscape.resolution": 15, "landscape.fisher_points": 3},
+    "dslt3_scaling_valley.toml": {"landscape.resolution": 15, "landscape.fisher_points": 3},
+    "fisher_rank_survey.toml": {
+        "inputs.cells": 12,
+        "fisher.points[0].widths": [1, 3], "fisher.points[0].count": 1,
+        "fisher.points[1].m": [3],
+        "fisher.points[2].cases": ["q_zero"],
+        "fisher.points[3].inputs.cells": 12, "fisher.points[3].cases": ["active_on_box"],
+        "fisher.points[4].widths": [2], "fisher.points[4].count": 1, "fisher.points[4].inputs.cells": 12,
+    },
+}
+
+
+def test_every_shipped_config_has_tiny_settings():
+    assert sorted(p.name for p in runner.shipped_configs()) == sorted(TINY)
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_shipped_config_runs_tiny(tmp_path, name):
+    out = runner.run_config(ROOT / "experiments" / name, tmp_path / "res", progress=False, overrides=TINY[name])
+    metrics = json.loads((out / "metrics.json").read_text())
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seed"] == 0 and manifest["versions"]["jax"] and manifest["jax_devices"]
+    assert manifest["wall_time_s"] > 0 and manifest["overrides"] == json.loads(json.dumps(TINY[name]))
+    pngs = list(out.glob("*.png"))
+    assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
+    assert (out / "arrays.npz").exists()
+    assert not list(tmp_path.glob(".res.*"))
+    if name == "dslt3_degenerate_node.toml":
+        assert metrics["loss_on_true_set_max"] < 1e-12
+        assert metrics["fisher_along_true_set"]["rank"] == [1, 1, 1]
+        # mass across the valley: ends / middle -> 1/2 + 1/sqrt(2) (see landscape._valley_mass)
+        np.testing.assert_allclose(metrics["valley_mass_end_to_middle_ratio"], 0.5 + 0.5**0.5, rtol=1e-3)
+    if name == "dslt3_scaling_valley.toml":
+        assert metrics["fisher_along_true_set"]["rank"] == [1, 1, 1]
+        assert metrics["fisher_along_true_set"]["generator_rank"] == [1, 1, 1]
+    if name == "fisher_rank_survey.toml":
+        for row in metrics["points"]:
+            if row["expected_excess"] is not None:
+                assert row["excess"] == row["expected_excess"], row
+
+
+def test_same_seed_same_numbers(tmp_path):
+    cfg = ROOT / "experiments" / "fisher_rank_survey.toml"
+    over = {**TINY["fisher_rank_survey.toml"], "fisher.points[0].widths": [2]}
+    a = runner.run_config(cfg, tmp_path / "a", progress=False, overrides=over)
+    b = runner.run_config(cfg, tmp_path / "b", progress=False, overrides=over)
+    assert json.loads((a / "metrics.json").read_text()) == json.loads((b / "metrics.json").read_text())
+
+
+def write(tmp_path, text):
+    path = tmp_path / "cfg.toml"
+    path.write_text(text)
+    return path
+
+
+GOOD = """
+kind = "landscape"
+[truth]
+name = "dslt3_example_3_4"
+[landscape]
+ranges = [[-1.0, 2.0], [-1.0, 2.0]]
+resolution = 9
+"""
+
+
+@pytest.mark.parametrize("text,message", [
+    ("sede = 3\n" + GOOD, "sede: unknown key; expected one of description"),
+    (GOOD + "sede = 3\n", "landscape.sede: unknown key"),
+    (GOOD.replace("resolution = 9", "resolution = \"big\""), "landscape.resolution: expected an integer in [3, 4001]"),
+    (GOOD.replace("resolution = 9", "resolution = 1"), "landscape.resolution: expected an integer in [3, 4001]"),
+    (GOOD.replace("dslt3_example_3_4", "nope"), "truth.name: expected one of"),
+    (GOOD.replace("[[-1.0, 2.0], [-1.0, 2.0]]", "[[2.0, -1.0], [-1.0, 2.0]]"), "landscape.ranges: expected"),
+    (GOOD.replace("kind = \"landscape\"", "kind = \"posterior\""), "kind: expected one of"),
+    (GOOD.replace("[landscape]", "[landscape]\nloss = \"kl\""), "landscape.loss: expected one of 'population'"),
+    (GOOD.replace("[landscape]", "[landscape]\naxes = [\"w[0,0]\", \"w[5,0]\"]"), "landscape.axes: coordinate 'w[5,0]'"),
+    (GOOD.replace("name = \"dslt3_example_3_4\"", "name = \"dslt3_example_3_2\"\ntheta0 = -1.0"), "truth: theta0"),
+    (GOOD.replace("name = \"dslt3_example_3_4\"", "name = \"m_symmetric\"\nmm = 3"), "truth: truth 'm_symmetric': unknown option"),
+    (GOOD + "[inputs]\ndistribution = \"uniform\"\nhalf_width = -1.0\n", "inputs.half_width: expected a number >= "),
+    (GOOD.split("[landscape]")[0], "landscape: missing"),
+    ("kind = \"landscape\"\n[truth\n", "not valid TOML"),
+    ("kind = \"fisher\"\n[inputs]\ndistribution = \"gaussian\"\nstd = 1.0\nn_in = 2\n[fisher]\n[[fisher.points]]\nsource = \"degenerate\"\nwidth = 3\ncases = [\"active_on_box\"]\n",
+     "fisher.points[0].cases: expected uniform inputs"),
+    ("kind = \"fisher\"\n[inputs]\ndistribution = \"gaussian\"\nstd = 1.0\nn_in = 2\n[fisher]\n[[fisher.points]]\nsource = \"points\"\nwidth = 1\nparams = [[1.0, 2.0]]\n",
+     "fisher.points[0].params[0]: expected 5 numbers"),
+])
+def test_bad_config_one_line_error_no_folder(tmp_path, capsys, text, message):
+    path = write(tmp_path, text)
+    out = tmp_path / "out"
+    code = cli.main(["run", str(path), "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists() and not list(tmp_path.glob(".out*"))
+
+
+def test_cli_subprocess_exit_code_and_list(tmp_path):
+    path = write(tmp_path, "bogus = 1\n" + GOOD)
+    res = subprocess.run([sys.executable, "-m", "slt_relu.cli", "run", str(path), "--out", str(tmp_path / "o")],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and res.stderr.strip() == (
+        "slt-relu: config error: bogus: unknown key; expected one of description, dtype, kind, landscape, name, seed, sigma, truth")
+    res = subprocess.run([sys.executable, "-m", "slt_relu.cli", "list"], capture_output=True, text=True)
+    assert res.returncode == 0 and "dslt3_degenerate_node.toml" in res.stdout
+
+
+def test_interrupted_run_leaves_nothing_and_rerun_replaces(tmp_path, monkeypatch):
+    path = write(tmp_path, GOOD)
+    out = tmp_path / "out"
+    first = runner.run_config(path, out, progress=False)
+    stamp = json.loads((first / "manifest.json").read_text())["finished_utc"]
+    from slt_relu.kinds import landscape
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(landscape, "run", boom)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_config(path, tmp_path / "other", progress=False)
+    assert not (tmp_path / "other").exists() and not list(tmp_path.glob(".other*"))
+    monkeypatch.undo()
+    runner.run_config(path, out, progress=False, overrides={"landscape.resolution": 11})
+    assert np.load(out / "arrays.npz")["loss"].shape == (11, 11)
+    assert not list(tmp_path.glob(".out*")) and stamp
+
+
+def test_override_syntax_errors(tmp_path):
+    path = write(tmp_path, GOOD)
+    with pytest.raises(ConfigError, match="has no entry 3"):
+        runner.run_config(path, tmp_path / "o", overrides={"fisher.points[3].x": 1})

@@ -1,0 +1,71 @@
+import jax
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import slt_relu as S
+from slt_relu.inputs import tensor_rule_2d
+
+
+def test_uniform_rule_exact_for_piecewise_quadratics(key):
+    """Integrand (f - f0)^2 is piecewise quadratic: the breakpoint-split rule must equal scipy's quad."""
+    p = S.init_params(key, 4, 1)
+    t = S.init_params(jax.random.PRNGKey(1), 3, 1)
+    box = S.UniformBox(1.7, 1)
+    rule = S.expectation_rule(box, p, t)
+    g = lambda x: float((S.forward(p, np.array([x])) - S.forward(t, np.array([x]))) ** 2)
+    bps = sorted(float(x) for x in np.concatenate([-p.b / p.w[:, 0], -t.b / t.w[:, 0]]) if abs(x) < 1.7)
+    edges = [-1.7] + bps + [1.7]
+    exact = sum(integrate.quad(g, a, b, epsabs=0, epsrel=1e-12)[0] for a, b in zip(edges[:-1], edges[1:])) / 3.4
+    got = float(np.sum(rule.weights * (S.forward(p, rule.points) - S.forward(t, rule.points)) ** 2))
+    assert abs(got - exact) < 1e-12 * max(1, exact)
+    assert abs(float(rule.weights.sum()) - 1.0) < 1e-14
+
+
+def test_gaussian_1d_rule_matches_adaptive_quadrature(key):
+    p = S.init_params(key, 3, 1)
+    g = S.Gaussian(1.3, 1)
+    rule = S.expectation_rule(g, p)
+    f = lambda x: float(S.forward(p, np.array([x])) ** 2) * stats.norm.pdf(x, scale=1.3)
+    bps = sorted(float(x) for x in -p.b / p.w[:, 0])
+    edges = [-20.0] + bps + [20.0]
+    exact = sum(integrate.quad(f, a, b, epsabs=0, epsrel=1e-12, limit=200)[0] for a, b in zip(edges[:-1], edges[1:]))
+    got = float(np.sum(rule.weights * S.forward(p, rule.points) ** 2))
+    assert abs(got - exact) < 1e-12 * exact
+
+
+@pytest.mark.parametrize("dist", [S.UniformBox(1.0, 2), S.Gaussian(1.0, 2)])
+def test_2d_rule_error_bounded_by_finer_rule(dist):
+    """The default 96 x 96-cell rule against a 4x finer one: K within 1e-3 relative, Fisher within 1e-2."""
+    t = S.truths.m_symmetric(3)
+    fine = tensor_rule_2d(dist, cells=4 * dist.cells)
+    for seed in range(3):
+        p = S.init_params(jax.random.PRNGKey(seed), 3, 2)
+        k0, k1 = S.population_loss(p, t, dist), S.population_loss(p, t, fine)
+        assert abs(k0 - k1) < 1e-3 * k1
+        i0, i1 = S.fisher_information(p, dist), S.fisher_information(p, fine)
+        assert np.abs(i0 - i1).max() < 1e-2 * np.abs(i1).max()
+    assert abs(float(fine.weights.sum()) - 1.0) < 1e-12
+
+
+def test_sampling_moments(key):
+    x = S.UniformBox(2.0, 2).sample(key, 20000)
+    assert x.shape == (20000, 2) and float(abs(x).max()) <= 2.0
+    np.testing.assert_allclose(np.var(x, axis=0), 4.0 / 3.0, rtol=0.05)
+    y = S.Gaussian(0.5, 3).sample(key, 20000)
+    np.testing.assert_allclose(np.std(y, axis=0), 0.5, rtol=0.03)
+
+
+def test_high_dimension_needs_a_quadrature(key):
+    p = S.init_params(key, 2, 3)
+    with pytest.raises(ValueError, match="n_in = 3"):
+        S.population_loss(p, p, S.Gaussian(1.0, 3))
+    rule = S.Quadrature.from_samples(S.Gaussian(1.0, 3).sample(key, 100))
+    assert float(S.population_loss(p, p, rule)) == 0.0
+
+
+def test_bad_distribution_arguments():
+    with pytest.raises(ValueError, match="half_width: expected a positive number"):
+        S.UniformBox(-1.0, 2)
+    with pytest.raises(ValueError, match="n_in: expected a positive integer"):
+        S.Gaussian(1.0, 0)
