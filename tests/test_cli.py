@@ -144,3 +144,48 @@ def test_override_syntax_errors(tmp_path):
     path = write(tmp_path, GOOD)
     with pytest.raises(ConfigError, match="has no entry 3"):
         runner.run_config(path, tmp_path / "o", overrides={"fisher.points[3].x": 1})
+
+
+def test_landscape_empirical_and_directions(tmp_path):
+    path = write(tmp_path, GOOD.replace("name = \"dslt3_example_3_4\"", "name = \"m_symmetric\"\nm = 3")
+                 .replace("[[-1.0, 2.0], [-1.0, 2.0]]", "[[-1.0, 1.0], [-1.0, 1.0]]"))
+    out = runner.run_config(path, tmp_path / "o", progress=False,
+                            overrides={"landscape.mode": "directions", "landscape.loss": "empirical", "landscape.n": 300})
+    Z = np.load(out / "arrays.npz")["loss"]
+    m = json.loads((out / "metrics.json").read_text())
+    assert Z.shape == (9, 9)
+    # the centre of the plane is the truth: L_n there is the smallest value near the middle
+    assert Z[4, 4] == pytest.approx(Z[3:6, 3:6].min())
+    assert m["axes"] == ["direction 1", "direction 2"]
+
+
+def test_fisher_sources_truth_true_set_path_points(tmp_path):
+    text = """
+kind = "fisher"
+[truth]
+name = "dslt3_example_3_4"
+[fisher]
+[[fisher.points]]
+source = "truth"
+[[fisher.points]]
+source = "true_set"
+count = 3
+[[fisher.points]]
+source = "path"
+width = 1
+start = [1.0, 0.0, 1.0, 0.0]
+end = [1.0, 0.0, 0.0, 0.0]
+steps = 3
+[[fisher.points]]
+source = "points"
+width = 1
+params = [[0.0, 0.0, 0.0, 0.0]]
+"""
+    out = runner.run_config(write(tmp_path, text), tmp_path / "o", progress=False)
+    rows = json.loads((out / "metrics.json").read_text())["points"]
+    assert [r["group"] for r in rows] == ["truth", "true_set", "true_set", "true_set", "path", "path", "path", "points"]
+    assert [r["rank"] for r in rows[:4]] == [1, 1, 1, 1]  # restricted (w1, w2) model: rank 1 of 2 on W0
+    # f = q relu(w x + b) + c with w = 1, b = 0: gradients x 1(x>0), 1(x>0), relu(x) = x 1(x>0), 1: rank 3;
+    # at q = 0 the (w, b) gradients vanish: rank 2
+    assert [r["rank"] for r in rows[4:7]] == [3, 3, 2]
+    assert rows[7]["rank"] == 1  # all-zero network: only c moves f
