@@ -8,6 +8,7 @@ from .fisher import (
     empirical_fisher_information,
     feature_jacobian,
     fisher_information,
+    fisher_null_space,
     fisher_rank,
     fisher_spectrum,
     null_accounting,
@@ -33,7 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Gaussian", "NullAccounting", "Quadrature", "Restriction", "TwoLayer", "UniformBox",
     "coordinate_names", "coordinate_slice", "empirical_fisher_information", "empirical_loss",
-    "expectation_rule", "feature_jacobian", "fisher_information", "fisher_rank", "fisher_spectrum",
+    "expectation_rule", "feature_jacobian", "fisher_information", "fisher_null_space", "fisher_rank", "fisher_spectrum",
     "forward", "from_flat", "init_params", "loss_slice", "make_params", "null_accounting", "num_params",
     "population_loss", "rank_bound", "sample_dataset", "scaling_generators", "to_flat", "truths",
 ]

@@ -25,8 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .inputs import expectation_rule
-from .network import TwoLayer, num_params, to_flat
+from .inputs import Gaussian, Quadrature, UniformBox, expectation_rule
+from .network import TwoLayer, check_params, num_params, to_flat
 
 
 def feature_jacobian(params: TwoLayer, x: jax.Array) -> jax.Array:
@@ -68,6 +68,9 @@ def weighted_jacobian(params: TwoLayer, inputs, sigma=1.0, free=None) -> jax.Arr
     """A = sqrt(weights) J / sigma, (N, D) (or (N, k) on the free coordinates), so that I = A^T A.
 
     J[k] = grad_w f(x_k, w) at the rule's points x_k (the empirical rule gives the empirical Fisher)."""
+    check_params(params)
+    if not isinstance(inputs, (UniformBox, Gaussian, Quadrature)):
+        raise TypeError(f"inputs: expected UniformBox, Gaussian or Quadrature, got {type(inputs).__name__}")
     return _weighted_jacobian(params, inputs, sigma, _free_index(free, num_params(params.width, params.n_in)))
 
 
@@ -200,6 +203,11 @@ def null_accounting(params: TwoLayer, inputs, sigma=1.0, rtol=None, free=None) -
         num_params=k, rank=rank, nullity=nullity, generator_rank=g_rank, excess=nullity - g_rank,
         generator_residuals=residuals, spectrum=spectrum, null_basis=null_basis, excess_basis=excess_basis,
     )
+
+
+def fisher_null_space(params: TwoLayer, inputs, sigma=1.0, rtol=None, free=None) -> np.ndarray:
+    """Orthonormal basis of the null space of I(w), (D, D - rank) (or (k, k - rank) with ``free``)."""
+    return null_accounting(params, inputs, sigma, rtol, free).null_basis
 
 
 def rank_bound(width: int, n_in: int) -> int:

@@ -17,11 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .inputs import expectation_rule
+from .inputs import Gaussian, Quadrature, UniformBox, expectation_rule
 from .network import TwoLayer, check_params, coordinate_index, forward, from_flat, to_flat
 
 
-@jax.jit
 def population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> jax.Array:
     """K(w) = E_q[(f(x, w) - f0(x))^2] / (2 sigma^2); scalar.
 
@@ -29,9 +28,29 @@ def population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> jax
     Quadrature (see ``slt_relu.inputs`` for how exact each is).  Jitted; vmap over a
     batch of params with ``jax.vmap(population_loss, (0, None, None, None))``.
     """
+    _check_inputs(inputs)
+    return _population_loss_jit(params, truth, inputs, sigma)
+
+
+def _check_inputs(inputs):
+    if not isinstance(inputs, (UniformBox, Gaussian, Quadrature)):
+        raise TypeError(f"inputs: expected UniformBox, Gaussian or Quadrature, got {type(inputs).__name__}")
+
+
+def _population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> jax.Array:
+    """Unjitted K(w) (see population_loss)."""
+    check_params(params)
+    check_params(truth)
+    if truth.n_in != params.n_in:
+        raise ValueError(f"truth: expected n_in = {params.n_in} like params, got {truth.n_in}")
     rule = expectation_rule(inputs, params, truth)
+    if rule.n_in != params.n_in:
+        raise ValueError(f"inputs: expected n_in = {params.n_in} like params, got {rule.n_in}")
     diff = forward(params, rule.points) - forward(truth, rule.points)
     return jnp.sum(rule.weights * diff**2) / (2.0 * sigma**2)
+
+
+_population_loss_jit = jax.jit(_population_loss)
 
 
 @jax.jit
@@ -40,6 +59,9 @@ def empirical_loss(params: TwoLayer, x: jax.Array, y: jax.Array, sigma=1.0) -> j
 
     x: (n, n_in), y: (n,).
     """
+    check_params(params)
+    if x.ndim != 2 or y.shape != x.shape[:1]:
+        raise ValueError(f"x, y: expected shapes (n, n_in) and (n,), got {x.shape} and {y.shape}")
     resid = y - forward(params, x)
     return jnp.mean(resid**2) / (2.0 * sigma**2) + jnp.log(sigma * jnp.sqrt(2.0 * jnp.pi))
 

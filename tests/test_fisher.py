@@ -135,3 +135,12 @@ def test_free_mask_checked():
     p = S.truths.m_symmetric(3)
     with pytest.raises(ValueError, match="free: expected a boolean mask of shape \\(13,\\)"):
         S.fisher_information(p, GAUSS, free=np.ones(4, bool))
+
+
+def test_null_space_is_orthonormal_and_null():
+    t = S.truths.m_symmetric(3)
+    N = S.fisher_null_space(t, GAUSS)
+    assert N.shape == (13, 3)
+    np.testing.assert_allclose(N.T @ N, np.eye(3), atol=1e-12)
+    I = np.asarray(S.fisher_information(t, GAUSS))
+    assert np.abs(I @ N).max() < 1e-12 * np.abs(I).max()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import slt_relu as S
+import slt_relu.loss
 
 
 def k_example_3_4(w1, w2):
@@ -78,7 +79,7 @@ def test_jit_vmap_and_loop_agree(key):
     box = S.UniformBox(1.0, 2)
     batch = jax.vmap(lambda k: S.init_params(k, 3, 2))(jax.random.split(key, 5))
     vm = jax.vmap(S.population_loss, (0, None, None, None))(batch, t, box, 1.0)
-    loop = [S.population_loss.__wrapped__(jax.tree.map(lambda a: a[i], batch), t, box, 1.0) for i in range(5)]
+    loop = [slt_relu.loss._population_loss(jax.tree.map(lambda a: a[i], batch), t, box, 1.0) for i in range(5)]
     np.testing.assert_allclose(vm, loop, rtol=1e-12)
     x, y = S.sample_dataset(key, t, box, 50, 1.0)
     vl = jax.vmap(S.empirical_loss, (0, None, None, None))(batch, x, y, 1.0)
@@ -110,3 +111,19 @@ def test_float32_supported(key):
     assert k32.dtype == jnp.float32
     k64 = S.population_loss(jax.tree.map(lambda a: a.astype(jnp.float64), p), S.truths.m_symmetric(3), S.UniformBox(1.0, 2))
     assert abs(float(k32) - float(k64)) < 1e-4 * float(k64)
+
+
+def test_bad_arguments_clear_errors(key):
+    p = S.init_params(key, 3, 2)
+    with pytest.raises(TypeError, match="params: expected slt_relu.TwoLayer"):
+        S.population_loss({"w": 1}, p, S.UniformBox(1.0, 2))
+    with pytest.raises(ValueError, match="truth: expected n_in = 2"):
+        S.population_loss(p, S.init_params(key, 3, 1), S.UniformBox(1.0, 2))
+    with pytest.raises(ValueError, match="inputs: expected n_in = 2"):
+        S.population_loss(p, p, S.UniformBox(1.0, 1))
+    with pytest.raises(TypeError, match="inputs: expected UniformBox, Gaussian or Quadrature"):
+        S.population_loss(p, p, "box")
+    with pytest.raises(ValueError, match="x, y: expected shapes"):
+        S.empirical_loss(p, jnp.zeros((5, 2)), jnp.zeros(4))
+    with pytest.raises(ValueError, match="n: expected a positive integer"):
+        S.sample_dataset(key, p, S.UniformBox(1.0, 2), 0)
