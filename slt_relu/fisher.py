@@ -61,7 +61,7 @@ def _weighted_jacobian(params, inputs, sigma, free_idx):
     J = jax.vmap(feature_jacobian, (None, 0))(params, rule.points)
     if free_idx is not None:
         J = J[:, np.array(free_idx, dtype=int)]
-    return jnp.sqrt(rule.weights)[:, None] * J / sigma
+    return jnp.sqrt(jnp.maximum(rule.weights, 0.0))[:, None] * J / sigma
 
 
 def weighted_jacobian(params: TwoLayer, inputs, sigma=1.0, free=None) -> jax.Array:

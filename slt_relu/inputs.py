@@ -12,10 +12,13 @@ Expectations are weighted sums over a :class:`Quadrature` (points (N, n_in), wei
   degree 5); for ``Gaussian`` the density is smooth, pieces are at most std/2 wide on
   [-10 std, 10 std] and 8 nodes each: the error is below float64 rounding (a test
   checks against scipy's adaptive quadrature).
-* n_in = 2: a deterministic tensor Gauss-Legendre rule on a grid of cells (default
-  96 x 96 cells of 2 x 2 nodes; Gaussian truncated to [-8 std, 8 std]^2).  The kinks
-  of the integrand are not aligned with the cells, so the rule converges like
-  O(h^2); a test bounds its error against a 4x finer rule.
+* n_in = 2, ``UniformBox``: exact.  :func:`box_rule_2d` cuts the box along every
+  activation line of the networks involved into trapezoids on which the integrand is one
+  polynomial of degree <= 2, and integrates each with a 2 x 2 Gauss rule.
+* n_in = 2, ``Gaussian``: a deterministic tensor Gauss-Legendre rule on a grid of cells
+  (default 96 x 96 cells of 2 x 2 nodes, truncated to [-8 std, 8 std]^2).  The kinks
+  of the integrand are not aligned with the cells, so the rule converges like O(h^2);
+  a test bounds its error against a 4x finer rule.
 * any n_in: :meth:`Quadrature.from_samples` (an empirical / Monte Carlo rule).
 """
 from __future__ import annotations
@@ -60,7 +63,10 @@ def _static(cls):
 @_static
 @dataclasses.dataclass(frozen=True)
 class UniformBox:
-    """q(x) uniform on [-half_width, half_width]^n_in; density (2a)^(-n_in)."""
+    """q(x) uniform on [-half_width, half_width]^n_in; density (2a)^(-n_in).
+
+    Expectations are exact for n_in <= 2; ``cells`` and ``order`` only set
+    :func:`tensor_rule_2d` when it is asked for explicitly."""
 
     half_width: float
     n_in: int
@@ -86,7 +92,7 @@ class UniformBox:
 @_static
 @dataclasses.dataclass(frozen=True)
 class Gaussian:
-    """q(x) = N(0, std^2 I_n_in)."""
+    """q(x) = N(0, std^2 I_n_in); ``cells`` x ``cells`` cells of ``order`` x ``order`` nodes for n_in = 2."""
 
     std: float
     n_in: int
@@ -171,11 +177,87 @@ def expectation_rule(inputs, *networks, dtype=None) -> Quadrature:
         edges = jnp.sort(jnp.concatenate([grid, bps]))
         return _piecewise_rule_1d(edges, order, inputs.density_1d)
     if inputs.n_in == 2:
+        if isinstance(inputs, UniformBox):
+            return box_rule_2d(inputs.half_width, *networks, dtype=dtype)
         return tensor_rule_2d(inputs, dtype)
     raise ValueError(
         f"inputs.n_in = {inputs.n_in}: exact population expectations are implemented for n_in <= 2; "
         "pass a Quadrature instead (e.g. Quadrature.from_samples(inputs.sample(key, n)))"
     )
+
+
+def _sort_small(keys, *values):
+    """Sort along the last axis by comparison counting (no XLA sort; faster for the short rows used
+    here under vmap).  Ties keep their original order.  Returns (sorted keys, *values in that order)."""
+    n = keys.shape[-1]
+    if n > 64:  # comparison counting costs n^3 via the one-hot product: use XLA's sort
+        order = jnp.argsort(keys, axis=-1, stable=True)
+        return tuple(jnp.take_along_axis(v, order, -1) for v in (keys,) + values)
+    idx = jnp.arange(n)
+    before = (keys[..., None, :] < keys[..., :, None]) | (
+        (keys[..., None, :] == keys[..., :, None]) & (idx[None, :] < idx[:, None]))
+    rank = jnp.sum(before, axis=-1)  # position of each entry after sorting
+    onehot = (rank[..., :, None] == idx).astype(keys.dtype)  # (..., entry, position)
+    return tuple(jnp.einsum("...ip,...i->...p", onehot, v) for v in (keys,) + values)
+
+
+def box_rule_2d(half_width: float, *networks, dtype=None) -> Quadrature:
+    """Exact rule for E[g] over the uniform box [-a, a]^2 when g is a polynomial of degree <= 2
+    on every cell of the arrangement of the networks' activation lines <w_i, x> + b_i = 0.
+
+    The box is cut into vertical slabs at every x where two lines cross or a line crosses
+    y = +-a; inside a slab no two lines cross, so the lines sorted by height bound L + 1
+    trapezoids (L lines) on each of which g is one polynomial.  A 2 x 2 Gauss-Legendre rule in
+    the trapezoid's bilinear coordinates is exact there (degree <= 3 in each variable after the
+    linear Jacobian).  Points: 4 (L + 1) (L (L - 1) / 2 + 2 L + 1); zero-width slabs and
+    zero-height trapezoids get zero weight, so shapes depend only on L (jit friendly).
+    """
+    dtype = dtype or (networks[0].w.dtype if networks else jnp.zeros(()).dtype)
+    a = float(half_width)
+    if networks:
+        W = jnp.concatenate([p.w for p in networks]).astype(dtype)
+        B = jnp.concatenate([p.b for p in networks]).astype(dtype)
+    else:
+        W, B = jnp.zeros((0, 2), dtype), jnp.zeros((0,), dtype)
+    L = W.shape[0]
+    i, j = np.triu_indices(L, 1)
+    with np.errstate(all="ignore"):
+        det = W[i, 0] * W[j, 1] - W[i, 1] * W[j, 0]
+        x_cross = (W[i, 1] * B[j] - W[j, 1] * B[i]) / jnp.where(det == 0, jnp.nan, det)
+        w0 = jnp.where(W[:, 0] == 0, jnp.nan, W[:, 0])
+        x_edge = jnp.concatenate([-(B + W[:, 1] * a) / w0, -(B - W[:, 1] * a) / w0])
+    xs = jnp.concatenate([jnp.array([-a, a], dtype), x_cross, x_edge])
+    (xs,) = _sort_small(jnp.clip(jnp.where(jnp.isfinite(xs), xs, -a), -a, a))
+    x0, x1 = xs[:-1], xs[1:]  # (S,)
+
+    w1 = jnp.where(W[:, 1] == 0, jnp.nan, W[:, 1])
+    line_y = lambda x: -(W[:, 0] * x[:, None] + B) / w1  # (S,) -> (S, L), NaN for vertical lines
+    xm = (x0 + x1) / 2
+    ym = line_y(xm)
+    # A line is inside the box on the whole slab or outside on the whole slab; decide at the midpoint
+    # (deciding at the ends would misplace nearly vertical lines by rounding).
+    inside = jnp.isfinite(ym) & (jnp.abs(ym) < a)
+    outside_y = jnp.clip(jnp.where(jnp.isfinite(ym), ym, -a), -a, a)
+    y0 = jnp.where(inside, jnp.clip(line_y(x0), -a, a), outside_y)
+    y1 = jnp.where(inside, jnp.clip(line_y(x1), -a, a), outside_y)
+    edge = jnp.full(x0.shape + (1,), a, dtype)
+    y0 = jnp.concatenate([-edge, y0, edge], axis=1)  # (S, L + 2) with the box's bottom and top
+    y1 = jnp.concatenate([-edge, y1, edge], axis=1)
+    keys = jnp.concatenate([-edge, jnp.where(inside, ym, outside_y), edge], axis=1)
+    _, y0, y1 = _sort_small(keys, y0, y1)
+    g = 1.0 / np.sqrt(3.0)
+    hx = (x1 - x0) / 2
+    pts, wts = [], []
+    for sx in (-g, g):
+        frac = (1 + sx) / 2
+        x = xm + hx * sx  # (S,)
+        y = (1 - frac) * y0 + frac * y1  # (S, L + 2): each line's height at x
+        lo, hi = y[:, :-1], y[:, 1:]
+        for sy in (-g, g):
+            yy = (lo + hi) / 2 + (hi - lo) / 2 * sy
+            pts.append(jnp.stack([jnp.broadcast_to(x[:, None], yy.shape), yy], -1).reshape(-1, 2))
+            wts.append((hx[:, None] * jnp.maximum(hi - lo, 0.0) / 2).reshape(-1) / (4 * a * a))
+    return Quadrature(jnp.concatenate(pts), jnp.concatenate(wts))
 
 
 def tensor_rule_2d(inputs, dtype=None, cells: int | None = None, order: int | None = None) -> Quadrature:

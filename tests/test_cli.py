@@ -20,8 +20,8 @@ TINY = {
         "fisher.points[0].widths": [1, 3], "fisher.points[0].count": 1,
         "fisher.points[1].m": [3],
         "fisher.points[2].cases": ["q_zero"],
-        "fisher.points[3].inputs.cells": 12, "fisher.points[3].cases": ["active_on_box"],
-        "fisher.points[4].widths": [2], "fisher.points[4].count": 1, "fisher.points[4].inputs.cells": 12,
+        "fisher.points[3].cases": ["active_on_box"],
+        "fisher.points[4].widths": [2], "fisher.points[4].count": 1,
     },
 }
 

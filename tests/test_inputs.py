@@ -34,9 +34,39 @@ def test_gaussian_1d_rule_matches_adaptive_quadrature(key):
     assert abs(got - exact) < 1e-12 * exact
 
 
-@pytest.mark.parametrize("dist", [S.UniformBox(1.0, 2), S.Gaussian(1.0, 2)])
+@pytest.mark.parametrize("w,b,want", [
+    ([1.0, 0.0], 0.0, 1 / 12),            # E[relu(x1)^2] / 2 = (1/6) / 2
+    ([1.0, 1.0], 0.0, 1 / 6),             # E[(x1+x2)^2] / 4
+    ([1.0, 1.0], -0.5, 0.10546875 / 2),   # s = x1+x2 has density (2-|s|)/4: int_.5^2 (s-.5)^2 (2-s)/4 ds / 2
+    ([0.0, 1.0], 0.3, 1.3**3 / 12),       # int_{-.3}^1 (y+.3)^2 dy / 2 / 2
+    ([1e-17, -1.0], 0.2, 1.2**3 / 12),    # a nearly horizontal line
+    ([-1.0, -1e-16], -0.3, 0.7**3 / 12),  # a nearly vertical line
+])
+def test_uniform_2d_rule_exact_closed_forms(w, b, want):
+    """K of one node against the zero network on [-1, 1]^2, by hand."""
+    p = S.make_params([w], b, 1.0, 0.0)
+    zero = S.make_params([[1.0, 0.0]], 0.0, 0.0, 0.0)
+    assert abs(float(S.population_loss(p, zero, S.UniformBox(1.0, 2))) - want) < 1e-14
+
+
+def test_uniform_2d_rule_weights_and_convergence():
+    """The trapezoid rule's weights sum to 1 for random networks, and the tensor rule converges to it."""
+    from slt_relu.inputs import box_rule_2d
+
+    box = S.UniformBox(1.0, 2)
+    t = S.truths.m_symmetric(3)
+    flats = jax.random.normal(jax.random.PRNGKey(0), (500, 13))
+    sums = jax.vmap(lambda f: box_rule_2d(1.0, S.from_flat(f, 3, 2), t).weights.sum())(flats)
+    assert float(np.abs(np.asarray(sums) - 1).max()) < 1e-13
+    p = S.init_params(jax.random.PRNGKey(1), 3, 2)
+    exact = float(S.population_loss(p, t, box))
+    errs = [abs(float(S.population_loss(p, t, tensor_rule_2d(box, cells=c))) - exact) for c in (64, 256)]
+    assert errs[1] < errs[0] / 4 and errs[1] < 1e-5 * exact
+
+
+@pytest.mark.parametrize("dist", [S.Gaussian(1.0, 2)])
 def test_2d_rule_error_bounded_by_finer_rule(dist):
-    """The default 96 x 96-cell rule against a 4x finer one: K within 1e-3 relative, Fisher within 1e-2."""
+    """The default 96 x 96-cell Gaussian rule against a 4x finer one: K within 1e-3 relative, Fisher within 1e-2."""
     t = S.truths.m_symmetric(3)
     fine = tensor_rule_2d(dist, cells=4 * dist.cells)
     for seed in range(3):
