@@ -245,7 +245,7 @@ def box_rule_2d(half_width: float, *networks, dtype=None) -> Quadrature:
     y1 = jnp.concatenate([-edge, y1, edge], axis=1)
     keys = jnp.concatenate([-edge, jnp.where(inside, ym, outside_y), edge], axis=1)
     _, y0, y1 = _sort_small(keys, y0, y1)
-    g = 1.0 / np.sqrt(3.0)
+    g = float(1.0 / np.sqrt(3.0))
     hx = (x1 - x0) / 2
     pts, wts = [], []
     for sx in (-g, g):

@@ -127,6 +127,8 @@ def test_empirical_fisher_and_float32(key):
     t32 = S.truths.m_symmetric(3, dtype=jnp.float32)
     assert S.fisher_information(t32, GAUSS).dtype == jnp.float32
     assert int(S.fisher_rank(t32, GAUSS)) == 10
+    assert S.fisher_information(t32, S.UniformBox(1.0, 2)).dtype == jnp.float32
+    assert int(S.fisher_rank(t32, S.UniformBox(1.0, 2))) == 10
 
 
 def test_free_mask_checked():
