@@ -15,7 +15,6 @@ import time
 import jax
 
 jax.config.update("jax_enable_x64", True)
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import slt_relu as S  # noqa: E402

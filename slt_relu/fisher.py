@@ -25,8 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .inputs import Gaussian, Quadrature, UniformBox, expectation_rule
-from .network import TwoLayer, check_params, num_params, to_flat
+from .inputs import Quadrature, check_inputs, expectation_rule
+from .network import TwoLayer, check_params, num_params
 
 
 def feature_jacobian(params: TwoLayer, x: jax.Array) -> jax.Array:
@@ -69,8 +69,7 @@ def weighted_jacobian(params: TwoLayer, inputs, sigma=1.0, free=None) -> jax.Arr
 
     J[k] = grad_w f(x_k, w) at the rule's points x_k (the empirical rule gives the empirical Fisher)."""
     check_params(params)
-    if not isinstance(inputs, (UniformBox, Gaussian, Quadrature)):
-        raise TypeError(f"inputs: expected UniformBox, Gaussian or Quadrature, got {type(inputs).__name__}")
+    check_inputs(inputs)
     return _weighted_jacobian(params, inputs, sigma, _free_index(free, num_params(params.width, params.n_in)))
 
 
@@ -83,8 +82,6 @@ def fisher_information(params: TwoLayer, inputs, sigma=1.0, free=None) -> jax.Ar
 
 def empirical_fisher_information(params: TwoLayer, x: jax.Array, sigma=1.0, free=None) -> jax.Array:
     """I_n(w) = (1/n) sum_k grad f(x_k) grad f(x_k)^T / sigma^2; x: (n, n_in) -> (D, D)."""
-    from .inputs import Quadrature
-
     return fisher_information(params, Quadrature.from_samples(x), sigma, free)
 
 

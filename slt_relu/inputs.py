@@ -142,6 +142,14 @@ def _piecewise_rule_1d(edges: jax.Array, order: int, density) -> Quadrature:
     return Quadrature(x[:, None], wts.astype(edges.dtype))
 
 
+def check_inputs(inputs):
+    """Return ``inputs`` if it is a UniformBox, Gaussian or Quadrature; else a TypeError naming it.
+    Called before a jit boundary, so the user sees this message rather than JAX's."""
+    if not isinstance(inputs, (UniformBox, Gaussian, Quadrature)):
+        raise TypeError(f"inputs: expected UniformBox, Gaussian or Quadrature, got {type(inputs).__name__}")
+    return inputs
+
+
 def breakpoints_1d(*networks) -> jax.Array:
     """ReLU breakpoints -b_i / w_i of one-input networks (a node with w_i = 0 has none: returns NaN)."""
     out = []
@@ -159,10 +167,8 @@ def expectation_rule(inputs, *networks, dtype=None) -> Quadrature:
     For n_in = 1 the support is split at every breakpoint of ``networks`` (exact, see
     module docstring); for n_in = 2 a fixed tensor rule; n_in > 2 needs a Quadrature.
     """
-    if isinstance(inputs, Quadrature):
+    if isinstance(check_inputs(inputs), Quadrature):
         return inputs
-    if not isinstance(inputs, (UniformBox, Gaussian)):
-        raise TypeError(f"inputs: expected UniformBox, Gaussian or Quadrature, got {type(inputs).__name__}")
     dtype = dtype or (networks[0].w.dtype if networks else jnp.zeros(()).dtype)
     lo, hi = inputs.support()
     if inputs.n_in == 1:

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .inputs import Gaussian, Quadrature, UniformBox, expectation_rule
+from .inputs import check_inputs, expectation_rule
 from .network import TwoLayer, check_params, coordinate_index, forward, from_flat, to_flat
 
 
@@ -28,13 +28,8 @@ def population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> jax
     Quadrature (see ``slt_relu.inputs`` for how exact each is).  Jitted; vmap over a
     batch of params with ``jax.vmap(population_loss, (0, None, None, None))``.
     """
-    _check_inputs(inputs)
+    check_inputs(inputs)
     return _population_loss_jit(params, truth, inputs, sigma)
-
-
-def _check_inputs(inputs):
-    if not isinstance(inputs, (UniformBox, Gaussian, Quadrature)):
-        raise TypeError(f"inputs: expected UniformBox, Gaussian or Quadrature, got {type(inputs).__name__}")
 
 
 def _population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> jax.Array:

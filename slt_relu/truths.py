@@ -12,10 +12,9 @@ from __future__ import annotations
 import math
 from typing import Callable, NamedTuple
 
-import jax.numpy as jnp
 import numpy as np
 
-from .inputs import Gaussian, UniformBox
+from .inputs import UniformBox
 from .network import Restriction, TwoLayer, make_params
 
 

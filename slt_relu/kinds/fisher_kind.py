@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import ConfigError, Table, read_example
-from ..fisher import default_rtol, null_accounting, rank_bound
+from ..fisher import default_rtol, null_accounting
 from ..inputs import UniformBox
 from ..network import TwoLayer, from_flat, init_params, make_params, num_params, to_flat
 from ..plots import rank_vs_bound_figure, spectrum_figure
@@ -82,7 +82,6 @@ def box_excess_count(params: TwoLayer, half_width: float) -> int:
 def make_degenerate(case: str, params: TwoLayer, inputs) -> TwoLayer:
     """Make node 0 of a generic network degenerate in the named way (see ``_excess_counts``)."""
     w, b, q, c = (np.array(x, dtype=float) for x in params)
-    n_in = w.shape[1]
     if case == "q_zero":
         q[0] = 0.0
     elif case == "w_zero_b_positive":

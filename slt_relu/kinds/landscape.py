@@ -22,7 +22,7 @@ import numpy as np
 from ..config import ConfigError, Table, read_example
 from ..fisher import null_accounting
 from ..loss import empirical_loss, loss_slice, population_loss, sample_dataset
-from ..network import Restriction, coordinate_index, from_flat, num_params, to_flat
+from ..network import coordinate_index, from_flat, num_params, to_flat
 from ..plots import landscape_figure
 
 
