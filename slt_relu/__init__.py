@@ -17,6 +17,29 @@ from .fisher import (
 )
 from .inputs import Gaussian, Quadrature, UniformBox, expectation_rule
 from .loss import coordinate_slice, empirical_loss, loss_slice, population_loss, sample_dataset
+from .phases import (
+    PhaseAssignment,
+    PhaseLabel,
+    Representative,
+    classify_phase,
+    effective_weights,
+    radius_rule,
+    sector_phase,
+    sector_rule,
+    true_set_representatives,
+)
+from .symmetry import (
+    Irreducible,
+    annihilating_subsets,
+    are_equivalent,
+    merge_nodes,
+    permute,
+    random_symmetry,
+    reduce,
+    rescale,
+    reverse_orientation,
+    split_node,
+)
 from .network import (
     Restriction,
     TwoLayer,
@@ -37,4 +60,8 @@ __all__ = [
     "expectation_rule", "feature_jacobian", "fisher_information", "fisher_null_space", "fisher_rank", "fisher_spectrum",
     "forward", "from_flat", "init_params", "loss_slice", "make_params", "null_accounting", "num_params",
     "population_loss", "rank_bound", "sample_dataset", "scaling_generators", "to_flat", "truths",
+    # symmetries and phases (Petzka et al. 2020; DSLT3)
+    "Irreducible", "PhaseAssignment", "PhaseLabel", "Representative", "annihilating_subsets", "are_equivalent",
+    "classify_phase", "effective_weights", "merge_nodes", "permute", "radius_rule", "random_symmetry", "reduce",
+    "rescale", "reverse_orientation", "sector_phase", "sector_rule", "split_node", "true_set_representatives",
 ]

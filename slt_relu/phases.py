@@ -1,0 +1,454 @@
+"""The true set W0 and its phases (DSLT3 Appendix 2; Petzka et al. 2020), and the DSLT4 phase rules.
+
+Truth f0(x) = c0 + sum_j q0_j relu(<w0_j, x> + b0_j), j = 1..m, minimal and activation-distinguished
+(q0_j != 0, w0_j != 0, the m boundaries H0_j pairwise different).  A model of width d >= m is in
+W0 (f = f0 on R^n_in) iff its nodes fall into groups that share a boundary:
+
+  * group on H0_j: every node i has (w_i, b_i) = s_i a_i (w0_j, b0_j), a_i > 0, s_i = +1 (truth's
+    orientation) or -1 (reversed); with e_i = q_i a_i the kinks add up, sum_i e_i = q0_j;
+  * hidden group on a boundary H that is no truth boundary: the kinks cancel, sum_i e_i = 0
+    (two nodes on one side with opposite outputs: a cancelling pair; one node on each side: a
+    linear function, Petzka's linear pair);
+  * degenerate nodes: q_i w_i = 0 (q_i = 0, or w_i = 0 with the constant q_i relu(b_i) in c);
+
+and the linear parts cancel.  With r_g = sum of e_i over the reversed nodes of a group (by
+relu(-z) = relu(z) - z):
+
+    sum_g r_g w_g = 0  (weight annihilation),        c = c0 + sum_g r_g b_g.
+
+A *phase* is the combinatorial type of this decomposition, up to permutation and scaling: for
+each truth node j the numbers (same, reversed) of model nodes on H0_j, the hidden groups as
+(one side, other side) counts, and the number of degenerate nodes (:class:`PhaseLabel`).  DSLT3's
+Appendix 2 lists the phases without hidden groups; hidden groups need two spare nodes
+(d >= m + 2) and are points of W0 too (K = 0), which the fold-set argument of the sketch misses
+because their kinks cancel.  Equality is on all of R^n_in; on a bounded input box W0 is larger
+(a boundary outside the box), DSLT3's caveat.
+
+DSLT4's rules on effective weights |q_i| w_i: :func:`radius_rule` and :func:`sector_rule`.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import NamedTuple
+
+import numpy as np
+
+from .network import TwoLayer, check_params, make_params
+from .symmetry import _numpy, are_equivalent, default_tol
+
+RADIUS_PHASES = ("other", "degenerate", "non_degenerate")
+SECTOR_PHASES = ("other", "true_orientation", "reversed")
+
+
+class PhaseLabel(NamedTuple):
+    """A phase of W0 up to permutation and scaling.
+
+    truth: per truth node j, (same, reversed): model nodes on H0_j with the truth's orientation and
+        with the reversed one.
+    hidden: sorted tuple of (a, b), a >= b: groups of nodes on one boundary that is no truth
+        boundary, a nodes on one side and b on the other ((2, 0) cancelling pair, (1, 1) linear pair).
+    degenerate: number of nodes with q_i w_i = 0.
+    """
+
+    truth: tuple
+    hidden: tuple = ()
+    degenerate: int = 0
+
+    @property
+    def width(self) -> int:
+        return sum(a + b for a, b in self.truth) + sum(a + b for a, b in self.hidden) + self.degenerate
+
+    @property
+    def reversed_nodes(self) -> tuple:
+        """Truth nodes j whose boundary carries a reversed model node."""
+        return tuple(j for j, (_, r) in enumerate(self.truth) if r)
+
+    @property
+    def kind(self) -> str:
+        """One word for plots: 'true_orientation', 'reversed' (each truth node by one model node,
+        some reversed), 'degenerate', 'shared' (a truth boundary carries several nodes), 'hidden',
+        in that order of precedence from the last."""
+        if self.hidden:
+            return "hidden"
+        if any(a + b > 1 for a, b in self.truth):
+            return "shared"
+        if self.degenerate:
+            return "degenerate"
+        return "reversed" if self.reversed_nodes else "true_orientation"
+
+    def __str__(self) -> str:
+        parts = [" ".join("+" * a + "-" * b or "0" for a, b in self.truth)]
+        if self.hidden:
+            parts.append("hidden " + " ".join(f"({a},{b})" for a, b in self.hidden))
+        if self.degenerate:
+            parts.append(f"{self.degenerate} degenerate")
+        return " | ".join(parts)
+
+
+class Representative(NamedTuple):
+    """One parameter of a phase of W0: label, params (TwoLayer of the model's width), and the
+    reversed-kink amounts r (m,) that solve the annihilation equation sum_j r_j w0_j + ... = 0."""
+
+    label: PhaseLabel
+    params: TwoLayer
+    r: np.ndarray
+
+
+class PhaseAssignment(NamedTuple):
+    """classify_phase's answer (a leading batch axis when params had one).
+
+    label: PhaseLabel (a list of them for a batch).
+    distance: distance to the phase's part of W0 in effective coordinates (q_i w_i, q_i b_i; c)
+        (0 on it; inf when the label cannot occur in W0, e.g. a truth boundary with no node).
+        With the boundaries held where they are, except that a hidden group with nodes on both
+        sides may turn to carry any linear part (its linear equations are dropped, so there
+        the distance is a lower bound).
+    group: (d,) int: truth node j in [0, m), -1 degenerate, m + k hidden group k.
+    orientation: (d,) +1 / -1 relative to the group's boundary (truth's orientation for truth
+        groups, the first member's for hidden ones), 0 for degenerate nodes.
+    """
+
+    label: object
+    distance: object
+    group: np.ndarray
+    orientation: np.ndarray
+
+
+def _check_truth(truth: TwoLayer, tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
+    """Unit boundaries h0 (m, n+1) = (w0, b0)/|(w0, b0)| and kinks Q (m,) = q0 |(w0, b0)| of a
+    minimal, activation-distinguished truth; ValueError otherwise."""
+    check_params(truth)
+    if np.ndim(truth.w) != 2:
+        raise ValueError(f"truth: expected one network, got w of shape {np.shape(truth.w)}")
+    w, b, q, c = _numpy(truth)
+    zero_q = np.flatnonzero(q == 0)
+    zero_w = np.flatnonzero(np.linalg.norm(w, axis=1) == 0)
+    if len(zero_q) or len(zero_w):
+        raise ValueError(f"truth: expected a minimal truth (every q0_j != 0 and w0_j != 0); nodes "
+                         f"{sorted(set(zero_q.tolist()) | set(zero_w.tolist()))} are degenerate")
+    hb = np.concatenate([w, b[:, None]], 1)
+    norm = np.linalg.norm(hb, axis=1)
+    h = hb / norm[:, None]
+    for i, j in itertools.combinations(range(len(q)), 2):
+        if min(np.linalg.norm(h[i] - h[j]), np.linalg.norm(h[i] + h[j])) <= tol:
+            raise ValueError(f"truth: expected an activation-distinguished truth (pairwise different boundaries); "
+                             f"nodes {i} and {j} share a boundary (reduce the truth first)")
+    return h, q * norm
+
+
+def _split(total: float, k: int, scale: float) -> np.ndarray | None:
+    """k non-zero numbers summing to total, each at least 0.05 scale away from 0 (None if k = 1 and total ~ 0)."""
+    if k == 1:
+        return np.array([total]) if abs(total) > 0.05 * scale else None
+    offsets = np.arange(k) - (k - 1) / 2
+    for f in (0.6, 0.85, 1.1, 1.45):
+        parts = total / k + f * (abs(total) / k + scale) * offsets
+        if np.min(np.abs(parts)) > 0.05 * scale:
+            return parts
+    return None
+
+
+def _hidden_groups(size: int) -> list[tuple]:
+    """Multisets of hidden groups (a, b), a >= b, a + b >= 2, with total size `size`."""
+    kinds = [(a, s - a) for s in range(2, size + 1) for a in range(s, (s - 1) // 2, -1)]
+    out = []
+    for n in range(size // 2 + 1):
+        for combo in itertools.combinations_with_replacement(kinds, n):
+            if sum(a + b for a, b in combo) == size:
+                out.append(tuple(sorted(combo, reverse=True)))
+    return out
+
+
+def _labels(m: int, d: int) -> list[PhaseLabel]:
+    """Every candidate label for m truth nodes and width d (feasibility is checked separately)."""
+    out = []
+    for deg in range(d - m + 1):
+        rest = d - deg
+        for hidden_size in range(rest - m + 1):
+            if hidden_size == 1:
+                continue
+            truth_size = rest - hidden_size
+            for sizes in itertools.product(range(1, truth_size - m + 2), repeat=m):
+                if sum(sizes) != truth_size:
+                    continue
+                for orient in itertools.product(*[[(s - r, r) for r in range(s + 1)] for s in sizes]):
+                    for hidden in _hidden_groups(hidden_size):
+                        out.append(PhaseLabel(tuple(orient), hidden, deg))
+    return out
+
+
+def _other_direction(k: int, n: int, avoid: np.ndarray) -> np.ndarray:
+    """A unit direction for hidden group k that is not parallel to any row of avoid."""
+    for t in range(50):
+        angle = 0.35 + 0.9 * (k + t)
+        v = np.zeros(n)
+        v[0] = np.cos(angle)
+        if n > 1:
+            v[1] = np.sin(angle)
+        if n == 1:
+            v[0] = 1.0 if (k + t) % 2 == 0 else -1.0
+        v /= np.linalg.norm(v)
+        if n == 1 or all(abs(abs(v @ a) / np.linalg.norm(a) - 1) > 1e-3 for a in avoid):
+            return v
+    return v
+
+
+def _construct(label: PhaseLabel, w0, b0, q0, c0, scale, seed: int = 0) -> tuple[TwoLayer, np.ndarray] | None:
+    """A parameter of the phase `label`, or None if the phase is empty."""
+    m, n = w0.shape
+    truth_mixed = [j for j, (a, r) in enumerate(label.truth) if a and r]
+    hidden_mixed = [g for g, (a, b) in enumerate(label.hidden) if b]
+    fixed_r = np.array([q0[j] if a == 0 else 0.0 for j, (a, r) in enumerate(label.truth)])
+    # unknowns: r_j (j mixed), v_g = B_g w_g in R^n (g mixed); sum_j r_j w0_j + sum_g v_g = 0
+    A = np.concatenate([w0[truth_mixed].T.reshape(n, -1), np.tile(np.eye(n), len(hidden_mixed))], 1)
+    rhs = -(fixed_r @ w0)
+    if A.shape[1] == 0:
+        candidates = [np.zeros(0)] if np.linalg.norm(rhs) <= 1e-9 * scale else []
+    else:
+        x0, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+        if np.linalg.norm(A @ x0 - rhs) > 1e-9 * scale:
+            return None
+        _, sv, vt = np.linalg.svd(A)
+        null = vt[int(np.sum(sv > 1e-10 * max(sv.max(initial=0), 1))):].T
+        rng = np.random.default_rng(seed)
+        candidates = [x0] + [x0 + null @ rng.normal(scale=scale, size=null.shape[1]) for _ in range(8)] \
+            if null.size else [x0]
+    for x in candidates:
+        r = fixed_r.copy()
+        r[truth_mixed] = x[: len(truth_mixed)]
+        v = x[len(truth_mixed):].reshape(len(hidden_mixed), n)
+        built = _build(label, r, dict(zip(hidden_mixed, v)), w0, b0, q0, c0, scale)
+        if built is not None:
+            return built, r
+    return None
+
+
+def _build(label, r, v, w0, b0, q0, c0, scale):
+    m, n = w0.shape
+    ws, bs, qs = [], [], []
+    c = c0 + float(r @ b0)
+    for j, (a, rev) in enumerate(label.truth):
+        for count, total, s in ((a, q0[j] - r[j], 1.0), (rev, r[j], -1.0)):
+            if count == 0:
+                continue
+            parts = _split(total, count, scale)
+            if parts is None:
+                return None
+            ws += [s * w0[j]] * count
+            bs += [s * b0[j]] * count
+            qs += list(parts)
+    planes = [np.append(w0[j], b0[j]) for j in range(m)]
+    for g, (a, bcount) in enumerate(label.hidden):
+        if bcount:
+            vg = v[g]
+            if np.linalg.norm(vg) < 0.05 * scale:
+                if a == 1 or bcount == 1:
+                    return None
+                direction, B = _other_direction(g, n, w0), 0.0
+            else:
+                direction, B = vg / np.linalg.norm(vg), float(np.linalg.norm(vg))
+        else:
+            direction, B = _other_direction(g, n, w0), 0.0
+        for bias in (0.25, -0.45, 0.6, -0.15, 0.8, -0.7):
+            plane = np.append(direction, bias)
+            unit = plane / np.linalg.norm(plane)
+            if all(min(np.linalg.norm(unit - p / np.linalg.norm(p)), np.linalg.norm(unit + p / np.linalg.norm(p)))
+                   > 1e-3 for p in planes):
+                break
+        planes.append(plane)
+        c += B * bias
+        for count, total, s in ((a, -B, 1.0), (bcount, B, -1.0)):
+            if count == 0:
+                continue
+            parts = _split(total, count, scale)
+            if parts is None:
+                return None
+            ws += [s * direction] * count
+            bs += [s * bias] * count
+            qs += list(parts)
+    ws += [np.zeros(n)] * label.degenerate
+    bs += [0.0] * label.degenerate
+    qs += [0.0] * label.degenerate
+    return make_params(np.array(ws).reshape(len(qs), n), np.array(bs), np.array(qs), c)
+
+
+def true_set_representatives(truth: TwoLayer, width: int) -> list[Representative]:
+    """One parameter for every phase of W0 (model of the given width), up to permutation and scaling.
+
+    truth: a minimal, activation-distinguished TwoLayer with m nodes; width d >= m.  Every
+    candidate label (:func:`_labels`) is realised if the annihilation equation has a solution
+    in which every node keeps a non-zero output (checked on the least-norm solution and on
+    random points of its solution set): truth-group nodes are (w, b) = +-(w0_j, b0_j) with the
+    kinks split between them, hidden groups sit on boundaries away from the truth's (along
+    the linear part they must carry), degenerate nodes are q = w = b = 0.  Each representative
+    is checked to be functionally equal to the truth (are_equivalent).  Sorted by
+    (degenerate, hidden, truth).
+    """
+    h0, _ = _check_truth(truth)
+    w0, b0, q0, c0 = _numpy(truth)
+    m = len(q0)
+    if not (isinstance(width, (int, np.integer)) and width >= m):
+        raise ValueError(f"width: expected an integer >= m = {m} (the truth's nodes), got {width!r}")
+    scale = float(np.max(np.abs(q0) * np.linalg.norm(w0, axis=1)))
+    reps = []
+    for label in _labels(m, int(width)):
+        built = _construct(label, w0, b0, q0, c0, scale)
+        if built is None:
+            continue
+        params, r = built
+        if not are_equivalent(params, truth, tol=max(1e-9, 10 * default_tol(params.w.dtype))):
+            raise RuntimeError(f"true_set_representatives: the representative of {label} is not in W0; please report")
+        reps.append(Representative(label, params.__class__(*(x.astype(truth.w.dtype) for x in params)), r))
+    return sorted(reps, key=lambda rep: (rep.label.degenerate, rep.label.hidden, rep.label.truth))
+
+
+def _classify_one(w, b, q, c, h0, Q0, c0, tol, scale):
+    d, n = w.shape
+    m = len(Q0)
+    eff = q[:, None] * w
+    degenerate = np.linalg.norm(eff, axis=1) <= tol * scale
+    hb = np.concatenate([w, b[:, None]], 1)
+    norm = np.linalg.norm(hb, axis=1)
+    h = hb / np.where(norm > 0, norm, 1.0)[:, None]
+    group = np.full(d, -1)
+    orient = np.zeros(d)
+    planes = {j: h0[j] for j in range(m)}
+    for i in np.flatnonzero(~degenerate):
+        plus = np.linalg.norm(h[i] - h0, axis=1)
+        minus = np.linalg.norm(h[i] + h0, axis=1)
+        j = int(np.argmin(np.minimum(plus, minus)))
+        if min(plus[j], minus[j]) <= tol:
+            group[i], orient[i] = j, (1.0 if plus[j] <= minus[j] else -1.0)
+            continue
+        for g in range(m, m + len(planes) - m):
+            if np.linalg.norm(h[i] - planes[g]) <= tol:
+                group[i], orient[i] = g, 1.0
+                break
+            if np.linalg.norm(h[i] + planes[g]) <= tol:
+                group[i], orient[i] = g, -1.0
+                break
+        else:
+            g = len(planes)
+            planes[g] = h[i]
+            group[i], orient[i] = g, 1.0
+    truth_counts = tuple((int(np.sum((group == j) & (orient > 0))), int(np.sum((group == j) & (orient < 0))))
+                         for j in range(m))
+    hidden = tuple(sorted((tuple(sorted((int(np.sum((group == g) & (orient > 0))),
+                                          int(np.sum((group == g) & (orient < 0)))), reverse=True))
+                           for g in range(m, len(planes))), reverse=True))
+    label = PhaseLabel(truth_counts, hidden, int(degenerate.sum()))
+    # distance: effective vectors v_i = q_i (w_i, b_i) against e_i s_i h_g, plus the linear constraints
+    c_eff = c + float(np.sum(q[degenerate] * np.maximum(b[degenerate], 0.0)))
+    live = np.flatnonzero(~degenerate)
+    groups = sorted(set(group[live].tolist()))
+    unit = {g: (np.mean([orient[i] * h[i] for i in live if group[i] == g], 0) if g >= m else h0[g]) for g in groups}
+    unit = {g: u / np.linalg.norm(u) for g, u in unit.items()}
+    V = q[live, None] * hb[live]
+    a = np.array([orient[i] * (V[k] @ unit[group[i]]) for k, i in enumerate(live)])
+    along = np.array([orient[i] * unit[group[i]] for i in live]).reshape(len(live), n + 1)
+    perp2 = float(np.sum((V - a[:, None] * along) ** 2)) + float(np.sum(eff[degenerate] ** 2))
+    K = len(live)
+    rows, rhs = [], []
+    for g in list(range(m)) + [g for g in groups if g >= m]:
+        row = np.zeros(K + 1)
+        row[:K] = group[live] == g
+        rows.append(row)
+        rhs.append(Q0[g] if g < m else 0.0)
+    lin = np.zeros((n + 1, K + 1))
+    for k, i in enumerate(live):
+        if orient[i] < 0:
+            lin[:, k] = unit[group[i]]
+    lin[n, K] = -1.0                                  # sum_rev e h_g[n] - c = -c0
+    if not any(g >= m and np.any(orient[live][group[live] == g] < 0) for g in groups):
+        rows += list(lin)                             # a hidden group with both sides can turn to carry any
+        rhs += [0.0] * n + [-c0]                      # linear part: then these equations are dropped
+    M, t = np.array(rows), np.array(rhs)
+    x0 = np.append(a, c_eff)
+    corr = np.linalg.lstsq(M, t - M @ x0, rcond=None)[0]
+    if np.linalg.norm(M @ (x0 + corr) - t) > 1e-8 * max(scale, 1.0):
+        return label, np.inf, group, orient
+    return label, float(np.sqrt(perp2 + corr @ corr)), group, orient
+
+
+def classify_phase(params: TwoLayer, truth: TwoLayer, tol: float = 0.1) -> PhaseAssignment:
+    """The phase of W0 that params is near, node by node (DSLT3 Appendix 2).
+
+    Node i is degenerate if |q_i w_i| <= tol S (S = max_j |q0_j| |w0_j|); otherwise it sits on
+    truth boundary j if its unit boundary (w_i, b_i)/|(w_i, b_i)| is within tol of +-(w0_j, b0_j)/|.|
+    (the sign is its orientation), else it joins (or opens) a hidden group by the same test.
+    The distance is to the phase's part of W0 in effective coordinates (q_i w_i, q_i b_i; c):
+    the orthogonal projection onto the kink sums, the annihilation equation and c (see
+    PhaseAssignment).  Invariant under permutation and rescaling by construction.
+
+    params: TwoLayer (d nodes) or a batch with leading axes; truth: m nodes.  tol: 0.1 suits
+    posterior samples; use ~1e-6 to test exact parameters.
+    """
+    check_params(params)
+    h0, Q0 = _check_truth(truth)
+    c0 = float(truth.c)
+    _, _, q0, _ = _numpy(truth)
+    scale = float(np.max(np.abs(q0) * np.linalg.norm(np.asarray(truth.w, np.float64), axis=1)))
+    w = np.asarray(params.w, np.float64)
+    if w.shape[-1] != h0.shape[1] - 1:
+        raise ValueError(f"params: expected n_in = {h0.shape[1] - 1} like the truth, got {w.shape[-1]}")
+    batch = w.shape[:-2]
+    d = w.shape[-2]
+    w = w.reshape(-1, d, w.shape[-1])
+    b = np.asarray(params.b, np.float64).reshape(-1, d)
+    q = np.asarray(params.q, np.float64).reshape(-1, d)
+    c = np.asarray(params.c, np.float64).reshape(-1)
+    out = [_classify_one(w[k], b[k], q[k], c[k], h0, Q0, c0, tol, scale) for k in range(len(c))]
+    labels, dist, group, orient = zip(*out)
+    if not batch:
+        return PhaseAssignment(labels[0], dist[0], group[0], orient[0])
+    return PhaseAssignment(list(labels), np.array(dist).reshape(batch), np.array(group).reshape(batch + (d,)),
+                           np.array(orient).reshape(batch + (d,)))
+
+
+def effective_weights(params: TwoLayer):
+    """|q_i| w_i (DSLT4's effective weights); shape (..., d, n_in)."""
+    return np.abs(np.asarray(params.q))[..., None] * np.asarray(params.w)
+
+
+def radius_rule(params: TwoLayer, eps: float = 0.3, non_degenerate: float = 1.0, degenerate: float = 2.0):
+    """DSLT4's radius rule on r_i = | |q_i| w_i |: an int code per network, names in RADIUS_PHASES.
+
+    degenerate (1): min_i r_i < eps and |max_i r_i - degenerate| < eps;
+    non_degenerate (2): every |r_i - non_degenerate| < eps;  other (0) otherwise.
+    Shapes: params with leading batch axes (..., d, n_in) -> (...).
+    """
+    r = np.linalg.norm(effective_weights(params), axis=-1)
+    deg = (r.min(-1) < eps) & (np.abs(r.max(-1) - degenerate) < eps)
+    non = np.all(np.abs(r - non_degenerate) < eps, axis=-1)
+    return np.where(deg, 1, np.where(non, 2, 0))
+
+
+def _directions(truth: TwoLayer) -> np.ndarray:
+    w0 = np.asarray(truth.w, np.float64)
+    u = w0 / np.linalg.norm(w0, axis=1, keepdims=True)
+    return np.concatenate([u, -u])
+
+
+def sector_rule(params: TwoLayer, truth: TwoLayer):
+    """DSLT4's sector rule: for each node, the index of the direction nearest (in angle) to its
+    effective weight |q_i| w_i among the truth directions w0_j/|w0_j| (indices 0..m-1) and their
+    negations (m..2m-1).  For the m-symmetric truth with m = 3 these are the six 60-degree
+    sectors.  Shapes: (..., d, n_in) -> (..., d)."""
+    check_params(truth)
+    dirs = _directions(truth)
+    eff = effective_weights(params)
+    norm = np.linalg.norm(eff, axis=-1, keepdims=True)
+    cos = (eff / np.where(norm > 0, norm, 1.0)) @ dirs.T
+    return np.argmax(cos, axis=-1)
+
+
+def sector_phase(params: TwoLayer, truth: TwoLayer):
+    """Per network: 1 true_orientation if the nodes' sectors are exactly the truth directions
+    {0..m-1} (each taken), 2 reversed if exactly the negated ones {m..2m-1}, else 0 other
+    (names in SECTOR_PHASES).  Shapes: (..., d, n_in) -> (...)."""
+    sec = sector_rule(params, truth)
+    m = np.shape(truth.w)[0]
+    onehot = np.stack([np.any(sec == k, axis=-1) for k in range(2 * m)], -1)
+    true = np.all(onehot[..., :m], -1) & ~np.any(onehot[..., m:], -1)
+    rev = np.all(onehot[..., m:], -1) & ~np.any(onehot[..., :m], -1)
+    return np.where(true, 1, np.where(rev, 2, 0))
