@@ -141,7 +141,7 @@ def _split(total: float, k: int, scale: float) -> np.ndarray | None:
     if k == 1:
         return np.array([total]) if abs(total) > 0.05 * scale else None
     offsets = np.arange(k) - (k - 1) / 2
-    for f in (0.6, 0.85, 1.1, 1.45):
+    for f in (0.3, 0.6, 0.85, 1.1):
         parts = total / k + f * (abs(total) / k + scale) * offsets
         if np.min(np.abs(parts)) > 0.05 * scale:
             return parts
@@ -249,11 +249,11 @@ def _build(label, r, v, w0, b0, q0, c0, scale):
                 direction, B = vg / np.linalg.norm(vg), float(np.linalg.norm(vg))
         else:
             direction, B = _other_direction(g, n, w0), 0.0
-        for bias in (0.25, -0.45, 0.6, -0.15, 0.8, -0.7):
+        for bias in (0.6, -0.6, 0.8, -0.8, 0.25, -0.45):        # a boundary well away from the others
             plane = np.append(direction, bias)
             unit = plane / np.linalg.norm(plane)
             if all(min(np.linalg.norm(unit - p / np.linalg.norm(p)), np.linalg.norm(unit + p / np.linalg.norm(p)))
-                   > 1e-3 for p in planes):
+                   > 0.15 for p in planes):
                 break
         planes.append(plane)
         c += B * bias

@@ -23,7 +23,7 @@ except permute and rescale, which are jnp functions that also work under jit and
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -353,7 +353,7 @@ def are_equivalent(p1: TwoLayer, p2: TwoLayer, tol: float | None = None) -> bool
         perm, signs = matched
         w2, b2, q2, c2 = _numpy(r2.params)
         _, _, q1, c1 = _numpy(r1.params)
-        alpha2, c2 = np.array(r2.linear, np.float64), c2
+        alpha2 = np.array(r2.linear, np.float64)
         for i, (j, s) in enumerate(zip(perm, signs)):
             if s < 0:                                  # q relu(w.x + b) = q relu(-(w.x + b)) + q (w.x + b)
                 alpha2 = alpha2 + q2[j] * w2[j]
@@ -399,6 +399,3 @@ def random_symmetry(key: jax.Array, params: TwoLayer, tol: float | None = None) 
     out = permute(rescale(reverse_orientation(params, list(J), tol), lambdas), perm)
     return out, {"reversed": list(J), "lambdas": np.asarray(lambdas).tolist(), "perm": perm.tolist()}
 
-
-__all__: Sequence[str] = ["permute", "rescale", "reverse_orientation", "annihilating_subsets", "split_node",
-                          "merge_nodes", "reduce", "Irreducible", "are_equivalent", "random_symmetry"]

@@ -23,6 +23,7 @@ TINY = {
         "fisher.points[3].cases": ["active_on_box"],
         "fisher.points[4].widths": [2], "fisher.points[4].count": 1,
     },
+    "true_set_m_symmetric.toml": {"symmetry.widths": [3, 4], "symmetry.checks": 1},
 }
 
 
@@ -49,6 +50,19 @@ def test_shipped_config_runs_tiny(tmp_path, name):
     if name == "dslt3_scaling_valley.toml":
         assert metrics["fisher_along_true_set"]["rank"] == [1, 1, 1]
         assert metrics["fisher_along_true_set"]["generator_rank"] == [1, 1, 1]
+    if name == "true_set_m_symmetric.toml":
+        # hand counts in tests/test_phases.py
+        assert [metrics["widths"][d]["num_phases"] for d in ("3", "4")] == [2, 8]
+        for d in ("3", "4"):
+            assert metrics["widths"][d]["max_K"] < 1e-26 and metrics["widths"][d]["all_classified_as_themselves"]
+            for row in metrics["widths"][d]["representatives"]:
+                assert row["symmetry_checks_passed"] == "1/1" and row["rank"] <= row["bound"]
+        # a degenerate node q = w = b = 0 has zero gradients in all its n_in + 2 = 4 coordinates and a zero
+        # generator: 4 excess null directions, 3 generators, rank 17 - 7 = 10
+        rows = {r["label"]: r for r in metrics["widths"]["4"]["representatives"]}
+        deg = rows["+ + + | 1 degenerate"]
+        assert (deg["generator_rank"], deg["excess"], deg["rank"]) == (3, 4, 10)
+        assert metrics["widths"]["3"]["representatives"][0]["rank"] == 10        # D - d = 13 - 3
     if name == "fisher_rank_survey.toml":
         for row in metrics["points"]:
             if row["expected_excess"] is not None:
@@ -98,6 +112,10 @@ resolution = 9
      "fisher.points[0].cases: expected uniform inputs"),
     ("kind = \"fisher\"\n[inputs]\ndistribution = \"gaussian\"\nstd = 1.0\nn_in = 2\n[fisher]\n[[fisher.points]]\nsource = \"points\"\nwidth = 1\nparams = [[1.0, 2.0]]\n",
      "fisher.points[0].params[0]: expected 5 numbers"),
+    ("kind = \"symmetry\"\n[truth]\nname = \"m_symmetric\"\n[symmetry]\nwidths = [2]\n",
+     "symmetry.widths: expected a non-empty list of widths between m = 3"),
+    ("kind = \"symmetry\"\n[truth]\nname = \"dslt3_example_3_4\"\n[symmetry]\nwidths = [2]\nchecks = -1\n",
+     "symmetry.checks: expected an integer in [0, 100]"),
 ])
 def test_bad_config_one_line_error_no_folder(tmp_path, capsys, text, message):
     path = write(tmp_path, text)

@@ -1,0 +1,112 @@
+"""Experiment kind ``symmetry``: the phases of W0 for a truth and models of several widths.
+
+Top level: [truth] (a minimal, activation-distinguished truth; its inputs and sigma are used
+unless [inputs] / sigma are given) and [symmetry] with:
+
+  widths   model widths d >= m (list of ints)
+  rtol     rank threshold of the Fisher spectrum (default D * eps)
+  checks   random compositions pi . rho applied to every representative; each must keep the
+           label (classify_phase), K and the Fisher rank (default 3).  (psi^J moves a point to
+           another phase: the orientation labels of J flip.)
+  tol      classify_phase tolerance used for those checks (default 1e-6)
+
+For every width: one representative per phase (true_set_representatives), its label, K, the
+Fisher rank against D - d and the excess null directions (null_accounting).  Outputs:
+true_set_width{d}.png (boundaries with arrows into the active side, DSLT3 style),
+effective_weights_width{d}.png (|q_i| w_i, DSLT4 style; n_in = 2), arrays.npz (the
+representatives, flat), metrics.json.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import ConfigError, Table, read_example
+from ..fisher import null_accounting
+from ..loss import population_loss
+from ..network import num_params, to_flat
+from ..phases import _check_truth, classify_phase, true_set_representatives
+from ..plots import effective_weights_figure, phase_gallery_figure
+from ..symmetry import permute, rescale
+
+
+def validate(root: Table) -> dict:
+    example, inputs, sigma = read_example(root)
+    try:
+        _check_truth(example.truth)
+    except ValueError as err:
+        raise ConfigError(f"truth: {err}") from None
+    m = example.truth.width
+    t = root.table("symmetry", required=True)
+    s = {"example": example, "inputs": inputs, "sigma": sigma}
+    s["widths"] = t.get("widths", "list[int]")
+    if not s["widths"] or any(d < m or d > 8 for d in s["widths"]):
+        t.fail("widths", f"a non-empty list of widths between m = {m} (the truth's nodes) and 8", s["widths"])
+    s["rtol"] = t.get("rtol", "float", None, low=0.0)
+    s["checks"] = t.get("checks", "int", 3, low=0, high=100)
+    s["tol"] = t.get("tol", "float", 1e-6, low=0.0, high=1.0)
+    t.done()
+    return s
+
+
+def describe(s: dict) -> dict:
+    ex = s["example"]
+    return {"truth": ex.name, "truth_description": ex.description, "inputs": repr(s["inputs"]), "sigma": s["sigma"],
+            **{k: s[k] for k in ("widths", "rtol", "checks", "tol")}}
+
+
+def run(s: dict, outdir, key, progress: bool = True) -> dict:
+    import jax
+    from tqdm.auto import tqdm
+
+    ex, inputs, sigma = s["example"], s["inputs"], s["sigma"]
+    truth = ex.truth
+    half = getattr(inputs, "half_width", getattr(inputs, "std", 1.0))
+    widths, arrays = {}, {}
+    for d in s["widths"]:
+        reps = true_set_representatives(truth, d)
+        rows = []
+        for k, rep in enumerate(tqdm(reps, desc=f"width {d}", disable=not progress, leave=False)):
+            acc = null_accounting(rep.params, inputs, sigma, s["rtol"])
+            K = float(population_loss(rep.params, truth, inputs, sigma))
+            own = classify_phase(rep.params, truth, s["tol"])
+            kept = 0
+            for c in range(s["checks"]):
+                k1, k2 = jax.random.split(jax.random.fold_in(key, 1000 * d + 10 * k + c))
+                lambdas = jax.numpy.exp(jax.random.uniform(k1, (d,), minval=-1.0, maxval=1.0))
+                moved = permute(rescale(rep.params, lambdas), np.asarray(jax.random.permutation(k2, d)))
+                again = classify_phase(moved, truth, s["tol"])
+                K2 = float(population_loss(moved, truth, inputs, sigma))
+                rank2 = null_accounting(moved, inputs, sigma, s["rtol"]).rank
+                kept += int(again.label == rep.label and abs(K2 - K) <= 1e-12 and rank2 == acc.rank)
+            D = num_params(d, truth.n_in)
+            rows.append({
+                "label": str(rep.label), "kind": rep.label.kind, "truth_groups": rep.label.truth,
+                "hidden": rep.label.hidden, "degenerate": rep.label.degenerate, "reversed_kinks": rep.r,
+                "K": K, "rank": acc.rank, "bound": D - d, "nullity": acc.nullity,
+                "generator_rank": acc.generator_rank, "excess": acc.excess,
+                "classified_as_itself": own.label == rep.label, "symmetry_checks_passed": f"{kept}/{s['checks']}",
+                "params": to_flat(rep.params),
+                "_plot": {"label": str(rep.label), "params": rep.params, "group": own.group,
+                          "orientation": own.orientation, "note": f"K={K:.0e}  rank {acc.rank}/{D - d}"},
+            })
+        arrays[f"width_{d}"] = np.stack([np.asarray(r["params"]) for r in rows])
+        kinds = {}
+        for r in rows:
+            kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
+        widths[str(d)] = {
+            "num_phases": len(rows),
+            "num_phases_without_hidden_groups": sum(1 for r in rows if not r["hidden"]),
+            "by_kind": kinds,
+            "max_K": max(r["K"] for r in rows),
+            "all_classified_as_themselves": all(r["classified_as_itself"] for r in rows),
+            "representatives": [{k: v for k, v in r.items() if k not in ("params", "_plot")} for r in rows],
+        }
+        title = (f"{ex.name}: phases of W0 for width {d} ({len(rows)}); colour = truth boundary, dashed = reversed, "
+                 "black = hidden group")
+        phase_gallery_figure(outdir / f"true_set_width{d}.png", truth, [r["_plot"] for r in rows], title=title,
+                             half_width=half)
+        if truth.n_in == 2:
+            effective_weights_figure(outdir / f"effective_weights_width{d}.png", truth, [r["_plot"] for r in rows],
+                                     title=f"{ex.name}, width {d}: effective weights |q_i| w_i (grey: truth)")
+    np.savez_compressed(outdir / "arrays.npz", **arrays)
+    return {"truth": ex.name, "widths": widths}
