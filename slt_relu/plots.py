@@ -137,7 +137,7 @@ def phase_gallery_figure(path: Path, truth, rows, *, title: str, half_width: flo
     n = len(rows)
     cols = min(6, n)
     nrows = -(-n // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(2.6 * cols, 2.75 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, cols, figsize=(2.6 * cols, 3.0 * nrows), squeeze=False)
     m = np.shape(truth.w)[0]
     L = 1.5 * half_width
     for ax, row in zip(axes.flat, rows):
