@@ -40,6 +40,32 @@ from .symmetry import (
     reverse_orientation,
     split_node,
 )
+from .mlp import (
+    MLP,
+    Dense,
+    activation_patterns,
+    dual_points,
+    flatten_mlp,
+    from_two_layer,
+    init_mlp,
+    local_affine_maps,
+    mlp_forward,
+    num_mlp_params,
+    unflatten_mlp,
+)
+from .regions import (
+    affine_map_between,
+    cluster_affine_maps,
+    count_linear_regions,
+    count_regions_box_exact,
+    count_regions_grid,
+    count_regions_segment,
+    functional_dimension,
+    functional_dimension_bound,
+    kmeans,
+    parameter_jacobian,
+    regions_along_segment,
+)
 from .network import (
     Restriction,
     TwoLayer,
@@ -64,4 +90,10 @@ __all__ = [
     "Irreducible", "PhaseAssignment", "PhaseLabel", "Representative", "annihilating_subsets", "are_equivalent",
     "classify_phase", "effective_weights", "merge_nodes", "permute", "radius_rule", "random_symmetry", "reduce",
     "rescale", "reverse_orientation", "sector_phase", "sector_rule", "split_node", "true_set_representatives",
+    # deep networks: regions, dual space, functional dimension (Sattelberg et al. 2020; Grigsby et al. 2023)
+    "MLP", "Dense", "activation_patterns", "affine_map_between", "cluster_affine_maps", "count_linear_regions",
+    "count_regions_box_exact", "count_regions_grid", "count_regions_segment", "dual_points", "flatten_mlp",
+    "from_two_layer", "functional_dimension", "functional_dimension_bound", "init_mlp", "kmeans",
+    "local_affine_maps", "mlp_forward", "num_mlp_params", "parameter_jacobian", "regions_along_segment",
+    "unflatten_mlp",
 ]

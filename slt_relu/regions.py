@@ -1,0 +1,308 @@
+"""Linear regions, local affine maps and functional dimension of deep ReLU networks.
+
+Sattelberg et al. (2020): an MLP is affine on each activation region (the set of inputs with one
+activation pattern, a convex polytope); the local affine map (W_i, b_i) is a point of a "dual
+space"; clustering those points (k-means) and rebuilding the outputs from the cluster centres;
+the least-squares affine map M between two networks' dual points, min ||C_1 M - C_2||.
+
+Grigsby, Lindsey & Rolnick (2023): the batch functional dimension at parameters theta and points
+Z = {z_1..z_p} is rank d/dtheta (f_theta(z_1), .., f_theta(z_p)); it never exceeds
+(number of parameters) - (number of hidden neurons) (one positive scaling per hidden neuron);
+a network reaching the bound has no hidden symmetries (for enough generic points).
+
+Region counts are of activation regions (Hanin & Rolnick 2019): along a segment exactly, by walking
+from breakpoint to breakpoint; on a 2-D box exactly for one hidden layer (line arrangement:
+1 + lines crossing the box + sum over crossing points of (lines through it - 1)), otherwise as the
+number of distinct activation patterns on a grid (a lower bound that converges as the grid refines).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .mlp import MLP, activation_patterns, check_mlp, check_widths, dual_points, flatten_mlp, mlp_forward, \
+    num_mlp_params, unflatten_mlp
+
+
+def _numpy_layers(params: MLP):
+    check_mlp(params)
+    return [(np.asarray(layer.w, np.float64), np.asarray(layer.b, np.float64)) for layer in params.layers]
+
+
+class SegmentRegions(NamedTuple):
+    """Activation regions along x(t) = start + t (end - start), t in [0, 1].
+
+    count: number of maximal intervals with one activation pattern; breakpoints: (count - 1,) t values;
+    patterns: (count, num_hidden) bool, the pattern on each interval.
+    """
+
+    count: int
+    breakpoints: np.ndarray
+    patterns: np.ndarray
+
+
+def regions_along_segment(params: MLP, start, end) -> SegmentRegions:
+    """Exact activation regions along a segment (every breakpoint found, none sampled).
+
+    On the interval that starts at t every pre-activation is affine in t, z(s) = z0 + s z1, given
+    the pattern just after t (a neuron with z(t) = 0 is on iff z1 > 0); the next breakpoint is the
+    smallest root -z0/z1 > t over all hidden neurons.  Cost: O(regions x network size).
+    """
+    layers = _numpy_layers(params)
+    a, e = np.asarray(start, np.float64), np.asarray(end, np.float64)
+    n_in = layers[0][0].shape[1]
+    if a.shape != (n_in,) or e.shape != (n_in,):
+        raise ValueError(f"start, end: expected points of shape ({n_in},), got {a.shape} and {e.shape}")
+    t, breaks, patterns = 0.0, [], []
+    scale = 1e-12
+    while True:
+        h0, h1 = a, e - a
+        pattern, nxt = [], 1.0
+        for w, b in layers[:-1]:
+            z0, z1 = w @ h0 + b, w @ h1
+            zt = z0 + t * z1
+            tol = scale * (np.abs(z0) + np.abs(z1) + 1)
+            on = (zt > tol) | ((np.abs(zt) <= tol) & (z1 > 0))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                roots = np.where(z1 != 0, -z0 / z1, np.inf)
+            later = roots[roots > t + 1e-12]
+            if later.size:
+                nxt = min(nxt, float(later.min()))
+            pattern.append(on)
+            h0, h1 = np.where(on, z0, 0.0), np.where(on, z1, 0.0)
+        pattern = np.concatenate(pattern) if pattern else np.zeros(0, bool)
+        if not patterns or np.any(pattern != patterns[-1]):
+            if patterns:
+                breaks.append(t)
+            patterns.append(pattern)
+        if nxt >= 1.0:
+            break
+        t = nxt
+    return SegmentRegions(len(patterns), np.array(breaks), np.array(patterns).reshape(len(patterns), -1))
+
+
+def count_regions_segment(params: MLP, start, end) -> int:
+    """Number of activation regions met along the segment [start, end] (exact)."""
+    return regions_along_segment(params, start, end).count
+
+
+def _box_grid(half_width: float, resolution: int, n_in: int = 2) -> np.ndarray:
+    g = np.linspace(-half_width, half_width, resolution)
+    return np.stack(np.meshgrid(g, g, indexing="xy"), -1).reshape(-1, 2)
+
+
+def count_regions_grid(params: MLP, half_width: float, resolution: int) -> int:
+    """Distinct activation patterns at the resolution x resolution grid on [-a, a]^2 (n_in = 2).
+
+    Activation regions are convex, so this counts the regions that contain a grid point: a lower
+    bound on the regions meeting the box that converges as the grid refines (regions thinner than
+    the spacing are missed)."""
+    check_mlp(params)
+    if params.widths[0] != 2:
+        raise ValueError(f"params: the grid count is for 2 inputs, got n_in = {params.widths[0]}")
+    if not (isinstance(resolution, int) and resolution >= 2):
+        raise ValueError(f"resolution: expected an integer >= 2, got {resolution!r}")
+    pats = np.asarray(_patterns_jit(params, jnp.asarray(_box_grid(half_width, resolution))))
+    return int(np.unique(np.packbits(pats, axis=1), axis=0).shape[0]) if pats.shape[1] else 1
+
+
+@jax.jit
+def _patterns_jit(params, x):
+    return activation_patterns(params, x)
+
+
+def count_regions_box_exact(params: MLP, half_width: float, tol: float = 1e-12) -> int:
+    """Exact number of activation regions of a one-hidden-layer MLP (n_in = 2) inside (-a, a)^2.
+
+    The regions are the cells of the arrangement of the neurons' lines <w_i, x> + b_i = 0 (identical
+    lines counted once; neurons with w_i = 0 draw none): 1 + L + sum_p (k_p - 1), with L the lines
+    that cross the open box and k_p the number of lines through each crossing point p inside it.
+    """
+    layers = _numpy_layers(params)
+    if len(layers) != 2 or layers[0][0].shape[1] != 2:
+        raise ValueError(f"params: the exact box count is for one hidden layer and 2 inputs, got widths "
+                         f"{list(params.widths)}; use count_regions_grid")
+    w, b = layers[0]
+    a = float(half_width)
+    corners = np.array([[-a, -a], [-a, a], [a, -a], [a, a]])
+    lines = []
+    for wi, bi in zip(w, b):
+        norm = np.linalg.norm(wi)
+        if norm <= tol:
+            continue
+        h = np.append(wi, bi) / norm
+        vals = corners @ h[:2] + h[2]
+        if not (vals.min() < -tol and vals.max() > tol):
+            continue
+        if any(min(np.linalg.norm(h - g), np.linalg.norm(h + g)) <= 1e-9 for g in lines):
+            continue
+        lines.append(h)
+    points = []
+    for i in range(len(lines)):
+        for j in range(i + 1, len(lines)):
+            A = np.array([lines[i][:2], lines[j][:2]])
+            if abs(np.linalg.det(A)) <= 1e-12:
+                continue
+            p = np.linalg.solve(A, -np.array([lines[i][2], lines[j][2]]))
+            if np.all(np.abs(p) < a - tol):
+                points.append(p)
+    total = 1 + len(lines)
+    while points:                                    # group coincident crossings: k lines -> k(k-1)/2 pairs
+        p = points.pop()
+        same = [q for q in points if np.linalg.norm(q - p) <= 1e-9]
+        points = [q for q in points if np.linalg.norm(q - p) > 1e-9]
+        pairs = 1 + len(same)
+        k = int(round((1 + np.sqrt(1 + 8 * pairs)) / 2))
+        total += k - 1
+    return total
+
+
+def count_linear_regions(params: MLP, *, segment=None, half_width: float | None = None, resolution: int = 1000) -> int:
+    """Activation regions along ``segment = (start, end)`` (exact) or inside the box (-a, a)^2 for
+    ``half_width = a``: exact for one hidden layer (count_regions_box_exact), else the distinct
+    patterns on a resolution x resolution grid (count_regions_grid, a lower bound)."""
+    if (segment is None) == (half_width is None):
+        raise ValueError("count_linear_regions: pass exactly one of segment=(start, end) or half_width=a")
+    if segment is not None:
+        return count_regions_segment(params, *segment)
+    if params.depth == 2:
+        return count_regions_box_exact(params, half_width)
+    return count_regions_grid(params, half_width, resolution)
+
+
+# ---------------------------------------------------------------- dual space: clustering and maps
+
+class KMeans(NamedTuple):
+    """centres (k, n), assignment (p,) int, inertia (sum of squared distances)."""
+
+    centres: jax.Array
+    assignment: jax.Array
+    inertia: jax.Array
+
+
+def kmeans(key: jax.Array, points: jax.Array, k: int, iters: int = 100) -> KMeans:
+    """Lloyd's k-means with k-means++ seeding (Arthur & Vassilvitskii 2007), jitted; points (p, n).
+
+    Written here (20 lines of JAX) rather than adding scikit-learn as a dependency; it runs on the
+    accelerator with the rest and takes an explicit PRNG key.
+    """
+    points = jnp.asarray(points)
+    if points.ndim != 2 or not 1 <= k <= points.shape[0]:
+        raise ValueError(f"k: expected 1 <= k <= {points.shape[0] if points.ndim == 2 else '?'} "
+                         f"(points of shape (p, n)), got k = {k} and points {points.shape}")
+    return _kmeans(key, points, k, iters)
+
+
+def _kmeans_impl(key, points, k, iters):
+    p = points.shape[0]
+    keys = jax.random.split(key, k)
+    first = points[jax.random.randint(keys[0], (), 0, p)]
+    centres = jnp.zeros((k, points.shape[1]), points.dtype).at[0].set(first)
+    d2 = jnp.sum((points - first) ** 2, -1)
+
+    def seed(i, carry):
+        centres, d2 = carry
+        probs = jnp.where(jnp.sum(d2) > 0, d2 / jnp.sum(d2), jnp.full_like(d2, 1.0 / p))
+        c = points[jax.random.choice(keys[i], p, p=probs)]
+        return centres.at[i].set(c), jnp.minimum(d2, jnp.sum((points - c) ** 2, -1))
+
+    centres, _ = jax.lax.fori_loop(1, k, seed, (centres, d2))
+
+    def assign(centres):
+        dist = jnp.sum((points[:, None, :] - centres[None]) ** 2, -1)
+        return jnp.argmin(dist, 1), jnp.min(dist, 1)
+
+    def step(_, centres):
+        lab, _ = assign(centres)
+        onehot = jax.nn.one_hot(lab, k, dtype=points.dtype)
+        counts = onehot.sum(0)
+        sums = onehot.T @ points
+        return jnp.where(counts[:, None] > 0, sums / jnp.maximum(counts, 1)[:, None], centres)
+
+    centres = jax.lax.fori_loop(0, iters, step, centres)
+    lab, dist = assign(centres)
+    return KMeans(centres, lab, jnp.sum(dist))
+
+
+_kmeans = jax.jit(_kmeans_impl, static_argnums=(2, 3))
+
+
+class ClusteredMaps(NamedTuple):
+    """Sattelberg's section 5.1: k-means on the dual points C (p, n_0 + 1) of one output.
+
+    rebuilt: (p,) outputs from the assigned centres, c_{a(i)} . (x_i, 1); exact: (p,) f(x_i);
+    rms_error: sqrt(mean (rebuilt - exact)^2); sign_agreement: fraction with the same sign (the
+    classification of sign-labelled problems such as XOR)."""
+
+    centres: jax.Array
+    assignment: jax.Array
+    rebuilt: jax.Array
+    exact: jax.Array
+    rms_error: float
+    sign_agreement: float
+
+
+def cluster_affine_maps(key: jax.Array, params: MLP, x: jax.Array, k: int, output: int = 0) -> ClusteredMaps:
+    """Cluster the local affine maps at the points x (p, n_0) into k centres and rebuild f from them."""
+    C = dual_points(params, x, output)
+    km = kmeans(key, C, k)
+    xt = jnp.concatenate([x, jnp.ones(x.shape[:-1] + (1,), C.dtype)], -1)
+    rebuilt = jnp.sum(km.centres[km.assignment] * xt, -1)
+    exact = mlp_forward(params, x)[..., output]
+    return ClusteredMaps(km.centres, km.assignment, rebuilt, exact, float(jnp.sqrt(jnp.mean((rebuilt - exact) ** 2))),
+                         float(jnp.mean(jnp.sign(rebuilt) == jnp.sign(exact))))
+
+
+def affine_map_between(C1: jax.Array, C2: jax.Array) -> tuple[np.ndarray, float]:
+    """Least-squares M (n+1, n+1) minimising ||C1 M - C2||_F (Sattelberg eq. 5.4) and the relative
+    residual ||C1 M - C2|| / ||C2||.  C1, C2: (p, n+1) dual points of two networks at the same inputs."""
+    C1, C2 = np.asarray(C1, np.float64), np.asarray(C2, np.float64)
+    if C1.shape != C2.shape or C1.ndim != 2:
+        raise ValueError(f"C1, C2: expected two arrays of one shape (p, n+1), got {C1.shape} and {C2.shape}")
+    M, *_ = np.linalg.lstsq(C1, C2, rcond=None)
+    return M, float(np.linalg.norm(C1 @ M - C2) / max(np.linalg.norm(C2), 1e-300))
+
+
+# ---------------------------------------------------------------- functional dimension
+
+def functional_dimension_bound(widths: Sequence[int]) -> int:
+    """(number of parameters) - (number of hidden neurons) = sum_l n_l (n_{l-1} + 1) - sum_{0<l<L} n_l
+    (Grigsby et al.: one positive scaling direction per hidden neuron).  (5,5,5,5,1): 96 - 15 = 81."""
+    widths = check_widths(widths)
+    return num_mlp_params(widths) - sum(widths[1:-1])
+
+
+def parameter_jacobian(params: MLP, points: jax.Array) -> jax.Array:
+    """d f_theta(z_k)_j / d theta: (p * n_L, D) for points z (p, n_0), theta in flatten_mlp order."""
+    check_mlp(params)
+    points = jnp.asarray(points)
+    if points.ndim != 2 or points.shape[1] != params.widths[0]:
+        raise ValueError(f"points: expected shape (p, {params.widths[0]}), got {points.shape}")
+    return _parameter_jacobian(flatten_mlp(params), points, params.widths)
+
+
+def _parameter_jacobian(theta, points, widths):
+    return _jac_for(tuple(widths))(theta, points)
+
+
+_JACS: dict = {}
+
+
+def _jac_for(widths):
+    if widths not in _JACS:
+        def outputs(theta, points):
+            return mlp_forward(unflatten_mlp(theta, widths), points).reshape(-1)
+        _JACS[widths] = jax.jit(jax.jacfwd(outputs))
+    return _JACS[widths]
+
+
+def functional_dimension(params: MLP, points: jax.Array, rtol: float | None = None) -> int:
+    """Batch functional dimension: the numerical rank of parameter_jacobian(params, points), singular
+    values above rtol * s_max with rtol = max(shape) * eps by default (NumPy's rule)."""
+    J = parameter_jacobian(params, points)
+    s = jnp.linalg.svd(J, compute_uv=False)
+    rtol = max(J.shape) * float(jnp.finfo(J.dtype).eps) if rtol is None else float(rtol)
+    return int(jnp.sum(s > rtol * s[0])) if s.size else 0
