@@ -120,6 +120,8 @@ def _check_truth(truth: TwoLayer, tol: float = 1e-9) -> tuple[np.ndarray, np.nda
     check_params(truth)
     if np.ndim(truth.w) != 2:
         raise ValueError(f"truth: expected one network, got w of shape {np.shape(truth.w)}")
+    if np.shape(truth.w)[0] == 0:
+        raise ValueError("truth: expected at least one node (a constant truth's W0 has only degenerate nodes)")
     w, b, q, c = _numpy(truth)
     zero_q = np.flatnonzero(q == 0)
     zero_w = np.flatnonzero(np.linalg.norm(w, axis=1) == 0)
@@ -136,14 +138,18 @@ def _check_truth(truth: TwoLayer, tol: float = 1e-9) -> tuple[np.ndarray, np.nda
     return h, q * norm
 
 
-def _split(total: float, k: int, scale: float) -> np.ndarray | None:
-    """k non-zero numbers summing to total, each at least 0.05 scale away from 0 (None if k = 1 and total ~ 0)."""
+def _split(total: float, k: int, margin: float) -> np.ndarray | None:
+    """k numbers summing to total, each at least `margin` away from 0 (None if impossible: k = 1, small total).
+
+    k >= 2: total / k + t (k - 1, -1, .., -1), with t the first of a few multiples of the margin that
+    keeps every part clear of 0 (so classify_phase at tol 0.1 sees no degenerate node)."""
     if k == 1:
-        return np.array([total]) if abs(total) > 0.05 * scale else None
-    offsets = np.arange(k) - (k - 1) / 2
-    for f in (0.3, 0.6, 0.85, 1.1):
-        parts = total / k + f * (abs(total) / k + scale) * offsets
-        if np.min(np.abs(parts)) > 0.05 * scale:
+        return np.array([total]) if abs(total) >= margin else None
+    offsets = np.full(k, -1.0)
+    offsets[0] = k - 1
+    for f in (1.5, 2.5, 4.0, -1.5, -2.5):
+        parts = total / k + f * (abs(total) / k + margin) * offsets / (k - 1)
+        if np.min(np.abs(parts)) >= margin:
             return parts
     return None
 
@@ -194,6 +200,7 @@ def _other_direction(k: int, n: int, avoid: np.ndarray) -> np.ndarray:
 
 
 def _construct(label: PhaseLabel, w0, b0, q0, c0, scale, seed: int = 0) -> tuple[TwoLayer, np.ndarray] | None:
+    # scale: min_j |q0_j| |w0_j| (the smallest truth node's effective weight)
     """A parameter of the phase `label`, or None if the phase is empty."""
     m, n = w0.shape
     truth_mixed = [j for j, (a, r) in enumerate(label.truth) if a and r]
@@ -231,7 +238,7 @@ def _build(label, r, v, w0, b0, q0, c0, scale):
         for count, total, s in ((a, q0[j] - r[j], 1.0), (rev, r[j], -1.0)):
             if count == 0:
                 continue
-            parts = _split(total, count, scale)
+            parts = _split(total, count, 0.25 * scale / np.linalg.norm(w0[j]))
             if parts is None:
                 return None
             ws += [s * w0[j]] * count
@@ -241,7 +248,7 @@ def _build(label, r, v, w0, b0, q0, c0, scale):
     for g, (a, bcount) in enumerate(label.hidden):
         if bcount:
             vg = v[g]
-            if np.linalg.norm(vg) < 0.05 * scale:
+            if np.linalg.norm(vg) < 0.25 * scale:
                 if a == 1 or bcount == 1:
                     return None
                 direction, B = _other_direction(g, n, w0), 0.0
@@ -260,7 +267,7 @@ def _build(label, r, v, w0, b0, q0, c0, scale):
         for count, total, s in ((a, -B, 1.0), (bcount, B, -1.0)):
             if count == 0:
                 continue
-            parts = _split(total, count, scale)
+            parts = _split(total, count, 0.25 * scale)
             if parts is None:
                 return None
             ws += [s * direction] * count
@@ -289,7 +296,7 @@ def true_set_representatives(truth: TwoLayer, width: int) -> list[Representative
     m = len(q0)
     if not (isinstance(width, (int, np.integer)) and width >= m):
         raise ValueError(f"width: expected an integer >= m = {m} (the truth's nodes), got {width!r}")
-    scale = float(np.max(np.abs(q0) * np.linalg.norm(w0, axis=1)))
+    scale = float(np.min(np.abs(q0) * np.linalg.norm(w0, axis=1)))
     reps = []
     for label in _labels(m, int(width)):
         built = _construct(label, w0, b0, q0, c0, scale)
@@ -373,7 +380,7 @@ def _classify_one(w, b, q, c, h0, Q0, c0, tol, scale):
 def classify_phase(params: TwoLayer, truth: TwoLayer, tol: float = 0.1) -> PhaseAssignment:
     """The phase of W0 that params is near, node by node (DSLT3 Appendix 2).
 
-    Node i is degenerate if |q_i w_i| <= tol S (S = max_j |q0_j| |w0_j|); otherwise it sits on
+    Node i is degenerate if |q_i w_i| <= tol S (S = min_j |q0_j| |w0_j|, the smallest truth node); otherwise it sits on
     truth boundary j if its unit boundary (w_i, b_i)/|(w_i, b_i)| is within tol of +-(w0_j, b0_j)/|.|
     (the sign is its orientation), else it joins (or opens) a hidden group by the same test.
     The distance is to the phase's part of W0 in effective coordinates (q_i w_i, q_i b_i; c):
@@ -387,15 +394,16 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, tol: float = 0.1) -> Phase
     h0, Q0 = _check_truth(truth)
     c0 = float(truth.c)
     _, _, q0, _ = _numpy(truth)
-    scale = float(np.max(np.abs(q0) * np.linalg.norm(np.asarray(truth.w, np.float64), axis=1)))
+    scale = float(np.min(np.abs(q0) * np.linalg.norm(np.asarray(truth.w, np.float64), axis=1)))
     w = np.asarray(params.w, np.float64)
     if w.shape[-1] != h0.shape[1] - 1:
         raise ValueError(f"params: expected n_in = {h0.shape[1] - 1} like the truth, got {w.shape[-1]}")
     batch = w.shape[:-2]
     d = w.shape[-2]
-    w = w.reshape(-1, d, w.shape[-1])
-    b = np.asarray(params.b, np.float64).reshape(-1, d)
-    q = np.asarray(params.q, np.float64).reshape(-1, d)
+    nb = int(np.prod(batch))
+    w = w.reshape(nb, d, h0.shape[1] - 1)
+    b = np.asarray(params.b, np.float64).reshape(nb, d)
+    q = np.asarray(params.q, np.float64).reshape(nb, d)
     c = np.asarray(params.c, np.float64).reshape(-1)
     out = [_classify_one(w[k], b[k], q[k], c[k], h0, Q0, c0, tol, scale) for k in range(len(c))]
     labels, dist, group, orient = zip(*out)
@@ -418,6 +426,8 @@ def radius_rule(params: TwoLayer, eps: float = 0.3, non_degenerate: float = 1.0,
     Shapes: params with leading batch axes (..., d, n_in) -> (...).
     """
     r = np.linalg.norm(effective_weights(params), axis=-1)
+    if r.shape[-1] == 0:
+        return np.zeros(r.shape[:-1], int)
     deg = (r.min(-1) < eps) & (np.abs(r.max(-1) - degenerate) < eps)
     non = np.all(np.abs(r - non_degenerate) < eps, axis=-1)
     return np.where(deg, 1, np.where(non, 2, 0))

@@ -151,3 +151,31 @@ def test_sector_rule_for_the_3_symmetric_truth():
     batch = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), truth, flipped, mixed)
     assert [S.phases.SECTOR_PHASES[c] for c in S.sector_phase(batch, truth)] == ["true_orientation", "reversed",
                                                                                   "other"]
+
+
+def test_number_of_phases_for_relu_x_width_4_by_hand():
+    """Truth relu(x) (m = 1, n_in = 1), width 4; annihilation r w0 + sum_g B_g w_g = 0 with r the
+    reversed output on the truth boundary and B_g the linear part of a hidden group.
+    3 degenerate: '+'.                                                                       1
+    2 degenerate: '++' ('+-' needs r not in {0, 1} but r = 0; '--' has r = 1).               1
+    1 degenerate: '+++', '+--' (the two '-' cancel); '+' with a cancelling pair (2,0);
+      '-' (r = 1) balanced by a linear pair (1,1).                                            4
+    0 degenerate: '++++', '++--', '+---'; '++' + (2,0), '+-' + (1,1) (B = -r != 0),
+      '--' + (1,1); '+' + (3,0), '-' + (2,1).                                                 8  -> 14
+    """
+    truth = make_params([[1.0]], 0.0, 1.0)
+    reps = S.true_set_representatives(truth, 4)
+    assert len(reps) == 14
+    for rep in reps:
+        assert S.are_equivalent(rep.params, truth)
+        got = S.classify_phase(rep.params, truth)                     # default tol 0.1
+        assert got.label == rep.label and got.distance < 1e-9
+
+
+def test_truths_with_nodes_of_different_sizes():
+    """The smallest truth node sets the scale: its phases exist and classify at the default tol."""
+    truth = make_params([[1.0, 0.0], [0.0, 1.0]], [-0.3, 0.2], [1.0, 0.04])
+    assert [str(r.label) for r in S.true_set_representatives(truth, 2)] == ["+ +"]
+    assert len(S.true_set_representatives(make_params([[50.0]], -1.0, 0.02), 1)) == 1
+    for rep in S.true_set_representatives(truth, 3):
+        assert S.classify_phase(rep.params, truth).label == rep.label

@@ -168,3 +168,24 @@ def test_equivalent_after_symmetries_and_not_after_a_perturbation(seed, d, n_in)
 def test_are_equivalent_needs_matching_inputs():
     with pytest.raises(ValueError, match="p2: expected n_in = 2"):
         S.are_equivalent(m_symmetric(3), make_params([[1.0]], 0.0, 1.0))
+
+
+def test_near_misses_are_not_equivalent_in_float32_and_float64():
+    f32 = jnp.float32
+    one = make_params([[1.0]], 0.0, 1.0, 0.0, dtype=f32)
+    assert not S.are_equivalent(one, make_params([[1.0]], -0.01, 1.0, 0.0, dtype=f32))
+    assert not S.are_equivalent(make_params([[1.0, 0.0]], 0.0, 1.0, dtype=f32), make_params([[1.0, 0.01]], 0.0, 1.0, dtype=f32))
+    p = make_params([[1.0], [1.0], [1.0]], [0.0, -0.008, -0.016], 1.0, 0.0, dtype=f32)
+    assert S.are_equivalent(p, S.permute(p, [1, 0, 2]))
+    assert not S.are_equivalent(make_params([[1.0]], 0.0, 1.0, 0.0), make_params([[1.0]], -3e-7, 1.0, 0.0))
+    # a large output bias does not hide a small node
+    assert not S.are_equivalent(make_params([[1.0]], 0.0, 0.01, 100.0), make_params([[1.0]], 0.0, 0.0, 100.0))
+
+
+def test_width_zero_networks():
+    z = make_params(np.zeros((0, 2)), [], [], 0.5)
+    assert S.annihilating_subsets(z) == []
+    assert S.are_equivalent(z, make_params([[1.0, 0.0]], -1.0, 0.0, 0.5))
+    assert S.reduce(petzka_figure_1()).as_two_layer().width == 0
+    got = S.classify_phase(z, m_symmetric(3))
+    assert got.label.truth == ((0, 0),) * 3 and got.distance == np.inf

@@ -1,0 +1,88 @@
+"""Experiment kind ``functional_dimension``: batch functional dimension at initialisation (Grigsby et al. 2023).
+
+[functional_dimension] keys:
+  n_in           input dimensions n0; the hidden widths equal n0 (default [5, 10, 15])
+  depths         numbers of weight layers (default [2, 3, 4, 5, 6]); architecture (n0, .., n0, 1)
+  networks       He-initialised networks per (n0, depth) (default 20)
+  point_factors  numbers of points as multiples of the bound, p = ceil(factor * bound) (default [1.0, 2.0])
+  bias_std       biases N(0, bias_std^2) (default 0.1)
+  rtol           rank threshold (default max(shape) * eps)
+
+Points are i.i.d. N(0, I) in R^n0 (as in the paper).  For every cell: the bound (parameters minus
+hidden neurons), the functional dimensions, bound - dimension per network, the fraction at the
+bound with a 95% Wilson interval.  Outputs: functional_dimension.png, metrics.json, arrays.npz.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..config import Table
+
+
+def validate(root: Table) -> dict:
+    t = root.table("functional_dimension", required=True)
+    s = {"n_in": t.get("n_in", "list[int]", [5, 10, 15]), "depths": t.get("depths", "list[int]", [2, 3, 4, 5, 6]),
+         "networks": t.get("networks", "int", 20, low=1, high=10000),
+         "point_factors": t.get("point_factors", "list[float]", [1.0, 2.0]),
+         "bias_std": t.get("bias_std", "float", 0.1, low=0.0), "rtol": t.get("rtol", "float", None, low=0.0)}
+    if not s["n_in"] or min(s["n_in"]) < 1:
+        t.fail("n_in", "a non-empty list of positive integers", s["n_in"])
+    if not s["depths"] or min(s["depths"]) < 2:
+        t.fail("depths", "a non-empty list of integers >= 2 (weight layers; 2 = one hidden layer)", s["depths"])
+    if not s["point_factors"] or min(s["point_factors"]) <= 0:
+        t.fail("point_factors", "a non-empty list of positive numbers", s["point_factors"])
+    t.done()
+    return s
+
+
+def describe(s: dict) -> dict:
+    return dict(s)
+
+
+def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval for a binomial proportion k / n."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def run(s: dict, outdir, key, progress: bool = True) -> dict:
+    import jax
+    from tqdm.auto import tqdm
+
+    from ..mlp import init_mlp
+    from ..plots import functional_dimension_figure
+    from ..regions import functional_dimension, functional_dimension_bound
+
+    cells = [(n, dep) for n in s["n_in"] for dep in s["depths"]]
+    rows, arrays = [], {}
+    for n, dep in tqdm(cells, desc="architectures", disable=not progress, leave=False):
+        widths = (n,) * dep + (1,)
+        bound = functional_dimension_bound(widths)
+        dims = {f: [] for f in s["point_factors"]}
+        for k in range(s["networks"]):
+            kp, kz = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, 1000 * n + dep), k))
+            params = init_mlp(kp, widths, bias_std=s["bias_std"])
+            for f in s["point_factors"]:
+                p = math.ceil(f * bound)
+                z = jax.random.normal(jax.random.fold_in(kz, int(1000 * f)), (p, n))
+                dims[f].append(functional_dimension(params, z, s["rtol"]))
+        for f, d in dims.items():
+            d = np.array(d)
+            at = int(np.sum(d == bound))
+            rows.append({"n_in": n, "depth": dep, "widths": list(widths), "bound": bound, "point_factor": f,
+                         "points": math.ceil(f * bound), "dims": d.tolist(), "deficits": (bound - d).tolist(),
+                         "mean_dim": float(d.mean()), "fraction_at_bound": at / len(d),
+                         "fraction_ci95": wilson_interval(at, len(d)), "max_dim_le_bound": bool(d.max() <= bound)})
+            arrays[f"dims_n{n}_depth{dep}_f{f:g}"] = d
+    functional_dimension_figure(outdir / "functional_dimension.png", rows,
+                                title="Batch functional dimension of He-initialised ReLU networks (n0, .., n0, 1) at "
+                                      "Gaussian points (Grigsby et al. 2023)")
+    np.savez_compressed(outdir / "arrays.npz", **arrays)
+    return {"cells": rows, "all_at_or_below_bound": all(r["max_dim_le_bound"] for r in rows)}

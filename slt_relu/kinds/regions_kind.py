@@ -1,0 +1,256 @@
+"""Experiment kind ``regions``: linear regions and local affine maps (Sattelberg et al. 2020).
+
+[regions] keys:
+  half_width   the picture box [-a, a]^2 (default 1.5)
+  resolution   grid points per axis for pictures, grid counts and dual points (default 401)
+  clusters     numbers of k-means centres for the XOR network's dual points (default [1, 2, 3])
+[regions.xor_wide]  a second network trained on XOR data for the affine map between networks (Fig. 11):
+  width (20), steps (2000), learning_rate (0.02), samples (400)
+[regions.annulus]   a 3-layer network trained on circle (r < inner) vs annulus (r in annulus) (Fig. 5):
+  widths ([2, 8, 8, 8, 1]), samples (2000), steps (4000), learning_rate (0.01), inner (0.5),
+  annulus ([0.7, 1.0])
+[regions.lines]     regions along random segments vs neurons (Hanin & Rolnick 2019): n_in (4), widths
+  ([8, 16, 32, 64]), hidden_layers (3), lines (30), bias_std (0.3), length (4.0)
+
+The XOR network is relu(x + y + 1) - 2 relu(x + y) - 1 (Sattelberg eq. 3.2).  Training: full-batch
+Adam (optax) on the squared error to labels +-1.  Outputs: xor_regions.png, xor_affine_map.png,
+annulus_regions.png, annulus_layers.png, lines.png, arrays.npz, metrics.json.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import Table
+
+XOR_WEIGHTS = ([[1.0, 1.0], [1.0, 1.0]], [1.0, 0.0], [[1.0, -2.0]], [-1.0])
+
+
+def validate(root: Table) -> dict:
+    t = root.table("regions", required=True)
+    s = {"half_width": t.get("half_width", "float", 1.5, low=1e-6),
+         "resolution": t.get("resolution", "int", 401, low=5, high=2001),
+         "clusters": t.get("clusters", "list[int]", [1, 2, 3])}
+    if not s["clusters"] or min(s["clusters"]) < 1:
+        t.fail("clusters", "a non-empty list of positive integers", s["clusters"])
+    x = t.table("xor_wide")
+    s["xor_wide"] = {"width": x.get("width", "int", 20, low=1, high=4096), "steps": x.get("steps", "int", 2000, low=0),
+                     "learning_rate": x.get("learning_rate", "float", 0.02, low=0.0),
+                     "samples": x.get("samples", "int", 400, low=4)}
+    x.done()
+    a = t.table("annulus")
+    s["annulus"] = {"widths": a.get("widths", "list[int]", [2, 8, 8, 8, 1]),
+                    "samples": a.get("samples", "int", 2000, low=10), "steps": a.get("steps", "int", 4000, low=0),
+                    "learning_rate": a.get("learning_rate", "float", 0.01, low=0.0),
+                    "inner": a.get("inner", "float", 0.5, low=1e-6),
+                    "annulus": a.get("annulus", "range", [0.7, 1.0])}
+    w = s["annulus"]["widths"]
+    if len(w) < 3 or w[0] != 2 or w[-1] != 1 or min(w) < 1:
+        a.fail("widths", "[2, hidden widths..., 1] with at least one hidden layer", w)
+    if not s["annulus"]["inner"] < s["annulus"]["annulus"][0]:
+        a.fail("inner", f"a radius below the annulus' inner radius {s['annulus']['annulus'][0]}", s["annulus"]["inner"])
+    a.done()
+    ln = t.table("lines")
+    s["lines"] = {"n_in": ln.get("n_in", "int", 4, low=1), "widths": ln.get("widths", "list[int]", [8, 16, 32, 64]),
+                  "hidden_layers": ln.get("hidden_layers", "int", 3, low=1, high=20),
+                  "lines": ln.get("lines", "int", 30, low=2), "bias_std": ln.get("bias_std", "float", 0.3, low=0.0),
+                  "length": ln.get("length", "float", 4.0, low=1e-9)}
+    if not s["lines"]["widths"] or min(s["lines"]["widths"]) < 1:
+        ln.fail("widths", "a non-empty list of positive integers", s["lines"]["widths"])
+    ln.done()
+    t.done()
+    return s
+
+
+def describe(s: dict) -> dict:
+    return dict(s)
+
+
+def _train(key, widths, x, y, steps, lr):
+    """Full-batch Adam on mean (f(x) - y)^2 from He initialisation; returns (params, final loss)."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from ..mlp import init_mlp, mlp_forward
+
+    params = init_mlp(key, widths, bias_std=0.1)
+    opt = optax.adam(lr)
+
+    def loss(p):
+        return jnp.mean((mlp_forward(p, x)[:, 0] - y) ** 2)
+
+    @jax.jit
+    def run(params):
+        def step(carry, _):
+            p, state = carry
+            value, grad = jax.value_and_grad(loss)(p)
+            updates, state = opt.update(grad, state, p)
+            return (optax.apply_updates(p, updates), state), value
+
+        (p, _), _ = jax.lax.scan(step, (params, opt.init(params)), None, length=steps)
+        return p, loss(p)
+
+    params, final = run(params)
+    return params, float(final)
+
+
+def _grid_data(params, half_width, resolution):
+    import jax.numpy as jnp
+
+    from ..mlp import activation_patterns, mlp_forward, preactivations
+    from ..regions import _box_grid
+
+    pts = jnp.asarray(_box_grid(half_width, resolution))
+    shape = (resolution, resolution)
+    pre = [np.asarray(z).reshape(shape + (-1,)) for z in preactivations(params, pts)]
+    pats = np.asarray(activation_patterns(params, pts)).reshape(shape + (-1,))
+    vals = np.asarray(mlp_forward(params, pts))[:, 0].reshape(shape)
+    return pts, np.asarray(pts).reshape(shape + (2,)), pre, pats, vals
+
+
+def run(s: dict, outdir, key, progress: bool = True) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    from ..mlp import MLP, Dense, dual_points, init_mlp, mlp_forward
+    from ..plots import layer_boundaries_figure, lines_figure, regions_figure
+    from ..regions import affine_map_between, cluster_affine_maps, count_linear_regions, count_regions_grid
+
+    a, R = s["half_width"], s["resolution"]
+    k_xor, k_wide, k_ann, k_lines = jax.random.split(key, 4)
+    arrays, metrics = {}, {}
+
+    # --- Sattelberg's XOR network: regions (exact), dual points, clusters
+    w1, b1, w2, b2 = (jnp.asarray(v, jnp.zeros(()).dtype) for v in XOR_WEIGHTS)
+    xor = MLP((Dense(w1, b1), Dense(w2, b2)))
+    pts, grid, pre, pats, vals = _grid_data(xor, a, R)
+    C = np.asarray(dual_points(xor, pts))
+    clusters = {}
+    for k in s["clusters"]:
+        if k <= len(C):
+            got = cluster_affine_maps(jax.random.fold_in(k_xor, k), xor, pts, k)
+            clusters[str(k)] = {"rms_error": got.rms_error, "sign_agreement": got.sign_agreement}
+    corners = np.array([[1.0, 1.0], [-1.0, -1.0], [1.0, -1.0], [-1.0, 1.0]])
+    metrics["xor"] = {
+        "network": "relu(x + y + 1) - 2 relu(x + y) - 1",
+        "regions_in_box_exact": count_linear_regions(xor, half_width=a),
+        "regions_on_grid": count_regions_grid(xor, a, R),
+        "regions_along_diagonal": count_linear_regions(xor, segment=([-a, -a], [a, a])),
+        "patterns_seen": sorted({"".join("1" if v else "0" for v in p) for p in pats.reshape(-1, 2)}),
+        "distinct_dual_points": int(len(np.unique(np.round(C, 9), axis=0))),
+        "dual_points": np.unique(np.round(C, 9), axis=0),
+        "values_at_corners": np.asarray(mlp_forward(xor, jnp.asarray(corners)))[:, 0],
+        "clusters": clusters,
+    }
+    regions_figure(outdir / "xor_regions.png", grid, pats, vals, pre, C,
+                   title="Sattelberg's XOR network relu(x+y+1) - 2 relu(x+y) - 1: three regions, the fourth pattern "
+                         "(0, 1) is empty",
+                   points=(corners, np.array([-1, -1, 1, 1])),
+                   extra=("k-means on the dual points: rebuilt f", [int(k) for k in clusters],
+                          [v["rms_error"] for v in clusters.values()], "clusters k", "rms error of the rebuilt f"))
+
+    # --- a wide network trained on XOR data, and the affine map between the two networks' dual points
+    wx = s["xor_wide"]
+    kx, kn = jax.random.split(k_wide)
+    labels = jnp.asarray([-1.0, -1.0, 1.0, 1.0])
+    which = jax.random.randint(kx, (wx["samples"],), 0, 4)
+    xs = jnp.asarray(corners)[which] + 0.1 * jax.random.normal(kn, (wx["samples"], 2))
+    wide, wide_loss = _train(k_wide, (2, wx["width"], 1), xs, labels[which], wx["steps"], wx["learning_rate"])
+    C2 = np.asarray(dual_points(wide, pts))
+    M, resid = affine_map_between(C, C2)
+    Xt = np.concatenate([np.asarray(pts), np.ones((len(C), 1))], 1)
+    mapped = np.sum((C @ M) * Xt, 1)
+    f2 = np.asarray(mlp_forward(wide, pts))[:, 0]
+    metrics["xor_affine_map"] = {
+        "wide_width": wx["width"], "wide_train_loss": wide_loss,
+        "wide_sign_accuracy_on_corners": float(np.mean(np.sign(np.asarray(mlp_forward(wide, jnp.asarray(corners)))[:, 0])
+                                                       == np.asarray(labels))),
+        "M": M, "relative_residual": resid,
+        "sign_agreement_mapped_vs_wide": float(np.mean(np.sign(mapped) == np.sign(f2))),
+        "wide_regions_in_box_exact": count_linear_regions(wide, half_width=a),
+    }
+    _affine_map_figure(outdir / "xor_affine_map.png", C @ M, C2, mapped.reshape(R, R), f2.reshape(R, R), grid, resid)
+
+    # --- circle vs annulus, trained; regions and layer-by-layer boundaries (Figure 5)
+    an = s["annulus"]
+    k1, k2, k3 = jax.random.split(k_ann, 3)
+    inside = jax.random.bernoulli(k1, 0.5, (an["samples"],))
+    lo, hi = an["annulus"]
+    radius = jnp.where(inside, an["inner"] * jnp.sqrt(jax.random.uniform(k2, (an["samples"],))),
+                       jnp.sqrt(lo ** 2 + (hi ** 2 - lo ** 2) * jax.random.uniform(k2, (an["samples"],))))
+    angle = 2 * jnp.pi * jax.random.uniform(k3, (an["samples"],))
+    xa = jnp.stack([radius * jnp.cos(angle), radius * jnp.sin(angle)], 1)
+    ya = jnp.where(inside, 1.0, -1.0)
+    net, ann_loss = _train(k_ann, tuple(an["widths"]), xa, ya, an["steps"], an["learning_rate"])
+    apts, agrid, apre, apats, avals = _grid_data(net, a, R)
+    CA = np.asarray(dual_points(net, apts))
+    metrics["annulus"] = {
+        "widths": an["widths"], "train_loss": ann_loss,
+        "train_accuracy": float(np.mean(np.sign(np.asarray(mlp_forward(net, xa))[:, 0]) == np.asarray(ya))),
+        "regions_on_grid": count_regions_grid(net, a, R),
+        "distinct_dual_points_on_grid": int(len(np.unique(np.round(CA, 9), axis=0))),
+        "neurons_with_a_zero_set_in_box": [int(sum(p[..., k].min() < 0 < p[..., k].max() for k in range(p.shape[-1])))
+                                           for p in apre],
+    }
+    sub = np.asarray(xa[:300])
+    regions_figure(outdir / "annulus_regions.png", agrid, apats, avals, apre, CA,
+                   title=f"circle vs annulus, widths {an['widths']} trained with Adam: regions, f, dual points",
+                   points=(sub, np.asarray(ya[:300])))
+    layer_boundaries_figure(outdir / "annulus_layers.png", agrid, apre, avals,
+                            title="Sattelberg Fig. 5: zero sets layer by layer (earlier layers in grey); "
+                                  "each layer bends only where it meets an earlier boundary")
+    arrays.update(xor_dual=C, wide_dual=C2, annulus_dual=CA)
+
+    # --- regions along random lines vs neurons (Hanin & Rolnick)
+    ln = s["lines"]
+    rng_keys = jax.random.split(k_lines, len(ln["widths"]))
+    neurons, means, ses = [], [], []
+    for n, kw in zip(ln["widths"], rng_keys):
+        widths = (ln["n_in"],) + (n,) * ln["hidden_layers"] + (1,)
+        counts = []
+        for j in range(ln["lines"]):
+            kp, ka, kd = jax.random.split(jax.random.fold_in(kw, j), 3)
+            p = init_mlp(kp, widths, bias_std=ln["bias_std"])
+            centre = np.asarray(jax.random.normal(ka, (ln["n_in"],)), np.float64)
+            d = np.asarray(jax.random.normal(kd, (ln["n_in"],)), np.float64)
+            d /= np.linalg.norm(d)
+            counts.append(count_linear_regions(p, segment=(centre - ln["length"] / 2 * d, centre + ln["length"] / 2 * d)))
+        neurons.append(n * ln["hidden_layers"])
+        means.append(float(np.mean(counts)))
+        ses.append(float(np.std(counts) / np.sqrt(len(counts))))
+    N, m = np.array(neurons, float), np.array(means)
+    slope = float(np.sum(N * (m - 1)) / np.sum(N * N))
+    metrics["lines"] = {"neurons": neurons, "mean_regions": means, "se": ses, "slope_per_neuron": slope,
+                        "regions_per_neuron": list((m - 1) / N)}
+    lines_figure(outdir / "lines.png", neurons, means, ses, slope,
+                 title=f"regions along random segments of length {ln['length']} (n_in = {ln['n_in']}, "
+                       f"{ln['hidden_layers']} hidden layers, He weights): about linear in N")
+    np.savez_compressed(outdir / "arrays.npz", **arrays)
+    return metrics
+
+
+def _affine_map_figure(path, mapped_dual, target_dual, mapped_f, target_f, grid, resid):
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(13, 4.2))
+    ax = fig.add_subplot(1, 3, 1, projection="3d")
+    ax.scatter(*target_dual.T, s=4, c="tab:blue", label="wide network")
+    ax.scatter(*mapped_dual.T, s=4, c="tab:red", alpha=0.5, label="XOR network mapped by M")
+    ax.set_xlabel("w_x")
+    ax.set_ylabel("w_y")
+    ax.set_zlabel("b")
+    ax.legend(fontsize=7)
+    ax.set_title(f"dual points, relative residual {resid:.2f}", fontsize=9)
+    xs, ys = grid[0, :, 0], grid[:, 0, 1]
+    for k, (vals, name) in enumerate(((target_f, "wide network f"), (mapped_f, "mapped local maps (C M) . (x, 1)"))):
+        ax = fig.add_subplot(1, 3, 2 + k)
+        im = ax.pcolormesh(xs, ys, vals, cmap="RdBu_r", shading="auto")
+        if vals.min() < 0 < vals.max():
+            ax.contour(xs, ys, vals, levels=[0.0], colors="k")
+        fig.colorbar(im, ax=ax, shrink=0.8)
+        ax.set_aspect("equal")
+        ax.set_title(name, fontsize=9)
+    fig.suptitle("Sattelberg Fig. 11: least-squares affine map M between two XOR networks' dual points", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
