@@ -238,23 +238,24 @@ def regions_figure(path: Path, grid, patterns, values, layer_pre, dual, *, title
     ax = fig.add_subplot(1, panels, 1)
     ids = _pattern_colours(patterns.reshape(-1, patterns.shape[-1])).reshape(values.shape)
     ax.pcolormesh(xs, ys, ids % 20, cmap="tab20", shading="auto", vmin=0, vmax=19)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    layer_colors = ["k", "crimson", "darkgreen", "purple", "darkorange"]
     for l, pre in enumerate(layer_pre):
         for k in range(pre.shape[-1]):
             z = pre[..., k]
             if z.min() < 0 < z.max():
-                ax.contour(xs, ys, z, levels=[0.0], colors=[colors[l % len(colors)]], linewidths=1.0)
+                ax.contour(xs, ys, z, levels=[0.0], colors=[layer_colors[l % len(layer_colors)]], linewidths=1.0)
     if points is not None:
         ax.scatter(points[0][:, 0], points[0][:, 1], c=points[1], cmap="bwr", s=10, edgecolors="k", linewidths=0.3)
     ax.set_title(f"{len(np.unique(ids))} activation regions on the grid\n(colour = pattern; lines = neuron zero sets,"
                  " one colour per layer)", fontsize=8)
     ax.set_aspect("equal")
     ax = fig.add_subplot(1, panels, 2)
-    im = ax.pcolormesh(xs, ys, values, cmap="RdBu_r", shading="auto")
+    top = max(float(np.abs(values).max()), 1e-12)
+    im = ax.pcolormesh(xs, ys, values, cmap="RdBu_r", shading="auto", vmin=-top, vmax=top)
     if values.min() < 0 < values.max():
         ax.contour(xs, ys, values, levels=[0.0], colors="k", linewidths=1.5)
     fig.colorbar(im, ax=ax, shrink=0.8)
-    ax.set_title("f(x) and its zero set", fontsize=9)
+    ax.set_title("f(x) (red > 0 > blue) and its zero set", fontsize=9)
     ax.set_aspect("equal")
     ax = fig.add_subplot(1, panels, 3, projection="3d")
     ax.scatter(dual[:, 0], dual[:, 1], dual[:, 2], c=dual[:, 2], cmap="viridis", s=6)

@@ -24,6 +24,11 @@ TINY = {
         "fisher.points[4].widths": [2], "fisher.points[4].count": 1,
     },
     "true_set_m_symmetric.toml": {"symmetry.widths": [3, 4], "symmetry.checks": 1},
+    "linear_regions_xor.toml": {"regions.resolution": 41, "regions.xor_wide.steps": 50, "regions.xor_wide.width": 6,
+                                "regions.annulus.steps": 50, "regions.annulus.samples": 100,
+                                "regions.lines.widths": [4, 8], "regions.lines.lines": 3},
+    "functional_dimension_depth_width.toml": {"functional_dimension.n_in": [3], "functional_dimension.depths": [2, 3],
+                                              "functional_dimension.networks": 3},
 }
 
 
@@ -63,6 +68,15 @@ def test_shipped_config_runs_tiny(tmp_path, name):
         deg = rows["+ + + | 1 degenerate"]
         assert (deg["generator_rank"], deg["excess"], deg["rank"]) == (3, 4, 10)
         assert metrics["widths"]["3"]["representatives"][0]["rank"] == 10        # D - d = 13 - 3
+    if name == "linear_regions_xor.toml":
+        xor = metrics["xor"]
+        assert (xor["regions_in_box_exact"], xor["regions_on_grid"], xor["regions_along_diagonal"]) == (3, 3, 3)
+        assert xor["patterns_seen"] == ["00", "10", "11"] and xor["clusters"]["3"]["rms_error"] < 1e-12
+        assert metrics["lines"]["mean_regions"][0] >= 1
+    if name == "functional_dimension_depth_width.toml":
+        assert metrics["all_at_or_below_bound"]
+        cell = next(c for c in metrics["cells"] if c["depth"] == 2 and c["point_factor"] == 2.0)
+        assert cell["bound"] == 3 * 4 + 4 - 3 and cell["fraction_at_bound"] == 1.0    # generic one hidden layer
     if name == "fisher_rank_survey.toml":
         for row in metrics["points"]:
             if row["expected_excess"] is not None:
@@ -116,6 +130,10 @@ resolution = 9
      "symmetry.widths: expected a non-empty list of widths between m = 3"),
     ("kind = \"symmetry\"\n[truth]\nname = \"dslt3_example_3_4\"\n[symmetry]\nwidths = [2]\nchecks = -1\n",
      "symmetry.checks: expected an integer in [0, 100]"),
+    ("kind = \"regions\"\n[regions]\n[regions.annulus]\nwidths = [3, 4, 1]\n",
+     "regions.annulus.widths: expected [2, hidden widths..., 1]"),
+    ("kind = \"functional_dimension\"\n[functional_dimension]\ndepths = [1]\n",
+     "functional_dimension.depths: expected a non-empty list of integers >= 2"),
 ])
 def test_bad_config_one_line_error_no_folder(tmp_path, capsys, text, message):
     path = write(tmp_path, text)

@@ -10,7 +10,9 @@
 
 Points are i.i.d. N(0, I) in R^n0 (as in the paper).  For every cell: the bound (parameters minus
 hidden neurons), the functional dimensions, bound - dimension per network, the fraction at the
-bound with a 95% Wilson interval.  Outputs: functional_dimension.png, metrics.json, arrays.npz.
+bound with a 95% Wilson interval, and the mean numbers of hidden neurons that are dead (never active)
+or always active on the points (two mechanisms of hidden symmetries, Grigsby et al. section 6;
+Petzka et al. Example 2).  Outputs: functional_dimension.png, metrics.json, arrays.npz.
 """
 from __future__ import annotations
 
@@ -52,11 +54,17 @@ def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def _fraction_clean(dims, bound, dead, always):
+    """Fraction at the bound among networks with no neuron dead or always active on the points (None if none)."""
+    clean = [d for d, a, b in zip(dims, dead, always) if a == 0 and b == 0]
+    return float(np.mean(np.array(clean) == bound)) if clean else None
+
+
 def run(s: dict, outdir, key, progress: bool = True) -> dict:
     import jax
     from tqdm.auto import tqdm
 
-    from ..mlp import init_mlp
+    from ..mlp import activation_patterns, init_mlp
     from ..plots import functional_dimension_figure
     from ..regions import functional_dimension, functional_dimension_bound
 
@@ -66,6 +74,8 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
         widths = (n,) * dep + (1,)
         bound = functional_dimension_bound(widths)
         dims = {f: [] for f in s["point_factors"]}
+        dead = {f: [] for f in s["point_factors"]}
+        always = {f: [] for f in s["point_factors"]}
         for k in range(s["networks"]):
             kp, kz = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, 1000 * n + dep), k))
             params = init_mlp(kp, widths, bias_std=s["bias_std"])
@@ -73,13 +83,18 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
                 p = math.ceil(f * bound)
                 z = jax.random.normal(jax.random.fold_in(kz, int(1000 * f)), (p, n))
                 dims[f].append(functional_dimension(params, z, s["rtol"]))
+                pats = np.asarray(activation_patterns(params, z))
+                dead[f].append(int(np.sum(~pats.any(0))))
+                always[f].append(int(np.sum(pats.all(0))))
         for f, d in dims.items():
             d = np.array(d)
             at = int(np.sum(d == bound))
             rows.append({"n_in": n, "depth": dep, "widths": list(widths), "bound": bound, "point_factor": f,
                          "points": math.ceil(f * bound), "dims": d.tolist(), "deficits": (bound - d).tolist(),
                          "mean_dim": float(d.mean()), "fraction_at_bound": at / len(d),
-                         "fraction_ci95": wilson_interval(at, len(d)), "max_dim_le_bound": bool(d.max() <= bound)})
+                         "fraction_ci95": wilson_interval(at, len(d)), "max_dim_le_bound": bool(d.max() <= bound),
+                         "mean_dead_neurons": float(np.mean(dead[f])), "mean_always_active_neurons": float(np.mean(always[f])),
+                         "fraction_at_bound_without_dead_or_always_active": _fraction_clean(d, bound, dead[f], always[f])})
             arrays[f"dims_n{n}_depth{dep}_f{f:g}"] = d
     functional_dimension_figure(outdir / "functional_dimension.png", rows,
                                 title="Batch functional dimension of He-initialised ReLU networks (n0, .., n0, 1) at "

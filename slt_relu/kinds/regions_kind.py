@@ -165,7 +165,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
         "wide_width": wx["width"], "wide_train_loss": wide_loss,
         "wide_sign_accuracy_on_corners": float(np.mean(np.sign(np.asarray(mlp_forward(wide, jnp.asarray(corners)))[:, 0])
                                                        == np.asarray(labels))),
-        "M": M, "relative_residual": resid,
+        "M": M, "relative_residual": resid, "relative_residual_wide_to_xor": affine_map_between(C2, C)[1],
         "sign_agreement_mapped_vs_wide": float(np.mean(np.sign(mapped) == np.sign(f2))),
         "wide_regions_in_box_exact": count_linear_regions(wide, half_width=a),
     }
@@ -211,8 +211,8 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
         for j in range(ln["lines"]):
             kp, ka, kd = jax.random.split(jax.random.fold_in(kw, j), 3)
             p = init_mlp(kp, widths, bias_std=ln["bias_std"])
-            centre = np.asarray(jax.random.normal(ka, (ln["n_in"],)), np.float64)
-            d = np.asarray(jax.random.normal(kd, (ln["n_in"],)), np.float64)
+            centre = np.array(jax.random.normal(ka, (ln["n_in"],)), np.float64)
+            d = np.array(jax.random.normal(kd, (ln["n_in"],)), np.float64)
             d /= np.linalg.norm(d)
             counts.append(count_linear_regions(p, segment=(centre - ln["length"] / 2 * d, centre + ln["length"] / 2 * d)))
         neurons.append(n * ln["hidden_layers"])
