@@ -23,6 +23,8 @@ EXPECTED = {
     "01_landscape_and_fisher.ipynb": ["rank 1 of 2", "excess=0"],
     "02_symmetries_and_phases.ipynb": ["phases: 2 8 34", "Figure 1 reduces to width 0", "Figure 2 pair equivalent: True ;"
                                        " after a small change: False", "-> reversed"],
+    "03_regions_and_functional_dimension.ipynb": ["XOR in the box: exact 3  grid 3", "grid  513: 37 of 37 regions",
+                                                  "generic (3, 6, 1): 25 of 25", "with a dead neuron: 21"],
 }
 
 
