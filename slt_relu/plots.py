@@ -126,6 +126,23 @@ def _group_style(group: int, orient: float, m: int):
     return color, "-" if orient >= 0 else "--"
 
 
+def _panel_grid(n: int, width: float, height: float):
+    """A figure with n panels, at most 6 per row; unused panels switched off.  Returns (fig, axes, nrows)."""
+    cols = min(6, max(n, 1))
+    nrows = -(-n // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(width * cols, height * nrows), squeeze=False)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    return fig, axes, nrows
+
+
+def _save_panels(fig, path: Path, title: str, nrows: int):
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / (2.7 * nrows)))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def phase_gallery_figure(path: Path, truth, rows, *, title: str, half_width: float = 1.0):
     """One panel per phase representative, in DSLT3's style: each node's activation boundary
     {<w_i, x> + b_i = 0} in the input plane (n_in = 2; a point on the line for n_in = 1) with an
@@ -134,10 +151,7 @@ def phase_gallery_figure(path: Path, truth, rows, *, title: str, half_width: flo
 
     rows: dicts with "label" (str), "params" (TwoLayer), "group", "orientation" (d,), "note" (str).
     """
-    n = len(rows)
-    cols = min(6, n)
-    nrows = -(-n // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(2.6 * cols, 3.0 * nrows), squeeze=False)
+    fig, axes, nrows = _panel_grid(len(rows), 2.6, 3.0)
     m = np.shape(truth.w)[0]
     L = 1.5 * half_width
     for ax, row in zip(axes.flat, rows):
@@ -173,21 +187,13 @@ def phase_gallery_figure(path: Path, truth, rows, *, title: str, half_width: flo
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title(f"{row['label']}\n{row.get('note', '')}", fontsize=7.5)
-    for ax in list(axes.flat)[n:]:
-        ax.axis("off")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / (2.7 * nrows)))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save_panels(fig, path, title, nrows)
 
 
 def effective_weights_figure(path: Path, truth, rows, *, title: str):
     """One panel per representative: the effective weights |q_i| w_i (DSLT4) as arrows from the
     origin, coloured as in phase_gallery_figure, over the truth's (grey).  n_in = 2."""
-    n = len(rows)
-    cols = min(6, n)
-    nrows = -(-n // cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(2.4 * cols, 2.6 * nrows), squeeze=False)
+    fig, axes, nrows = _panel_grid(len(rows), 2.4, 2.6)
     m = np.shape(truth.w)[0]
     t_eff = np.abs(np.asarray(truth.q, float))[:, None] * np.asarray(truth.w, float)
     R = 1.15 * max(float(np.max(np.linalg.norm(t_eff, axis=1))), max(
@@ -211,18 +217,14 @@ def effective_weights_figure(path: Path, truth, rows, *, title: str):
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title(row["label"], fontsize=7.5)
-    for ax in list(axes.flat)[n:]:
-        ax.axis("off")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / (2.7 * nrows)))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save_panels(fig, path, title, nrows)
 
 
 def _pattern_colours(patterns: np.ndarray) -> np.ndarray:
     """A colour index per point from its activation pattern (N, H) bool (distinct patterns, distinct ids)."""
-    _, ids = np.unique(np.packbits(patterns, axis=1), axis=0, return_inverse=True)
-    return ids.reshape(-1)
+    from .regions import distinct_patterns
+
+    return distinct_patterns(patterns)[1]
 
 
 def regions_figure(path: Path, grid, patterns, values, layer_pre, dual, *, title: str, points=None, extra=None):
@@ -312,7 +314,7 @@ def lines_figure(path: Path, neurons, means, ses, slope, *, title: str):
     ax.plot(grid, 1 + slope * grid, "--", label=f"1 + {slope:.3f} N")
     ax.set_xlabel("hidden neurons N")
     ax.set_ylabel("activation regions along the segment")
-    ax.set_title(title, fontsize=9)
+    ax.set_title("\n".join(textwrap.wrap(title, 60)), fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -89,7 +89,7 @@ def count_regions_segment(params: MLP, start, end) -> int:
     return regions_along_segment(params, start, end).count
 
 
-def _box_grid(half_width: float, resolution: int, n_in: int = 2) -> np.ndarray:
+def _box_grid(half_width: float, resolution: int) -> np.ndarray:
     g = np.linspace(-half_width, half_width, resolution)
     return np.stack(np.meshgrid(g, g, indexing="xy"), -1).reshape(-1, 2)
 
@@ -105,8 +105,16 @@ def count_regions_grid(params: MLP, half_width: float, resolution: int) -> int:
         raise ValueError(f"params: the grid count is for 2 inputs, got n_in = {params.widths[0]}")
     if not (isinstance(resolution, int) and resolution >= 2):
         raise ValueError(f"resolution: expected an integer >= 2, got {resolution!r}")
-    pats = np.asarray(_patterns_jit(params, jnp.asarray(_box_grid(half_width, resolution))))
-    return int(np.unique(np.packbits(pats, axis=1), axis=0).shape[0]) if pats.shape[1] else 1
+    return distinct_patterns(np.asarray(_patterns_jit(params, jnp.asarray(_box_grid(half_width, resolution)))))[0]
+
+
+def distinct_patterns(patterns: np.ndarray) -> tuple[int, np.ndarray]:
+    """Number of distinct rows of a (N, H) bool pattern array and the id of each row's pattern (N,)."""
+    patterns = np.asarray(patterns).reshape(len(patterns), -1)
+    if patterns.shape[1] == 0:
+        return 1, np.zeros(len(patterns), int)
+    unique, ids = np.unique(np.packbits(patterns, axis=1), axis=0, return_inverse=True)
+    return int(unique.shape[0]), ids.reshape(-1)
 
 
 @jax.jit
@@ -281,11 +289,7 @@ def parameter_jacobian(params: MLP, points: jax.Array) -> jax.Array:
     points = jnp.asarray(points)
     if points.ndim != 2 or points.shape[1] != params.widths[0]:
         raise ValueError(f"points: expected shape (p, {params.widths[0]}), got {points.shape}")
-    return _parameter_jacobian(flatten_mlp(params), points, params.widths)
-
-
-def _parameter_jacobian(theta, points, widths):
-    return _jac_for(tuple(widths))(theta, points)
+    return _jac_for(params.widths)(flatten_mlp(params), points)
 
 
 _JACS: dict = {}

@@ -55,6 +55,12 @@ def _scale(w, b, q, c=0.0) -> float:
     return max(float(np.max(node, initial=0.0)), abs(c), 1e-300)
 
 
+def _forward_np(params, x: np.ndarray) -> np.ndarray:
+    """f(x) = c + relu(x W^T + b) q in float64 NumPy (for the equivalence cross-check)."""
+    w, b, q, c = _numpy(params)
+    return np.maximum(x @ w.T + b, 0.0) @ q + c
+
+
 def default_tol(dtype) -> float:
     """Relative tolerance for symmetry decisions: 1000 eps(dtype) (2e-13 in float64, 1e-4 in float32)."""
     return 1000 * float(jnp.finfo(dtype).eps)
@@ -159,7 +165,7 @@ def annihilating_subsets(params: TwoLayer, tol: float | None = None) -> list[tup
     return sorted(found, key=lambda F: (len(F), F))
 
 
-def _degenerate(w, b, q, i, tol, size) -> bool:
+def _degenerate(w, q, i, tol, size) -> bool:
     return abs(q[i]) * np.linalg.norm(w[i]) <= tol * size
 
 
@@ -177,7 +183,7 @@ def split_node(params: TwoLayer, node: int, into: int, fraction: float = 0.5) ->
     if i == j:
         raise ValueError(f"into: expected a node other than node = {i}")
     size = _scale(w, b, q, c)
-    if not _degenerate(w, b, q, j, default_tol(params.w.dtype), size):
+    if not _degenerate(w, q, j, default_tol(params.w.dtype), size):
         raise ValueError(f"into: node {j} must be degenerate (q_{j} = 0 or w_{j} = 0) to take a share of node {i}; "
                          f"got q_{j} = {q[j]:.6g}, |w_{j}| = {np.linalg.norm(w[j]):.6g}")
     c = c + q[j] * max(b[j], 0.0)                     # the constant of a w = 0 node (0 when q = 0)
@@ -226,8 +232,7 @@ class Irreducible(NamedTuple):
 
     def __call__(self, x):
         x = np.asarray(x, np.float64)
-        w, b, q, c = _numpy(self.params)
-        return np.maximum(x @ w.T + b, 0.0) @ q + c + x @ np.asarray(self.linear, np.float64)
+        return _forward_np(self.params, x) + x @ np.asarray(self.linear, np.float64)
 
     def as_two_layer(self) -> TwoLayer:
         """The same function as a TwoLayer: the linear part becomes the opposite pair
@@ -368,11 +373,7 @@ def are_equivalent(p1: TwoLayer, p2: TwoLayer, tol: float | None = None) -> bool
                  and abs(c1 - c2) <= tol * size)
     if equal:                                          # cross-check on the networks themselves
         x = _probe_points(r1, r2)
-        w1, b1, q1, c1 = _numpy(p1)
-        w2, b2, q2, c2 = _numpy(p2)
-        f1 = np.maximum(x @ w1.T + b1, 0.0) @ q1 + c1
-        f2 = np.maximum(x @ w2.T + b2, 0.0) @ q2 + c2
-        gap = np.abs(f1 - f2) / (1 + np.linalg.norm(x, axis=1))
+        gap = np.abs(_forward_np(p1, x) - _forward_np(p2, x)) / (1 + np.linalg.norm(x, axis=1))
         equal = bool(np.max(gap, initial=0.0) <= 100 * tol * size)
     return bool(equal)
 

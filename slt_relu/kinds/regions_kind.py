@@ -114,7 +114,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
 
     from ..mlp import MLP, Dense, dual_points, init_mlp, mlp_forward
     from ..plots import layer_boundaries_figure, lines_figure, regions_figure
-    from ..regions import affine_map_between, cluster_affine_maps, count_linear_regions, count_regions_grid
+    from ..regions import affine_map_between, cluster_affine_maps, count_linear_regions, distinct_patterns
 
     a, R = s["half_width"], s["resolution"]
     k_xor, k_wide, k_ann, k_lines = jax.random.split(key, 4)
@@ -134,7 +134,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
     metrics["xor"] = {
         "network": "relu(x + y + 1) - 2 relu(x + y) - 1",
         "regions_in_box_exact": count_linear_regions(xor, half_width=a),
-        "regions_on_grid": count_regions_grid(xor, a, R),
+        "regions_on_grid": distinct_patterns(pats.reshape(R * R, -1))[0],
         "regions_along_diagonal": count_linear_regions(xor, segment=([-a, -a], [a, a])),
         "patterns_seen": sorted({"".join("1" if v else "0" for v in p) for p in pats.reshape(-1, 2)}),
         "distinct_dual_points": int(len(np.unique(np.round(C, 9), axis=0))),
@@ -187,7 +187,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
     metrics["annulus"] = {
         "widths": an["widths"], "train_loss": ann_loss,
         "train_accuracy": float(np.mean(np.sign(np.asarray(mlp_forward(net, xa))[:, 0]) == np.asarray(ya))),
-        "regions_on_grid": count_regions_grid(net, a, R),
+        "regions_on_grid": distinct_patterns(apats.reshape(R * R, -1))[0],
         "distinct_dual_points_on_grid": int(len(np.unique(np.round(CA, 9), axis=0))),
         "neurons_with_a_zero_set_in_box": [int(sum(p[..., k].min() < 0 < p[..., k].max() for k in range(p.shape[-1])))
                                            for p in apre],
