@@ -47,16 +47,22 @@ class PhaseLabel(NamedTuple):
         with the reversed one.
     hidden: sorted tuple of (a, b), a >= b: groups of nodes on one boundary that is no truth
         boundary, a nodes on one side and b on the other ((2, 0) cancelling pair, (1, 1) linear pair).
-    degenerate: number of nodes with q_i w_i = 0.
+    degenerate: number of nodes with q_i w_i = 0 (and, on a bounded input box, nodes inactive on
+        the whole box).
+    linear: on a bounded input box, nodes active on the whole box: each adds a linear function
+        q_i (<w_i, x> + b_i) there (Petzka's linear neuron), which other nodes' linear parts or
+        the output bias must balance.
     """
 
     truth: tuple
     hidden: tuple = ()
     degenerate: int = 0
+    linear: int = 0
 
     @property
     def width(self) -> int:
-        return sum(a + b for a, b in self.truth) + sum(a + b for a, b in self.hidden) + self.degenerate
+        return (sum(a + b for a, b in self.truth) + sum(a + b for a, b in self.hidden) + self.degenerate
+                + self.linear)
 
     @property
     def reversed_nodes(self) -> tuple:
@@ -66,10 +72,12 @@ class PhaseLabel(NamedTuple):
     @property
     def kind(self) -> str:
         """One word for plots: 'true_orientation', 'reversed' (each truth node by one model node,
-        some reversed), 'degenerate', 'shared' (a truth boundary carries several nodes), 'hidden',
-        in that order of precedence from the last."""
+        some reversed), 'degenerate', 'shared' (a truth boundary carries several nodes), 'linear'
+        (a node active on the whole input box), 'hidden', in that order of precedence from the last."""
         if self.hidden:
             return "hidden"
+        if self.linear:
+            return "linear"
         if any(a + b > 1 for a, b in self.truth):
             return "shared"
         if self.degenerate:
@@ -82,6 +90,8 @@ class PhaseLabel(NamedTuple):
             parts.append("hidden " + " ".join(f"({a},{b})" for a, b in self.hidden))
         if self.degenerate:
             parts.append(f"{self.degenerate} degenerate")
+        if self.linear:
+            parts.append(f"{self.linear} linear")
         return " | ".join(parts)
 
 
@@ -103,9 +113,10 @@ class PhaseAssignment(NamedTuple):
         With the boundaries held where they are, except that a hidden group with nodes on both
         sides may turn to carry any linear part (its linear equations are dropped, so there
         the distance is a lower bound).
-    group: (d,) int: truth node j in [0, m), -1 degenerate, m + k hidden group k.
+    group: (d,) int: truth node j in [0, m), -1 degenerate (or inactive on the whole input box),
+        -2 linear (active on the whole input box), m + k hidden group k.
     orientation: (d,) +1 / -1 relative to the group's boundary (truth's orientation for truth
-        groups, the first member's for hidden ones), 0 for degenerate nodes.
+        groups, the first member's for hidden ones), 0 for degenerate and linear nodes.
     """
 
     label: object
@@ -309,18 +320,24 @@ def true_set_representatives(truth: TwoLayer, width: int) -> list[Representative
     return sorted(reps, key=lambda rep: (rep.label.degenerate, rep.label.hidden, rep.label.truth))
 
 
-def _classify_one(w, b, q, c, h0, Q0, c0, tol, scale):
+def _classify_one(w, b, q, c, h0, Q0, c0, tol, scale, half_width=None):
     d, n = w.shape
     m = len(Q0)
     eff = q[:, None] * w
     degenerate = np.linalg.norm(eff, axis=1) <= tol * scale
+    dead = np.zeros(d, bool)
+    linear = np.zeros(d, bool)
+    if half_width is not None:                        # pre-activation range on [-a, a]^n: b +- a |w|_1
+        reach = half_width * np.abs(w).sum(1)
+        dead = ~degenerate & (b + reach <= 0)
+        linear = ~degenerate & (b - reach >= 0)
     hb = np.concatenate([w, b[:, None]], 1)
     norm = np.linalg.norm(hb, axis=1)
     h = hb / np.where(norm > 0, norm, 1.0)[:, None]
-    group = np.full(d, -1)
+    group = np.where(linear, -2, -1)
     orient = np.zeros(d)
     planes = {j: h0[j] for j in range(m)}
-    for i in np.flatnonzero(~degenerate):
+    for i in np.flatnonzero(~degenerate & ~dead & ~linear):
         plus = np.linalg.norm(h[i] - h0, axis=1)
         minus = np.linalg.norm(h[i] + h0, axis=1)
         j = int(np.argmin(np.minimum(plus, minus)))
@@ -343,10 +360,12 @@ def _classify_one(w, b, q, c, h0, Q0, c0, tol, scale):
     hidden = tuple(sorted((tuple(sorted((int(np.sum((group == g) & (orient > 0))),
                                           int(np.sum((group == g) & (orient < 0)))), reverse=True))
                            for g in range(m, len(planes))), reverse=True))
-    label = PhaseLabel(truth_counts, hidden, int(degenerate.sum()))
-    # distance: effective vectors v_i = q_i (w_i, b_i) against e_i s_i h_g, plus the linear constraints
+    label = PhaseLabel(truth_counts, hidden, int(degenerate.sum() + dead.sum()), int(linear.sum()))
+    # distance: effective vectors v_i = q_i (w_i, b_i) against e_i s_i h_g, plus the linear constraints;
+    # a node inactive on the box contributes nothing there, a linear node its own linear function
     c_eff = c + float(np.sum(q[degenerate] * np.maximum(b[degenerate], 0.0)))
-    live = np.flatnonzero(~degenerate)
+    live = np.flatnonzero(group >= 0)
+    lin_nodes = np.flatnonzero(linear)
     groups = sorted(set(group[live].tolist()))
     unit = {g: (np.mean([orient[i] * h[i] for i in live if group[i] == g], 0) if g >= m else h0[g]) for g in groups}
     unit = {g: u / np.linalg.norm(u) for g, u in unit.items()}
@@ -354,30 +373,33 @@ def _classify_one(w, b, q, c, h0, Q0, c0, tol, scale):
     a = np.array([orient[i] * (V[k] @ unit[group[i]]) for k, i in enumerate(live)])
     along = np.array([orient[i] * unit[group[i]] for i in live]).reshape(len(live), n + 1)
     perp2 = float(np.sum((V - a[:, None] * along) ** 2)) + float(np.sum(eff[degenerate] ** 2))
-    K = len(live)
+    K, L = len(live), len(lin_nodes)
+    width = K + 1 + L * (n + 1)                       # unknowns: kinks a (K), c, linear nodes' v_i
     rows, rhs = [], []
     for g in list(range(m)) + [g for g in groups if g >= m]:
-        row = np.zeros(K + 1)
+        row = np.zeros(width)
         row[:K] = group[live] == g
         rows.append(row)
         rhs.append(Q0[g] if g < m else 0.0)
-    lin = np.zeros((n + 1, K + 1))
+    lin = np.zeros((n + 1, width))
     for k, i in enumerate(live):
         if orient[i] < 0:
             lin[:, k] = unit[group[i]]
-    lin[n, K] = -1.0                                  # sum_rev e h_g[n] - c = -c0
+    lin[n, K] = -1.0                                  # sum_rev e h_g - sum_lin v_i - c e_n = -c0 e_n
+    for k in range(L):
+        lin[:, K + 1 + k * (n + 1): K + 1 + (k + 1) * (n + 1)] = -np.eye(n + 1)
     if not any(g >= m and np.any(orient[live][group[live] == g] < 0) for g in groups):
         rows += list(lin)                             # a hidden group with both sides can turn to carry any
         rhs += [0.0] * n + [-c0]                      # linear part: then these equations are dropped
     M, t = np.array(rows), np.array(rhs)
-    x0 = np.append(a, c_eff)
+    x0 = np.concatenate([a, [c_eff], (q[lin_nodes, None] * hb[lin_nodes]).reshape(-1)])
     corr = np.linalg.lstsq(M, t - M @ x0, rcond=None)[0]
     if np.linalg.norm(M @ (x0 + corr) - t) > 1e-8 * max(scale, 1.0):
         return label, np.inf, group, orient
     return label, float(np.sqrt(perp2 + corr @ corr)), group, orient
 
 
-def classify_phase(params: TwoLayer, truth: TwoLayer, tol: float = 0.1) -> PhaseAssignment:
+def classify_phase(params: TwoLayer, truth: TwoLayer, tol: float = 0.1, inputs=None) -> PhaseAssignment:
     """The phase of W0 that params is near, node by node (DSLT3 Appendix 2).
 
     Node i is degenerate if |q_i w_i| <= tol S (S = min_j |q0_j| |w0_j|, the smallest truth node); otherwise it sits on
@@ -388,7 +410,9 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, tol: float = 0.1) -> Phase
     PhaseAssignment).  Invariant under permutation and rescaling by construction.
 
     params: TwoLayer (d nodes) or a batch with leading axes; truth: m nodes.  tol: 0.1 suits
-    posterior samples; use ~1e-6 to test exact parameters.
+    posterior samples; use ~1e-6 to test exact parameters.  inputs: None for equality on all of
+    R^n_in; a ``UniformBox`` for equality on the box, where a node whose boundary misses the box
+    is linear (active on all of it, label field ``linear``) or inactive (counted degenerate).
     """
     check_params(params)
     h0, Q0 = _check_truth(truth)
@@ -405,7 +429,14 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, tol: float = 0.1) -> Phase
     b = np.asarray(params.b, np.float64).reshape(nb, d)
     q = np.asarray(params.q, np.float64).reshape(nb, d)
     c = np.asarray(params.c, np.float64).reshape(-1)
-    out = [_classify_one(w[k], b[k], q[k], c[k], h0, Q0, c0, tol, scale) for k in range(len(c))]
+    half_width = None
+    if inputs is not None:
+        from .inputs import UniformBox
+
+        if not isinstance(inputs, UniformBox):
+            raise ValueError(f"inputs: expected None or a UniformBox, got {type(inputs).__name__}")
+        half_width = float(inputs.half_width)
+    out = [_classify_one(w[k], b[k], q[k], c[k], h0, Q0, c0, tol, scale, half_width) for k in range(len(c))]
     labels, dist, group, orient = zip(*out)
     if not batch:
         return PhaseAssignment(labels[0], dist[0], group[0], orient[0])

@@ -363,3 +363,161 @@ def functional_dimension_figure(path: Path, rows, *, title: str):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------------
+# posterior experiments (DSLT4)
+
+_PHASE_COLOURS = {"degenerate": "tab:red", "non_degenerate": "tab:blue", "true_orientation": "tab:blue",
+                  "reversed": "tab:red", "other": "tab:gray"}
+
+
+def _axis_label(key: str) -> str:
+    return {"posterior.beta": "beta", "truth.t": "t", "truth.v": "v", "posterior.n": "n"}.get(key, key)
+
+
+def phase_mass_figure(path: Path, s: dict, metrics: dict, *, title: str):
+    """Phase mass against the swept value with error bars (standard error across trials): the
+    rule's phases (left) and the largest classify_phase labels (right).  With two sweep axes,
+    one line per value of the first axis (shades), the crossover axis along x."""
+    axes_keys = list(s["sweep"])
+    xkey = s.get("crossover_axis") or (axes_keys[-1] if axes_keys else None)
+    panels = [("mass", "mass_se", "DSLT4 rule: " + s["rule"])] if s["rule"] != "none" else []
+    if "classify_phase" in metrics:
+        panels.append(("classify", None, "classify_phase (on the input box)"))
+    fig, axs = plt.subplots(1, max(len(panels), 1), figsize=(6.4 * max(len(panels), 1), 4.6), squeeze=False)
+    if xkey is None:
+        xs = np.array([0.0])
+        shape, xi = (1,), 0
+    else:
+        xs = np.asarray(s["sweep"][xkey], float)
+        shape = tuple(len(v) for v in s["sweep"].values())
+        xi = axes_keys.index(xkey)
+    for ax, (field, se_field, ptitle) in zip(axs.flat, panels):
+        if field == "classify":
+            data = metrics["classify_phase"]["mass"]
+            ses = metrics["classify_phase"]["mass_se"]
+            names = list(data)[:6]
+        else:
+            data, ses = metrics[field], metrics[se_field]
+            names = list(data)
+        for k, nm in enumerate(names):
+            m = np.moveaxis(np.asarray(data[nm], float).reshape(shape), xi, -1).reshape(-1, len(xs))
+            e = np.moveaxis(np.asarray(ses[nm], float).reshape(shape), xi, -1).reshape(-1, len(xs))
+            colour = _PHASE_COLOURS.get(nm) if field != "classify" else f"C{k}"
+            for j in range(m.shape[0]):
+                alpha = 0.35 + 0.65 * (j + 1) / m.shape[0]
+                ax.errorbar(xs, m[j], yerr=np.nan_to_num(e[j]), color=colour, alpha=alpha, marker="o", ms=3,
+                            capsize=2, lw=1.2, label=nm if j == m.shape[0] - 1 else None)
+        ax.set_xlabel(_axis_label(xkey) if xkey else "")
+        ax.set_ylabel("posterior mass")
+        ax.set_ylim(-0.03, 1.03)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        extra = ""
+        if len(axes_keys) == 2:
+            other = axes_keys[1 - xi]
+            extra = f"\n(shades: {_axis_label(other)} from light = {s['sweep'][other][0]} to dark = {s['sweep'][other][-1]})"
+        ax.set_title(ptitle + extra, fontsize=9)
+        if field == "mass" and s.get("crossover") and len(axes_keys) == 1:
+            name = xkey.split(".")[-1]
+            c, se = metrics.get(f"crossover_{name}"), metrics.get(f"crossover_{name}_se")
+            if c is not None and np.isfinite(c):
+                ax.axvline(c, color="k", ls="--", lw=1)
+                ax.axvspan(c - (se or 0), c + (se or 0), color="k", alpha=0.08)
+                ax.text(c, 1.0, f" crossover {c:.3f} +- {se:.3f}", fontsize=8, va="top")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def phase_diagram_figure(path: Path, s: dict, metrics: dict, *, title: str):
+    """Two sweep axes: the mass of each rule phase over the grid (heat maps) and the crossover of
+    the two named phases along the crossover axis against the other axis, with bootstrap errors."""
+    axes_keys = list(s["sweep"])
+    xkey = s["crossover_axis"] or axes_keys[-1]
+    ykey = axes_keys[1 - axes_keys.index(xkey)]
+    xs = np.asarray(s["sweep"][xkey], float)
+    ys = np.asarray(metrics["n_beta"] if ykey == "posterior.beta" else s["sweep"][ykey], float)
+    names = list(metrics["mass"])
+    fig, axs = plt.subplots(1, len(names) + 1, figsize=(4.3 * (len(names) + 1), 4.2), squeeze=False)
+    transpose = axes_keys.index(xkey) == 0
+    for ax, nm in zip(axs.flat, names):
+        m = np.asarray(metrics["mass"][nm], float)
+        m = m if not transpose else m.T          # rows: y, columns: x
+        im = ax.pcolormesh(np.arange(len(xs) + 1) - 0.5, np.arange(len(ys) + 1) - 0.5, m, vmin=0, vmax=1,
+                           cmap="magma", shading="flat")
+        ax.set_xticks(range(len(xs)), [f"{v:.3g}" for v in xs], rotation=90, fontsize=7)
+        ax.set_yticks(range(len(ys)), [f"{v:.4g}" for v in ys], fontsize=7)
+        ax.set_xlabel(_axis_label(xkey))
+        ax.set_ylabel("n beta" if ykey == "posterior.beta" else _axis_label(ykey))
+        ax.set_title(f"mass: {nm}", fontsize=9)
+        fig.colorbar(im, ax=ax, fraction=0.046)
+    ax = axs.flat[len(names)]
+    name = xkey.split(".")[-1]
+    c = np.asarray(metrics.get(f"crossover_{name}", [np.nan] * len(ys)), float).reshape(-1)
+    se = np.asarray(metrics.get(f"crossover_{name}_se", [np.nan] * len(ys)), float).reshape(-1)
+    ax.errorbar(ys, c, yerr=np.nan_to_num(se), marker="o", capsize=3)
+    ax.set_xscale("log" if ys.min() > 0 and ys.max() / ys.min() > 5 else "linear")
+    ax.set_xlabel("n beta" if ykey == "posterior.beta" else _axis_label(ykey))
+    ax.set_ylabel(f"crossover {_axis_label(xkey)} ({' = '.join(s['crossover'])})")
+    ax.grid(alpha=0.3)
+    ax.set_title("crossover", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def weights_facets_figure(path: Path, panels, *, title: str, max_points: int = 40000):
+    """One panel per sweep point: a 2-D histogram (log colour) of the effective weights |q_i| w_i
+    of all nodes over all draws (DSLT4's posterior pictures), the truth's as red crosses.
+
+    panels: list of (label, eff (N, 2), truth_eff (m, 2))."""
+    fig, axes, nrows = _panel_grid(len(panels), 2.6, 2.7)
+    R = 1.2 * max(max(float(np.max(np.linalg.norm(t, axis=1))) for _, _, t in panels), 1.0)
+    rng = np.random.default_rng(0)
+    for ax, (label, eff, truth_eff) in zip(axes.flat, panels):
+        eff = np.asarray(eff)
+        if len(eff) > max_points:
+            eff = eff[rng.choice(len(eff), max_points, replace=False)]
+        ax.hist2d(eff[:, 0], eff[:, 1], bins=90, range=[[-R, R], [-R, R]], cmap="Greys",
+                  norm=matplotlib.colors.LogNorm())
+        ax.plot(truth_eff[:, 0], truth_eff[:, 1], "x", color="red", ms=7, mew=2)
+        ax.plot([0], [0], "+", color="tab:blue", ms=6)
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(label, fontsize=7.5)
+    _save_panels(fig, path, title, nrows)
+
+
+def posterior_traces_figure(path: Path, traces, *, title: str, max_len: int = 1500):
+    """Per chosen sweep point: L_n of every chain against the draw (left) and the smallest and
+    largest effective-weight radius |q_i| |w_i| of every chain (right).
+
+    traces: list of (values dict, loss (C, S), radii (C, S, d))."""
+    fig, axes = plt.subplots(len(traces), 2, figsize=(11, 2.4 * len(traces)), squeeze=False)
+    for row, (values, loss, radii) in zip(axes, traces):
+        S = loss.shape[1]
+        step = max(1, S // max_len)
+        idx = np.arange(0, S, step)
+        label = ", ".join(f"{k.split('.')[-1]} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
+                          for k, v in values.items())
+        for c in range(loss.shape[0]):
+            row[0].plot(idx, loss[c, ::step], lw=0.5, color=f"C{c % 10}")
+            row[1].plot(idx, radii[c, ::step].min(-1), lw=0.5, color=f"C{c % 10}")
+            row[1].plot(idx, radii[c, ::step].max(-1), lw=0.5, color=f"C{c % 10}", ls=":")
+        row[0].set_ylabel("L_n(w)")
+        row[0].set_title(f"{label}: L_n per chain", fontsize=8)
+        row[1].set_ylabel("radius |q_i||w_i|")
+        row[1].set_title(f"{label}: smallest (solid) and largest (dotted) radius per chain", fontsize=8)
+        for ax in row:
+            ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("draw")
+    axes[-1, 1].set_xlabel("draw")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

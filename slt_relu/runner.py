@@ -4,7 +4,10 @@
 on disk), computes in a temporary sibling folder ``.<name>.partial-<pid>``, writes
 ``metrics.json``, ``manifest.json`` (resolved config, seed, package versions, JAX devices,
 git commit, wall time), array files and PNG plots there, and only then renames it to
-``out`` (replacing an older result).  An interrupted run leaves no ``out`` folder.
+``out`` (replacing an older result).  An interrupted run leaves no ``out`` folder.  Kinds
+with ``RESUMABLE = True`` (sweeps) also get ``checkpoints=<out's parent>/.<name>.checkpoints``:
+they save each finished sweep point there atomically and reuse it on the next run of the
+same config; the folder is removed once the results folder is in place.
 """
 from __future__ import annotations
 
@@ -102,9 +105,11 @@ def run_config(path: str | Path, out: str | Path | None = None, progress: bool =
         shutil.rmtree(tmp)
     tmp.mkdir()
     start = time.time()
+    checkpoints = out.parent / f".{out.name}.checkpoints"
+    extra = {"checkpoints": checkpoints} if getattr(module, "RESUMABLE", False) else {}
     try:
         seed = root.data.get("seed", 0)
-        metrics = module.run(settings, tmp, jax.random.PRNGKey(seed), progress=progress)
+        metrics = module.run(settings, tmp, jax.random.PRNGKey(seed), progress=progress, **extra)
         wall = time.time() - start
         write_json(tmp / "metrics.json", metrics)
         write_json(tmp / "manifest.json", {
@@ -130,6 +135,8 @@ def run_config(path: str | Path, out: str | Path | None = None, progress: bool =
             shutil.rmtree(old, ignore_errors=True)
         else:
             tmp.rename(out)
+        if extra:
+            shutil.rmtree(checkpoints, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

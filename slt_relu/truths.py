@@ -113,6 +113,37 @@ def _m_symmetric_example(m: int = 3, bias: float = -0.3, q: float = 1.0, c: floa
                    f"{m}-symmetric truth (DSLT3/DSLT4), bias {bias}, q {q}; inputs uniform on [-{input_half_width}, {input_half_width}]^2")
 
 
+def dslt4_pt1(t: float = 1.0) -> TwoLayer:
+    """DSLT4's first phase transition (node degeneracy): w1 = (cos t, sin t), w2 = (-cos t, sin t),
+    b = -0.3, q = 1, c = 0.  As t -> pi/2 the two boundaries merge; at t = pi/2 the truth is
+    2 relu(x2 - 0.3), which one node expresses (the other degenerate)."""
+    w = np.array([[math.cos(t), math.sin(t)], [-math.cos(t), math.sin(t)]])
+    return make_params(w, -0.3, 1.0, 0.0)
+
+
+def dslt4_pt2(v: float = 1.0) -> TwoLayer:
+    """DSLT4's second phase transition (orientation reversal): the 3-symmetric truth (bias -0.3)
+    with the output weight of its third node, direction (-1, 0), set to v.  At v = 1 the three
+    nodes annihilate (sum q_i w_i = 0) and the orientation-reversed network is a true
+    parameter; for v != 1 it is not."""
+    truth = m_symmetric(3, -0.3, 1.0, 0.0)
+    return truth._replace(q=truth.q.at[2].set(v))
+
+
+def _dslt4_example(name, truth, description):
+    return Example(name, truth, UniformBox(1.0, 2), 1.0, Restriction.full(truth), None, {}, description)
+
+
+def _dslt4_pt1_example(t: float = 1.0):
+    return _dslt4_example("dslt4_pt1", dslt4_pt1(t), f"DSLT4 PT1 (node degeneracy): w = (+-cos t, sin t), t = {t:.4g}, "
+                          "b = -0.3, q = 1; inputs uniform on [-1, 1]^2, sigma = 1")
+
+
+def _dslt4_pt2_example(v: float = 1.0):
+    return _dslt4_example("dslt4_pt2", dslt4_pt2(v), f"DSLT4 PT2 (orientation reversal): 3-symmetric truth, third output "
+                          f"weight v = {v:.4g}; inputs uniform on [-1, 1]^2, sigma = 1")
+
+
 REGISTRY: dict[str, Callable[..., Example]] = {
     "dslt3_example_3_1": _example_3_1,
     "dslt3_example_3_2": _example_3_2,
@@ -120,6 +151,8 @@ REGISTRY: dict[str, Callable[..., Example]] = {
     "dslt3_example_3_3": _example_3_3,
     "dslt3_example_3_4": _example_3_4,
     "m_symmetric": _m_symmetric_example,
+    "dslt4_pt1": _dslt4_pt1_example,
+    "dslt4_pt2": _dslt4_pt2_example,
 }
 
 
