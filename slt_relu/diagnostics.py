@@ -78,14 +78,17 @@ def rhat(x) -> float:
 
 
 def ess(x) -> float:
-    """Effective sample size of (C, S) draws (numpyro's Geyer estimator, chains pooled); the
-    number of draws for constant draws."""
+    """Effective sample size of (C, S) draws (numpyro's Geyer estimator, chains pooled), capped
+    like Stan's at N log10 N (antithetic chains, e.g. HMC with a fixed number of steps on a
+    Gaussian, give a negative autocorrelation time); the number of draws for constant draws."""
     from numpyro.diagnostics import effective_sample_size
 
     x = _as_chains(x)
     if np.ptp(x) == 0.0:
         return float(x.size)
-    return float(effective_sample_size(x))
+    cap = x.size * np.log10(x.size)
+    e = float(effective_sample_size(x))
+    return cap if not np.isfinite(e) or e <= 0 or e > cap else e
 
 
 def ess_bulk(x) -> float:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import time
+from functools import partial
 from typing import Callable, NamedTuple
 
 import jax
@@ -41,6 +42,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 SCHEDULES = ("async", "lockstep")
+CPU_SLOTS = 16        # default slots per CPU device (benchmarks/bench_posterior.py); accelerators: all chains
 ALGORITHMS = ("nuts", "hmc")
 
 
@@ -150,15 +152,27 @@ class _Chain(NamedTuple):
     key: jax.Array
     grad_evals: jax.Array
     warmup_divergences: jax.Array
-    out_z: jax.Array            # (S, D)
-    out_pe: jax.Array           # (S,)
-    out_steps: jax.Array
-    out_accept: jax.Array
-    out_div: jax.Array
+
+
+class _Draw(NamedTuple):
+    """What a tick records: draw k of the chain, if `write`."""
+
+    write: jax.Array
+    k: jax.Array
+    z: jax.Array
+    pe: jax.Array
+    steps: jax.Array
+    accept: jax.Array
+    diverging: jax.Array
 
 
 def _where(pred, a, b):
     return jax.tree.map(lambda x, y: jnp.where(pred, x, y), a, b)
+
+
+def _where_rows(pred, a, b):
+    """Row-wise select: pred (B,) picks rows of leaves with a leading axis B."""
+    return jax.tree.map(lambda x, y: jnp.where(pred.reshape(pred.shape + (1,) * (x.ndim - 1)), x, y), a, b)
 
 
 def _kinetic(imm, r):
@@ -239,14 +253,13 @@ def _init_chain(s: SamplerSettings, potential_gen, z0, key, args) -> _Chain:
     r = momentum_generator(z0, adapt.mass_matrix_sqrt, k_mom)
     energy = pe + _kinetic(adapt.inverse_mass_matrix, r)
     tree = _fresh_tree(z0, r, pe, g, energy)
-    D, S = z0.shape[0], s.num_samples
+    D = z0.shape[0]
     return _Chain(energy, tree, tree, jnp.zeros((s.max_tree_depth, D), z0.dtype),
                   jnp.zeros((s.max_tree_depth, D), z0.dtype), jnp.bool_(True), adapt, jnp.int32(0), key,
-                  jnp.int32(0), jnp.int32(0), jnp.zeros((S, D), z0.dtype), jnp.zeros((S,), z0.dtype),
-                  jnp.zeros((S,), jnp.int32), jnp.zeros((S,), z0.dtype), jnp.zeros((S,), bool))
+                  jnp.int32(0), jnp.int32(0))
 
 
-def _tick(s: SamplerSettings, potential_gen, c: _Chain, args) -> _Chain:
+def _tick(s: SamplerSettings, potential_gen, c: _Chain, args) -> tuple[_Chain, _Draw]:
     """One leapfrog step of one chain's NUTS tree, and whatever bookkeeping it finishes."""
     from numpyro.infer.hmc import momentum_generator
     from numpyro.infer.hmc_util import IntegratorState, euclidean_kinetic_energy, velocity_verlet
@@ -297,12 +310,9 @@ def _tick(s: SamplerSettings, potential_gen, c: _Chain, args) -> _Chain:
                        adapt)
     j = i - s.num_warmup
     write = tree_done & (j >= 0) & (j % s.thin == 0) & (j // s.thin < s.num_samples)
-    k = jnp.clip(j // s.thin, 0, s.num_samples - 1)
-    out_z = c.out_z.at[k].set(jnp.where(write, tree.z_prop, c.out_z[k]))
-    out_pe = c.out_pe.at[k].set(jnp.where(write, tree.pe_prop, c.out_pe[k]))
-    out_steps = c.out_steps.at[k].set(jnp.where(write, steps, c.out_steps[k]))
-    out_accept = c.out_accept.at[k].set(jnp.where(write, accept, c.out_accept[k]))
-    out_div = c.out_div.at[k].set(jnp.where(write, tree.diverging, c.out_div[k]))
+    diverging = tree.diverging
+    draw = _Draw(write, jnp.clip(j // s.thin, 0, s.num_samples - 1), tree.z_prop, tree.pe_prop, steps, accept,
+                 diverging)
     r_new = momentum_generator(tree.z_prop, adapt.mass_matrix_sqrt, k_mom)
     energy_new = tree.pe_prop + _kinetic(adapt.inverse_mass_matrix, r_new)
     tree = _where(tree_done, _fresh_tree(tree.z_prop, r_new, tree.pe_prop, tree.g_prop, energy_new), tree)
@@ -311,8 +321,8 @@ def _tick(s: SamplerSettings, potential_gen, c: _Chain, args) -> _Chain:
         jnp.where(tree_done, energy_new, c.energy0), tree, sub._replace(num_proposals=jnp.where(
             sub_done, 0, sub.num_proposals)), r_ckpts, r_sum_ckpts,
         jnp.where(sub_done, jax.random.bernoulli(k_dir), right), adapt, i + tree_done.astype(i.dtype), key,
-        c.grad_evals + active.astype(jnp.int32), c.warmup_divergences + (tree_done & warm & tree.diverging),
-        out_z, out_pe, out_steps, out_accept, out_div)
+        c.grad_evals + active.astype(jnp.int32),
+        c.warmup_divergences + (tree_done & warm & diverging)), draw
 
 
 # ----------------------------------------------------------------------------------------
@@ -333,41 +343,110 @@ def _pad(tree, total: int):
     return jax.tree.map(pad, tree)
 
 
+class _Queue(NamedTuple):
+    """One device's async run: `slots` chains tick together; a slot whose chain has finished
+    takes the next task (chain) of the device's queue.  Draws go straight to per-task buffers."""
+
+    chains: _Chain              # (slots,)
+    slot_args: tuple            # (slots, ...) the data of each slot's task
+    task: jax.Array             # (slots,) task of each slot, -1 when idle
+    next_task: jax.Array        # (1,) first task not started
+    done: jax.Array             # (T,) finished tasks
+    z: jax.Array                # (T, S, D)
+    pe: jax.Array               # (T, S)
+    steps: jax.Array
+    accept: jax.Array
+    diverging: jax.Array
+    step_size: jax.Array        # (T,)
+    inverse_mass_matrix: jax.Array
+    grad_evals: jax.Array
+    warmup_divergences: jax.Array
+
+
 _COMPILED: dict = {}
 
 
 def _compiled(kind: str, s: SamplerSettings, potential_gen, mesh, extra=()):
-    """jit(shard_map(vmap(...))) per (kind, settings, potential_gen, mesh), built once."""
+    """jit(shard_map(...)) per (kind, settings, potential_gen, mesh, extra), built once."""
     cache_key = (kind, s, potential_gen, mesh, extra)
-    if cache_key in _COMPILED:
-        return _COMPILED[cache_key]
-    spec = P("chains")
-    if kind == "init":
-        body = jax.vmap(lambda z0, key, args: _init_chain(s, potential_gen, z0, key, args))
-        fn = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec, check_vma=False))
-    elif kind == "advance":
+    if cache_key not in _COMPILED:
+        spec = P("chains")
+        if kind == "lockstep":
+            fn = _lockstep_program(s, potential_gen, mesh)
+        elif kind == "start":
+            fn = jax.jit(jax.shard_map(partial(_start, s, potential_gen, extra[0]), mesh=mesh,
+                                       in_specs=(spec, spec, spec), out_specs=spec, check_vma=False))
+        else:
+            fn = jax.jit(jax.shard_map(partial(_advance, s, potential_gen, extra[0]), mesh=mesh,
+                                       in_specs=(spec, spec, spec, spec), out_specs=(spec, spec), check_vma=False),
+                         donate_argnums=0)
+        _COMPILED[cache_key] = fn
+    return _COMPILED[cache_key]
+
+
+def _take(tree, idx):
+    return jax.tree.map(lambda a: a[idx], tree)
+
+
+def _start(s: SamplerSettings, potential_gen, slots: int, z0, keys, args) -> _Queue:
+    """A device's queue (its T tasks) with the first `slots` tasks started."""
+    T, D = z0.shape
+    S = s.num_samples
+    first = jnp.arange(slots)
+    slot_args = _take(args, first)
+    chains = jax.vmap(lambda z, k, a: _init_chain(s, potential_gen, z, k, a))(z0[:slots], keys[:slots], slot_args)
+    imm = chains.adapt.inverse_mass_matrix
+    dt = z0.dtype
+    return _Queue(chains, slot_args, first.astype(jnp.int32), jnp.full((1,), slots, jnp.int32), jnp.zeros(T, bool),
+                  jnp.zeros((T, S, D), dt), jnp.zeros((T, S), dt), jnp.zeros((T, S), jnp.int32),
+                  jnp.zeros((T, S), dt), jnp.zeros((T, S), bool), jnp.zeros(T, dt),
+                  jnp.zeros((T,) + imm.shape[1:], dt), jnp.zeros(T, jnp.int32), jnp.zeros(T, jnp.int32))
+
+
+def _refill(s: SamplerSettings, potential_gen, q: _Queue, z0, keys, args) -> _Queue:
+    """Store the results of the slots whose chains finished and start the next tasks in them."""
+    total = s.num_warmup + s.num_samples * s.thin
+    T = q.done.shape[0]
+    fin = (q.chains.i >= total) & (q.task >= 0)
+    idx = jnp.where(fin, q.task, T)                   # out of range: dropped
+    c = q.chains
+    q = q._replace(done=q.done.at[idx].set(True, mode="drop"),
+                   step_size=q.step_size.at[idx].set(c.adapt.step_size, mode="drop"),
+                   inverse_mass_matrix=q.inverse_mass_matrix.at[idx].set(c.adapt.inverse_mass_matrix, mode="drop"),
+                   grad_evals=q.grad_evals.at[idx].set(c.grad_evals, mode="drop"),
+                   warmup_divergences=q.warmup_divergences.at[idx].set(c.warmup_divergences, mode="drop"))
+    new_task = q.next_task[0] + jnp.cumsum(fin) - 1
+    assign = fin & (new_task < T)
+    src = jnp.clip(new_task, 0, T - 1)
+    new_args = _take(args, src)
+    fresh = jax.vmap(lambda z, k, a: _init_chain(s, potential_gen, z, k, a))(z0[src], keys[src], new_args)
+    return q._replace(chains=_where_rows(assign, fresh, q.chains), slot_args=_where_rows(assign, new_args, q.slot_args),
+                      task=jnp.where(assign, new_task, jnp.where(fin, -1, q.task)).astype(jnp.int32),
+                      next_task=jnp.minimum(q.next_task + jnp.sum(fin), T).astype(jnp.int32))
+
+
+def _advance(s: SamplerSettings, potential_gen, max_ticks: int, q: _Queue, z0, keys, args):
+    """Up to max_ticks ticks of one device's queue; returns (queue, ticks run (1,))."""
+    tick = jax.vmap(lambda c, a: _tick(s, potential_gen, c, a))
+    T = q.done.shape[0]
+
+    def body(carry):
+        t, q = carry
+        chains, d = tick(q.chains, q.slot_args)
+        ti = jnp.where(d.write & (q.task >= 0), q.task, T)
+        q = q._replace(chains=chains, z=q.z.at[ti, d.k].set(d.z, mode="drop"),
+                       pe=q.pe.at[ti, d.k].set(d.pe, mode="drop"),
+                       steps=q.steps.at[ti, d.k].set(d.steps, mode="drop"),
+                       accept=q.accept.at[ti, d.k].set(d.accept, mode="drop"),
+                       diverging=q.diverging.at[ti, d.k].set(d.diverging, mode="drop"))
         total = s.num_warmup + s.num_samples * s.thin
-        (max_ticks,) = extra
-        tick = jax.vmap(lambda c, args: _tick(s, potential_gen, c, args))
+        finished = jnp.any((q.chains.i >= total) & (q.task >= 0))
+        q = jax.lax.cond(finished, lambda q: _refill(s, potential_gen, q, z0, keys, args), lambda q: q, q)
+        return t + 1, q
 
-        def advance(chains, args):
-            def cond(carry):
-                t, c = carry
-                return (t < max_ticks) & jnp.any(c.i < total)
-
-            def body(carry):
-                t, c = carry
-                return t + 1, tick(c, args)
-
-            t, chains = jax.lax.while_loop(cond, body, (jnp.int32(0), chains))
-            return chains, t[None]
-
-        fn = jax.jit(jax.shard_map(advance, mesh=mesh, in_specs=(spec, spec), out_specs=(spec, spec),
-                                   check_vma=False), donate_argnums=0)
-    else:
-        fn = _lockstep_program(s, potential_gen, mesh)
-    _COMPILED[cache_key] = fn
-    return fn
+    t, q = jax.lax.while_loop(lambda carry: (carry[0] < max_ticks) & ~jnp.all(carry[1].done), body,
+                              (jnp.int32(0), q))
+    return q, t[None]
 
 
 def _lockstep_program(s: SamplerSettings, potential_gen, mesh):
@@ -406,32 +485,37 @@ def _lockstep_program(s: SamplerSettings, potential_gen, mesh):
 
 
 def run_chains(keys: jax.Array, potential_gen: Callable, init_z: jax.Array, args: tuple,
-               settings: SamplerSettings = SamplerSettings(), *, devices=None, ticks_per_call: int = 2000,
-               progress: Callable | None = None) -> ChainSamples:
+               settings: SamplerSettings = SamplerSettings(), *, devices=None, slots: int | None = None,
+               ticks_per_call: int = 2000, progress: Callable | None = None) -> ChainSamples:
     """Run C MCMC chains, chain c on the potential ``potential_gen(*args_c)``.
 
     keys: (C, 2) PRNG keys, one per chain (a chain's numbers depend on its key alone, not on
     which other chains share the program); potential_gen: args -> (z (D,) -> scalar), the
-    negative log density in unconstrained coordinates; it must be a hashable function that
-    is the same object across calls (the compiled program is cached on it).  init_z: (C, D)
+    negative log density in unconstrained coordinates; it must be a hashable function that is
+    the same object across calls (the compiled program is cached on it).  init_z: (C, D)
     starting points; args: tuple of arrays with a leading axis C (each chain's data, tempering).
     devices: the devices to shard chains over (default ``jax.devices()``); chains are padded
-    to a multiple of their number.  progress: called as progress(done_fraction) between
-    compiled calls of ``ticks_per_call`` ticks (async schedule).
+    to a multiple of their number.  slots (async schedule): how many chains tick at once (default:
+    all on an accelerator, 16 per CPU device); with fewer slots than chains, a slot whose chain has finished starts the next one, so
+    no slot idles while chains wait (on a CPU, where a tick costs in proportion to the slots,
+    this removes most of the wait for the slowest chain).  progress: called as
+    progress(done_fraction) between compiled calls of ``ticks_per_call`` ticks (async schedule).
     """
     s = settings.check()
     init_z = jnp.asarray(init_z)
     if init_z.ndim != 2:
         raise ValueError(f"init_z: expected shape (chains, D), got {init_z.shape}")
     C = init_z.shape[0]
-    for a in jax.tree.leaves(args):
-        if jnp.shape(a)[:1] != (C,):
-            raise ValueError(f"args: every array needs a leading chain axis of {C}, got shape {jnp.shape(a)}")
-    mesh, nd = _mesh(devices)
-    Cp = -(-C // nd) * nd
     keys = jnp.asarray(keys)
     if keys.shape[0] != C:
         raise ValueError(f"keys: expected one key per chain ({C}), got shape {keys.shape}")
+    for a in jax.tree.leaves(args):
+        if jnp.shape(a)[:1] != (C,):
+            raise ValueError(f"args: every array needs a leading chain axis of {C}, got shape {jnp.shape(a)}")
+    if slots is not None and not (isinstance(slots, (int, np.integer)) and slots >= 1):
+        raise ValueError(f"slots: expected a positive integer or None, got {slots!r}")
+    mesh, nd = _mesh(devices)
+    Cp = -(-C // nd) * nd
     z0, keys, args_p = _pad((init_z, keys, tuple(args)), Cp)
     start = time.time()
     if s.schedule == "lockstep":
@@ -439,18 +523,26 @@ def run_chains(keys: jax.Array, potential_gen: Callable, init_z: jax.Array, args
         z, pe, ns, acc, div, eps, imm, grads, wdiv, ticks = (np.asarray(o)[:C] for o in out)
         return ChainSamples(z, pe, ns, acc, div, eps, imm, grads, wdiv, int(np.asarray(out[-1]).max()),
                             time.time() - start)
-    chains = _compiled("init", s, potential_gen, mesh)(z0, keys, args_p)
+    per_device = Cp // nd
+    if slots is None:                                 # a CPU device's tick costs in proportion to its slots
+        slots = CPU_SLOTS * nd if mesh.devices.flat[0].platform == "cpu" else C
+    slots_d = min(per_device, -(-slots // nd))
+    q = _compiled("start", s, potential_gen, mesh, (slots_d,))(z0, keys, args_p)
     advance = _compiled("advance", s, potential_gen, mesh, (int(ticks_per_call),))
     total = s.num_warmup + s.num_samples * s.thin
     ticks = 0
     while True:
-        chains, t = advance(chains, args_p)
+        q, t = advance(q, z0, keys, args_p)
         ticks += int(np.max(np.asarray(t)))
-        done = np.minimum(np.asarray(chains.i)[:C], total)
+        done = np.asarray(q.done)
         if progress is not None:
-            progress(float(done.sum()) / (C * total))
-        if done.min() >= total:
+            i = np.minimum(np.asarray(q.chains.i), total)
+            busy = np.asarray(q.task) >= 0
+            progress(float(done.sum() * total + i[busy].sum()) / (Cp * total))
+        if done.all():
             break
-    c = jax.tree.map(lambda x: np.asarray(x)[:C], chains)
-    return ChainSamples(c.out_z, c.out_pe, c.out_steps, c.out_accept, c.out_div, c.adapt.step_size,
-                        c.adapt.inverse_mass_matrix, c.grad_evals, c.warmup_divergences, ticks, time.time() - start)
+    q = jax.tree.map(lambda x: np.asarray(x), q)
+    # tasks are laid out device by device: device k holds chains k * per_device ... (k + 1) * per_device - 1
+    return ChainSamples(q.z[:C], q.pe[:C], q.steps[:C], q.accept[:C], q.diverging[:C], q.step_size[:C],
+                        q.inverse_mass_matrix[:C], q.grad_evals[:C], q.warmup_divergences[:C], ticks,
+                        time.time() - start)

@@ -475,7 +475,7 @@ def weights_facets_figure(path: Path, panels, *, title: str, max_points: int = 4
     of all nodes over all draws (DSLT4's posterior pictures), the truth's as red crosses.
 
     panels: list of (label, eff (N, 2), truth_eff (m, 2))."""
-    fig, axes, nrows = _panel_grid(len(panels), 2.6, 2.7)
+    fig, axes, nrows = _panel_grid(len(panels), 2.8, 3.0)
     R = 1.2 * max(max(float(np.max(np.linalg.norm(t, axis=1))) for _, _, t in panels), 1.0)
     rng = np.random.default_rng(0)
     for ax, (label, eff, truth_eff) in zip(axes.flat, panels):
@@ -490,7 +490,8 @@ def weights_facets_figure(path: Path, panels, *, title: str, max_points: int = 4
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title(label, fontsize=7.5)
-    _save_panels(fig, path, title, nrows)
+    cols = axes.shape[1]
+    _save_panels(fig, path, textwrap.fill(title, max(40, 22 * cols)), nrows + (cols < 4))
 
 
 def posterior_traces_figure(path: Path, traces, *, title: str, max_len: int = 1500):

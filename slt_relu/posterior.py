@@ -193,14 +193,15 @@ def _empirical_losses(params_flat, x_cols, y, width, n_in, sigma):
 
 def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = Prior(), sigma: float = 1.0,
                      settings: SamplerSettings = SamplerSettings(), chains_per_dataset: int = 1,
-                     init_radius: float = 2.0, devices=None, progress=None, ticks_per_call: int = 2000
-                     ) -> PosteriorSamples:
+                     init_radius: float = 2.0, devices=None, slots: int | None = None, progress=None,
+                     ticks_per_call: int = 2000) -> PosteriorSamples:
     """Sample p(w | D_n) for K data sets, ``chains_per_dataset`` chains each, in one program.
 
     keys: (K * chains_per_dataset, 2), one PRNG key per chain (chain c samples data set
     c // chains_per_dataset); x: (K, n, n_in), y: (K, n), n_beta: (K,) or a scalar (n * beta of
     each data set).  Chains start uniformly in [-init_radius, init_radius] in unconstrained
-    coordinates (numpyro's ``init_to_uniform``).  Returns :class:`PosteriorSamples`.
+    coordinates (numpyro's ``init_to_uniform``).  devices, slots, progress, ticks_per_call: see
+    :func:`slt_relu.nuts.run_chains`.  Returns :class:`PosteriorSamples`.
     """
     tg = target(model, prior, sigma)
     x = jnp.asarray(x)
@@ -221,8 +222,8 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     nb = n_beta[dataset]
     k_init, k_run = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)
     z0 = jax.vmap(lambda k: jax.random.uniform(k, (tg.size,), x.dtype, -init_radius, init_radius))(k_init)
-    out = run_chains(k_run, tg.potential_gen, z0, (x_cols, yc, nb), settings, devices=devices, progress=progress,
-                     ticks_per_call=ticks_per_call)
+    out = run_chains(k_run, tg.potential_gen, z0, (x_cols, yc, nb), settings, devices=devices, slots=slots,
+                     progress=progress, ticks_per_call=ticks_per_call)
     free_vals = jax.jit(jax.vmap(jax.vmap(tg.constrain)))(jnp.asarray(out.z))
     base = to_flat(model.base).astype(x.dtype)
     flat = jnp.broadcast_to(base, free_vals.shape[:2] + base.shape).at[..., np.flatnonzero(model.free)].set(free_vals)
@@ -302,8 +303,10 @@ def trial_filter(mean_loss, z: float = 1.5) -> np.ndarray:
     """DSLT4's trial filter: keep trials whose mean L_n has |z-score| <= z across trials.
 
     mean_loss: (T,) each trial's posterior mean of L_n.  z-scores use the population standard
-    deviation; note that with T trials no |z| can exceed (T - 1) / sqrt(T), so with 4 trials
-    the filter at 1.5 never removes one.  Returns a (T,) bool mask of the trials kept.
+    deviation (numpy's and scipy's default); with T trials no |z| can exceed sqrt(T - 1), which
+    one trial far from all the others reaches: with 4 trials (bound 1.73) the filter at 1.5
+    removes only such a lone outlier, with 3 (bound 1.41) none.  Returns a (T,) bool mask of the
+    trials kept.
     """
     v = np.asarray(mean_loss, np.float64)
     sd = v.std()

@@ -11,6 +11,8 @@ from slt_relu import cli, runner
 from slt_relu.config import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
+POSTERIOR_TINY = {"posterior.n": 200, "posterior.datasets": 2, "posterior.num_warmup": 60, "posterior.num_samples": 40,
+                  "phases.classify_every": 4}
 
 TINY = {
     "dslt3_degenerate_node.toml": {"landscape.resolution": 15, "landscape.fisher_points": 3},
@@ -29,6 +31,10 @@ TINY = {
                                 "regions.lines.widths": [4, 8], "regions.lines.lines": 3},
     "functional_dimension_depth_width.toml": {"functional_dimension.n_in": [3], "functional_dimension.depths": [2, 3],
                                               "functional_dimension.networks": 3},
+    "dslt4_pt1_node_degeneracy.toml": {**POSTERIOR_TINY, "sweep.truth.t": [1.0, 1.5707963267948966]},
+    "dslt4_pt2_orientation_reversal.toml": {**POSTERIOR_TINY, "sweep.truth.v": [1.0, 3.0]},
+    "dslt4_pt1_phase_diagram.toml": {**POSTERIOR_TINY, "sweep.truth.t": [1.0, 1.5707963267948966],
+                                     "sweep.posterior.beta": ["wbic", 1.0]},
 }
 
 
@@ -77,6 +83,21 @@ def test_shipped_config_runs_tiny(tmp_path, name):
         assert metrics["all_at_or_below_bound"]
         cell = next(c for c in metrics["cells"] if c["depth"] == 2 and c["point_factor"] == 2.0)
         assert cell["bound"] == 3 * 4 + 4 - 3 and cell["fraction_at_bound"] == 1.0    # generic one hidden layer
+    if name.startswith("dslt4"):
+        axis = "v" if "pt2" in name else "t"
+        a, b = metrics["crossover_phases"]
+        grid = np.asarray(metrics["mass"][a])
+        assert grid.shape == ((2, 2) if "diagram" in name else (2,))
+        total = sum(np.asarray(metrics["mass"][k]) for k in metrics["mass"])
+        np.testing.assert_allclose(total, 1.0)                      # the rule's phases partition the draws
+        assert f"crossover_{axis}" in metrics and f"crossover_{axis}_se" in metrics
+        assert all(p["trials"] == 2 and len(p["mass_per_trial"][a]) == 2 for p in metrics["points"])
+        assert all(0.99 < sum(p["classify_phase"]["mass"].values()) < 1.01 for p in metrics["points"])
+        if "diagram" in name:
+            assert metrics["n_beta"] == pytest.approx([200 / np.log(200), 200.0])
+            assert len(metrics["crossover_t"]) == 2 and (out / "phase_diagram.png").exists()
+        for png in ("phase_mass.png", "effective_weights.png", "traces.png"):
+            assert (out / png).exists()
     if name == "fisher_rank_survey.toml":
         for row in metrics["points"]:
             if row["expected_excess"] is not None:
@@ -97,6 +118,16 @@ def write(tmp_path, text):
     return path
 
 
+POSTERIOR = """
+kind = "posterior"
+[truth]
+name = "dslt4_pt1"
+[posterior]
+n = 100
+num_warmup = 10
+num_samples = 10
+"""
+
 GOOD = """
 kind = "landscape"
 [truth]
@@ -114,7 +145,7 @@ resolution = 9
     (GOOD.replace("resolution = 9", "resolution = 1"), "landscape.resolution: expected an integer in [3, 4001]"),
     (GOOD.replace("dslt3_example_3_4", "nope"), "truth.name: expected one of"),
     (GOOD.replace("[[-1.0, 2.0], [-1.0, 2.0]]", "[[2.0, -1.0], [-1.0, 2.0]]"), "landscape.ranges: expected"),
-    (GOOD.replace("kind = \"landscape\"", "kind = \"posterior\""), "kind: expected one of"),
+    (GOOD.replace("kind = \"landscape\"", "kind = \"bayes\""), "kind: expected one of"),
     (GOOD.replace("[landscape]", "[landscape]\nloss = \"kl\""), "landscape.loss: expected one of 'population'"),
     (GOOD.replace("[landscape]", "[landscape]\naxes = [\"w[0,0]\", \"w[5,0]\"]"), "landscape.axes: coordinate 'w[5,0]'"),
     (GOOD.replace("name = \"dslt3_example_3_4\"", "name = \"dslt3_example_3_2\"\ntheta0 = -1.0"), "truth: theta0"),
@@ -134,6 +165,15 @@ resolution = 9
      "regions.annulus.widths: expected [2, hidden widths..., 1]"),
     ("kind = \"functional_dimension\"\n[functional_dimension]\ndepths = [1]\n",
      "functional_dimension.depths: expected a non-empty list of integers >= 2"),
+    (POSTERIOR + "[sweep]\nseed = [1, 2]\n", "sweep.seed: expected a key of [truth]"),
+    (POSTERIOR + "[sweep]\ntruth.t = []\n", "sweep.truth.t: expected a non-empty list"),
+    (POSTERIOR + "[sweep]\ntruth.t = [1.0, \"x\"]\n", "sweep point truth.t = 'x': truth:"),
+    (POSTERIOR.replace("n = 100", "n = 100\nbeta = \"bic\""), "posterior.beta: expected a positive number or \"wbic\""),
+    (POSTERIOR.replace("n = 100", "n = 100\nalgorithm = \"hmc\"\nschedule = \"async\""),
+     "posterior.schedule: expected \"lockstep\" for algorithm = \"hmc\""),
+    (POSTERIOR + "[phases]\ncrossover = [\"degenerate\", \"reversed\"]\n[sweep]\ntruth.t = [1.0, 1.2]\n",
+     "phases.crossover: expected two phase names of the radius rule"),
+    (POSTERIOR + "[model]\nfree = [\"w[9,0]\"]\n", "model.free: coordinate 'w[9,0]'"),
 ])
 def test_bad_config_one_line_error_no_folder(tmp_path, capsys, text, message):
     path = write(tmp_path, text)
@@ -225,3 +265,48 @@ params = [[0.0, 0.0, 0.0, 0.0]]
     # at q = 0 the (w, b) gradients vanish: rank 2
     assert [r["rank"] for r in rows[4:7]] == [3, 3, 2]
     assert rows[7]["rank"] == 1  # all-zero network: only c moves f
+
+
+def test_interrupted_sweep_resumes_without_redoing_finished_points(tmp_path, monkeypatch):
+    """Points run one program each; the second program is interrupted: no results folder, the first
+    point's checkpoint stays; the rerun reuses it and matches an uninterrupted run exactly."""
+    from slt_relu.kinds import posterior_kind
+
+    cfg = ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"
+    over = {**TINY["dslt4_pt1_node_degeneracy.toml"], "posterior.points_per_program": 1}
+    clean = runner.run_config(cfg, tmp_path / "clean", progress=False, overrides=over)
+    real = posterior_kind._run_program
+    calls = []
+
+    def flaky(points, key, cb):
+        calls.append([p["index"] for p in points])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(points, key, cb)
+
+    monkeypatch.setattr(posterior_kind, "_run_program", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_config(cfg, tmp_path / "res", progress=False, overrides=over)
+    assert not (tmp_path / "res").exists() and not list(tmp_path.glob(".res.partial*"))
+    assert [p.name for p in (tmp_path / ".res.checkpoints").iterdir()] == ["point-00000.npz"]
+    calls.clear()
+    out = runner.run_config(cfg, tmp_path / "res", progress=False, overrides=over)
+    assert calls == [[1]]                                        # only the unfinished point ran
+    a, b = (json.loads((d / "metrics.json").read_text()) for d in (clean, out))
+    assert b["resumed_points"] == [0] and a["resumed_points"] == []
+    assert a["mass"] == b["mass"] and a["points"][0]["mean_loss_per_trial"] == b["points"][0]["mean_loss_per_trial"]
+    assert not (tmp_path / ".res.checkpoints").exists()        # removed once the results are in place
+    # a changed config does not reuse stale checkpoints
+    monkeypatch.setattr(posterior_kind, "_run_program", flaky)
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_config(cfg, tmp_path / "res2", progress=False, overrides=over)
+    calls.clear()
+
+    def recording(points, key, cb):
+        calls.append([p["index"] for p in points])
+        return real(points, key, cb)
+
+    monkeypatch.setattr(posterior_kind, "_run_program", recording)
+    runner.run_config(cfg, tmp_path / "res2", progress=False, overrides={**over, "posterior.n": 201})
+    assert calls == [[0], [1]]

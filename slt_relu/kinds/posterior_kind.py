@@ -14,7 +14,8 @@ Top level: [truth] (+ [inputs], sigma), and:
              init_radius (2.0, numpyro's init_to_uniform); trial_filter (false): DSLT4's filter
              dropping trials whose mean L_n has |z| > trial_filter_z (1.5); points_per_program
              (default: all points that share shapes run in one compiled program; smaller
-             values give finer resume points); ticks_per_call (2000)
+             values give finer resume points); slots (default 0: 16 per CPU device, all
+             chains on an accelerator; see slt_relu.nuts.run_chains)
 [phases]     rule "radius" | "sector" | "none" (DSLT4's rules on |q_i| w_i: radius with eps
              (0.3), non_degenerate (1.0), degenerate (2.0) radii; sector: the nearest truth
              direction or its negation); classify (default true): classify_phase labels on
@@ -135,7 +136,7 @@ def _read_point(root: Table) -> dict:
     p["trial_filter"] = t.get("trial_filter", "bool", False)
     p["trial_filter_z"] = t.get("trial_filter_z", "float", 1.5, low=0.0)
     p["points_per_program"] = t.get("points_per_program", "int", 0, low=0)
-    p["ticks_per_call"] = t.get("ticks_per_call", "int", 2000, low=1)
+    p["slots"] = t.get("slots", "int", 0, low=0)
     t.done()
     return p
 
@@ -252,7 +253,7 @@ def _program_signature(p: dict) -> tuple:
     free = np.asarray(model.free, bool)
     base = np.where(free, 0.0, np.asarray(_flat(model.base)))
     return (model.base.width, model.base.n_in, tuple(base.round(12)), tuple(free), p["prior"], p["sigma"], p["n"],
-            p["datasets"], p["chains_per_dataset"], p["sampler"], p["init_radius"], p["ticks_per_call"])
+            p["datasets"], p["chains_per_dataset"], p["sampler"], p["init_radius"], p["slots"])
 
 
 def _flat(params):
@@ -318,7 +319,7 @@ def _run_program(points, key, progress_cb):
     ps = sample_posterior(jnp.concatenate(ckeys), jnp.concatenate(xs), jnp.concatenate(ys),
                           jnp.asarray(np.concatenate(nbs)), model=p0["model"], prior=p0["prior"], sigma=p0["sigma"],
                           settings=p0["sampler"], chains_per_dataset=p0["chains_per_dataset"],
-                          init_radius=p0["init_radius"], progress=progress_cb, ticks_per_call=p0["ticks_per_call"])
+                          init_radius=p0["init_radius"], progress=progress_cb, slots=p0["slots"] or None)
     wall = time.time() - start
     C = p0["datasets"] * p0["chains_per_dataset"]
     flat = np.asarray(jax.vmap(jax.vmap(_flat))(ps.params))

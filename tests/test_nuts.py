@@ -1,0 +1,135 @@
+"""The many-chain sampler: Gaussian targets with known moments, async vs numpyro's lockstep
+NUTS, the task queue, determinism, sharding over 4 host devices, bad arguments."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from slt_relu import diagnostics as dg
+from slt_relu.nuts import SamplerSettings, run_chains
+
+C, D = 6, 3
+MU = jnp.arange(C * D, dtype=jnp.float64).reshape(C, D) / 10
+SCALE = jnp.tile(jnp.array([1.0, 10.0, 0.1]), (C, 1))
+
+
+def gaussian(mu, scale):
+    """Each chain's own target: N(mu, diag(scale^2))."""
+    return lambda z: 0.5 * jnp.sum(((z - mu) / scale) ** 2)
+
+
+def run(settings, slots=None, keys=None, mu=MU, scale=SCALE):
+    keys = jax.random.split(jax.random.PRNGKey(0), mu.shape[0]) if keys is None else keys
+    return run_chains(keys, gaussian, jnp.zeros(mu.shape), (mu, scale), settings, slots=slots)
+
+
+def check_moments(out, mu=MU, scale=SCALE):
+    """Every chain's mean and sd of every coordinate against its target, within 4.5 Monte Carlo
+    standard errors (sd / sqrt(ESS of x); for the sd, sd / sqrt(2 ESS of (x - mu)^2))."""
+    for c in range(out.z.shape[0]):
+        for k in range(out.z.shape[2]):
+            x = out.z[c, :, k]
+            s = float(scale[c, k])
+            assert abs(x.mean() - float(mu[c, k])) < 4.5 * s / np.sqrt(dg.ess(x[None])), (c, k)
+            e2 = dg.ess(((x - float(mu[c, k])) ** 2)[None])
+            assert abs(x.std() - s) < 4.5 * s / np.sqrt(2 * e2), (c, k)
+
+
+@pytest.mark.parametrize("schedule", ["async", "lockstep"])
+def test_nuts_recovers_each_chains_gaussian(schedule):
+    out = run(SamplerSettings(num_warmup=300, num_samples=1500, schedule=schedule))
+    assert out.z.shape == (C, 1500, D) and out.num_steps.shape == (C, 1500)
+    check_moments(out)
+    assert not out.diverging.any()
+    assert 0 < out.warmup_divergences.sum() < 100 * C      # early warm-up, identity mass on a 1:100 target
+    # the adapted diagonal inverse mass matrix is the target's variance (Welford over the last window)
+    np.testing.assert_allclose(out.inverse_mass_matrix / SCALE**2, 1.0, rtol=0.5)
+    assert (out.grad_evals >= out.num_steps.sum(1)).all()
+
+
+def test_async_is_numpyros_nuts_and_wastes_less():
+    """Same algorithm: the same distribution of trajectory lengths and acceptance (both on the
+    same targets, many draws); but in lockstep every iteration costs the largest tree."""
+    s = SamplerSettings(num_warmup=300, num_samples=2000)
+    a = run(s)
+    b = run(s._replace(schedule="lockstep"))
+    assert a.num_steps.mean() == pytest.approx(b.num_steps.mean(), rel=0.1)
+    assert a.accept_prob.mean() == pytest.approx(b.accept_prob.mean(), abs=0.03)
+    np.testing.assert_allclose(a.step_size, b.step_size, rtol=0.25)
+    assert abs(a.warmup_divergences.mean() - b.warmup_divergences.mean()) < 5
+    # the tick count is the longest chain's gradient count (async) or the sum of per-iteration maxima
+    assert a.ticks == a.grad_evals.max()
+    assert a.ticks < 0.8 * b.ticks
+
+
+def test_queue_gives_each_chain_the_same_draws():
+    """A chain's numbers depend on its key only: 6 slots or 2 slots (a queue of 3 rounds) agree to
+    rounding; the queue runs each slot's chains back to back."""
+    s = SamplerSettings(num_warmup=30, num_samples=20)
+    full = run(s, slots=C)
+    queued = run(s, slots=2)
+    np.testing.assert_allclose(queued.z, full.z, atol=1e-6)
+    np.testing.assert_array_equal(queued.num_steps, full.num_steps)
+    assert queued.ticks >= full.grad_evals.sum() / 2 and full.ticks == full.grad_evals.max()
+
+
+def test_same_keys_same_numbers_and_hmc():
+    s = SamplerSettings(num_warmup=50, num_samples=50)
+    a, b = run(s), run(s)
+    np.testing.assert_array_equal(a.z, b.z)
+    other = run(s, keys=jax.random.split(jax.random.PRNGKey(1), C))
+    assert not np.allclose(a.z, other.z)
+    h = run(SamplerSettings(num_warmup=300, num_samples=1500, algorithm="hmc", schedule="lockstep", num_steps=8))
+    assert (h.num_steps == 8).all()
+    check_moments(h)
+
+
+def test_bad_arguments():
+    s = SamplerSettings(num_warmup=5, num_samples=5)
+    with pytest.raises(ValueError, match="keys: expected one key per chain"):
+        run_chains(jax.random.split(jax.random.PRNGKey(0), 2), gaussian, jnp.zeros((C, D)), (MU, SCALE), s)
+    with pytest.raises(ValueError, match="args: every array needs a leading chain axis of 6"):
+        run_chains(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros((C, D)), (MU[:2], SCALE), s)
+    with pytest.raises(ValueError, match="init_z: expected shape"):
+        run_chains(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros(D), (MU, SCALE), s)
+    with pytest.raises(ValueError, match="schedule: 'async' is for NUTS"):
+        run(SamplerSettings(algorithm="hmc"))
+    with pytest.raises(ValueError, match="num_samples: expected an integer >= 1"):
+        run(SamplerSettings(num_samples=0))
+    with pytest.raises(ValueError, match="slots: expected a positive integer"):
+        run(s, slots=0)
+
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import jax, jax.numpy as jnp, numpy as np
+    jax.config.update("jax_enable_x64", True)
+    from slt_relu.nuts import SamplerSettings, run_chains
+    C = 8
+    mu = jnp.arange(C * 2, dtype=float).reshape(C, 2)
+    gen = lambda m: (lambda z: 0.5 * jnp.sum((z - m) ** 2))
+    out = run_chains(jax.random.split(jax.random.PRNGKey(0), C), gen, jnp.zeros((C, 2)), (mu,),
+                     SamplerSettings(num_warmup=200, num_samples=1000), slots=int(sys.argv[1]))
+    print(json.dumps({"devices": len(jax.devices()), "mean": out.z.mean(1).tolist()}))
+""")
+
+
+def test_one_and_four_host_devices_sample_the_same_distribution(tmp_path):
+    path = tmp_path / "script.py"
+    path.write_text(SCRIPT)
+    res = {}
+    for n in (1, 4):
+        env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={n}", JAX_PLATFORMS="cpu")
+        got = subprocess.run([sys.executable, str(path), "8"], env=env, capture_output=True, text=True, timeout=300)
+        assert got.returncode == 0, got.stderr[-2000:]
+        res[n] = json.loads(got.stdout.strip().splitlines()[-1])
+    assert res[1]["devices"] == 1 and res[4]["devices"] == 4
+    mu = np.arange(16, dtype=float).reshape(8, 2)
+    for n in (1, 4):                                   # unit-variance targets, ~1000 draws: MCSE ~ 0.05
+        assert np.abs(np.asarray(res[n]["mean"]) - mu).max() < 0.25

@@ -1,0 +1,190 @@
+"""Tempered posteriors: the numpyro model's potential by hand, NUTS against the exact grid
+posterior (DSLT3 Examples 3.4 and 3.2), phase masses, the trial filter, crossovers."""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import slt_relu as S
+from slt_relu.nuts import SamplerSettings
+from slt_relu.posterior import (Prior, crossover, crossover_bootstrap, draw_datasets, grid_posterior, phase_masses,
+                                resolve_beta, sample_posterior, target, trial_filter)
+
+
+def test_resolve_beta():
+    assert resolve_beta("wbic", 10000) == pytest.approx(1 / math.log(10000))
+    assert resolve_beta(0.5, 10) == 0.5
+    for bad in ("bic", 0.0, -1.0, float("nan"), True):
+        with pytest.raises(ValueError, match="beta: expected a positive number or 'wbic'"):
+            resolve_beta(bad, 100)
+
+
+def test_potential_is_prior_plus_tempered_loss_by_hand():
+    """U(z) = -log phi(w) + n beta L_n(w); N(0, s^2) priors on identity coordinates, U[-a, a]
+    through numpyro's interval bijection w = -a + 2a sigmoid(z) with its log-Jacobian."""
+    truth = S.truths.m_symmetric(3)
+    x, y = S.sample_dataset(jax.random.PRNGKey(0), truth, S.UniformBox(1.0, 2), 200, 0.7)
+    model = S.Restriction.full(truth)
+    nb = 37.0
+    z = jax.random.normal(jax.random.PRNGKey(1), (13,))
+    # normal prior, scales 1 (w), 2 (b), 0.5 (q), 3 (c): sites are concatenated in order b, c, q, w (sorted names)
+    prior = Prior(("normal", 1.0), ("normal", 2.0), ("normal", 0.5), ("normal", 3.0))
+    tg = target(model, prior, 0.7)
+    b, c, q, w = z[:3], z[3], z[4:7], z[7:]
+    params = S.TwoLayer(w.reshape(3, 2), b, q, c)
+    log_prior = sum(float(jnp.sum(-0.5 * (v / s) ** 2 - jnp.log(s * jnp.sqrt(2 * jnp.pi))))
+                    for v, s in ((w, 1.0), (b, 2.0), (q, 0.5), (c, 3.0)))
+    want = -log_prior + nb * float(S.empirical_loss(params, x, y, 0.7))
+    assert float(tg.potential_gen(x.T, y, nb)(z)) == pytest.approx(want, rel=1e-12)
+    np.testing.assert_allclose(tg.constrain(z), S.to_flat(params), rtol=1e-12)
+    # uniform prior on q only (a = 2)
+    prior = Prior(q=("uniform", 2.0))
+    tg = target(model, prior, 0.7)
+    zq = z[4:7]
+    sig = jax.nn.sigmoid(zq)
+    qv = -2.0 + 4.0 * sig
+    params = S.TwoLayer(w.reshape(3, 2), b, qv, c)
+    log_prior = sum(float(jnp.sum(-0.5 * v**2 - 0.5 * jnp.log(2 * jnp.pi))) for v in (w, b, c))
+    log_prior += float(jnp.sum(-jnp.log(4.0) + jnp.log(4.0) + jnp.log(sig) + jnp.log1p(-sig)))   # U density x Jacobian
+    want = -log_prior + nb * float(S.empirical_loss(params, x, y, 0.7))
+    assert float(tg.potential_gen(x.T, y, nb)(z)) == pytest.approx(want, rel=1e-10)
+    assert np.all(np.abs(tg.constrain(z)[6:9]) < 2.0)
+
+
+@pytest.fixture(scope="module")
+def example_3_4():
+    """DSLT3 Example 3.4 at n = 1000, one data set, 4 chains on it, and its exact grid posterior."""
+    ex = S.truths.get("dslt3_example_3_4")
+    n = 1000
+    x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), 1), ex.truth, ex.inputs, n, ex.sigma)
+    nb = n / math.log(n)
+    ps = sample_posterior(jax.random.split(jax.random.PRNGKey(1), 4), x, y, nb, model=ex.model, sigma=ex.sigma,
+                          settings=SamplerSettings(num_warmup=500, num_samples=2000), chains_per_dataset=4)
+    grids = [grid_posterior(x[0], y[0], nb, model=ex.model, sigma=ex.sigma, ranges=[(-0.5, 1.5), (-0.5, 1.5)],
+                            resolution=r) for r in (800, 1600)]
+    return ex, ps, grids
+
+
+def _ends_and_middle(eff):
+    """Example 3.4's phases by the radius rule on |w_i| (q = 1): ends (one node near 0, the other near
+    1) and middle (both near 1/2), eps = 0.25: equal lengths of W0."""
+    return S.radius_rule(eff, eps=0.25, non_degenerate=0.5, degenerate=1.0)
+
+
+def test_nuts_agrees_with_the_exact_posterior_of_example_3_4(example_3_4):
+    ex, ps, grids = example_3_4
+    assert ps.params.w.shape == (4, 2000, 2, 1) and ps.loss.shape == (4, 2000)
+    np.testing.assert_array_equal(ps.params.q, 1.0)            # fixed coordinates stay at the base
+    names = ("other", "degenerate", "non_degenerate")
+    pm = phase_masses(_ends_and_middle(ps.params), names, ps.dataset)
+    masses = []
+    for g in grids:
+        pts = g.points()
+        codes = _ends_and_middle(S.TwoLayer(pts[..., None], np.zeros(pts.shape), np.ones(pts.shape), np.zeros(
+            pts.shape[:-1])))
+        masses.append(np.array([g.mass(codes == k) for k in range(3)]))
+        assert g.edge_mass < 1e-12
+        assert g.density.sum() * g.cell == pytest.approx(1.0)
+    # the grid has converged far below the sampler's error; NUTS within 3 Monte Carlo standard errors
+    assert np.abs(masses[0] - masses[1]).max() < 0.2 * pm.mcse.min()
+    assert np.all(np.abs(pm.mass - masses[1]) < 3 * pm.mcse), (pm.mass, masses[1], pm.mcse)
+    # DSLT3: more posterior mass at the degenerate ends than in the middle of W0 (wider bowls)
+    assert masses[1][1] > masses[1][2] + 0.02
+    # L_n at every draw is the loss of that draw on the chain's data set
+    x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), 1), ex.truth, ex.inputs, 1000, ex.sigma)
+    one = jax.tree.map(lambda a: a[2, 7], ps.params)
+    assert ps.loss[2, 7] == pytest.approx(float(S.empirical_loss(S.TwoLayer(*map(jnp.asarray, one)), x[0], y[0],
+                                                                 ex.sigma)), rel=1e-10)
+
+
+def test_nuts_agrees_with_the_exact_posterior_of_the_scaling_valley():
+    """DSLT3 Example 3.2 (theta0 = 0.2): K = (wq - theta0)^2; masses of the four quadrants of (w, q)."""
+    ex = S.truths.get("dslt3_example_3_2", theta0=0.2)
+    n = 500
+    x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(3), 1), ex.truth, ex.inputs, n, ex.sigma)
+    nb = n / math.log(n)
+    ps = sample_posterior(jax.random.split(jax.random.PRNGKey(4), 4), x, y, nb, model=ex.model, sigma=ex.sigma,
+                          settings=SamplerSettings(num_warmup=500, num_samples=2000), chains_per_dataset=4)
+    w, q = ps.params.w[..., 0, 0], ps.params.q[..., 0]
+    pm = phase_masses(2 * (w > 0) + (q > 0), ("w-q-", "w-q+", "w+q-", "w+q+"), ps.dataset)
+    g = grid_posterior(x[0], y[0], nb, model=ex.model, sigma=ex.sigma, ranges=[(-4.5, 4.5), (-4.5, 4.5)],
+                       resolution=900)
+    P = g.points()
+    want = np.array([g.mass((P[..., 0] > 0) == (k >= 2)) * 0 + g.mass(((P[..., 0] > 0) == (k >= 2)) &
+                                                                       ((P[..., 1] > 0) == (k % 2 == 1)))
+                     for k in range(4)])
+    assert g.edge_mass < 1e-6
+    assert np.all(np.abs(pm.mass - want) < 3 * pm.mcse + 1e-3), (pm.mass, want, pm.mcse)
+    assert want[3] > 0.5                                        # the valley wq = 0.2 > 0 lives in ++ and --
+
+
+def test_phase_masses_by_hand():
+    labels = np.array([[0, 0, 1, 1], [0, 0, 0, 1], [2, 2, 2, 2], [1, 1, 1, 1]])
+    pm = phase_masses(labels, ("a", "b", "c"), dataset=np.array([0, 0, 1, 1]))
+    np.testing.assert_allclose(pm.per_chain, [[.5, .5, 0], [.75, .25, 0], [0, 0, 1], [0, 1, 0]])
+    np.testing.assert_allclose(pm.per_dataset, [[.625, .375, 0], [0, .5, .5]])
+    np.testing.assert_allclose(pm.mass, [.3125, .4375, .25])
+    np.testing.assert_allclose(pm.se, np.std(pm.per_dataset, axis=0, ddof=1) / np.sqrt(2))
+    strings = phase_masses(np.array([["x", "y", "x", "x"], ["y", "y", "x", "x"]]))
+    assert strings.names == ("x", "y") and strings.mass.tolist() == [0.625, 0.375]
+    assert np.isnan(phase_masses(labels[:1], ("a", "b", "c")).se).all()
+    with pytest.raises(ValueError, match="expected codes in"):
+        phase_masses(labels, ("a", "b"))
+
+
+def test_trial_filter_and_its_arithmetic_bound():
+    assert trial_filter([1.0, 1.1, 0.9, 1.0, 5.0, 1.05, 0.95, 1.0]).tolist() == [True] * 4 + [False] + [True] * 3
+    # with T trials |z| <= sqrt(T - 1), reached by one trial far from all the others
+    assert trial_filter([0.0, 0.0, 0.0, 100.0]).tolist() == [True, True, True, False]     # z = sqrt(3)
+    assert trial_filter([0.0, 0.0, 100.0, 100.0]).all()                                    # z = 1
+    assert trial_filter([0.0, 0.0, 100.0]).all()                                           # z <= sqrt(2)
+    assert trial_filter([2.0, 2.0]).all()
+
+
+def test_crossover_interpolates_and_bootstraps():
+    xs = [1.0, 2.0, 3.0]
+    assert crossover(xs, [0.1, 0.3, 0.7], [0.6, 0.5, 0.2]) == pytest.approx(2 + 0.2 / 0.7)
+    assert np.isnan(crossover(xs, [0.1, 0.2, 0.3], [0.5, 0.5, 0.5]))
+    rng = np.random.default_rng(0)
+    ta = [np.array([0.1, 0.12, 0.08]), np.array([0.3, 0.35, 0.25]), np.array([0.7, 0.72, 0.68])]
+    tb = [np.array([0.6, 0.62, 0.58]), np.array([0.5, 0.45, 0.55]), np.array([0.2, 0.22, 0.18])]
+    point, se, frac = crossover_bootstrap(xs, ta, tb, rng, n_boot=500)
+    assert point == pytest.approx(2 + 0.2 / 0.7) and 0 < se < 0.2 and frac == 1.0
+
+
+def test_same_keys_same_draws_and_bad_arguments():
+    ex = S.truths.get("dslt4_pt1", t=1.2)
+    x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), 2), ex.truth, ex.inputs, 100, 1.0)
+    s = SamplerSettings(num_warmup=30, num_samples=20)
+    keys = jax.random.split(jax.random.PRNGKey(1), 2)
+    a = sample_posterior(keys, x, y, 20.0, model=ex.model, settings=s)
+    b = sample_posterior(keys, x, y, 20.0, model=ex.model, settings=s)
+    np.testing.assert_array_equal(a.params.w, b.params.w)
+    assert a.params.w.shape == (2, 20, 2, 2) and a.dataset.tolist() == [0, 1]
+    with pytest.raises(ValueError, match="keys: expected 4 keys"):
+        sample_posterior(keys, x, y, 20.0, model=ex.model, settings=s, chains_per_dataset=2)
+    with pytest.raises(ValueError, match="x, y: expected shapes"):
+        sample_posterior(keys, x[0], y, 20.0, model=ex.model, settings=s)
+    with pytest.raises(ValueError, match="prior.q: expected"):
+        target(ex.model, Prior(q=("cauchy", 1.0)))
+    with pytest.raises(ValueError, match="grid posteriors need 1 or 2 free"):
+        grid_posterior(x[0], y[0], 1.0, model=ex.model, ranges=[(0, 1)])
+
+
+def test_classify_phase_on_a_box_labels_linear_nodes():
+    """relu(-x1) + (x1 + 2) - 2 = relu(x1) on [-1, 1]^2: a reversed node balanced by a node active on the
+    whole box (Petzka's linear neuron).  On the box it is in W0 (distance 0); on R^2 it is not."""
+    truth = S.make_params([[1.0, 0.0]], 0.0, 1.0, 0.0)
+    params = S.make_params([[-1.0, 0.0], [1.0, 0.0]], [0.0, 2.0], [1.0, 1.0], -2.0)
+    box = S.UniformBox(1.0, 2)
+    got = S.classify_phase(params, truth, tol=1e-6, inputs=box)
+    assert got.label == S.PhaseLabel(((0, 1),), (), 0, 1) and str(got.label) == "- | 1 linear"
+    assert got.label.kind == "linear" and got.group.tolist() == [0, -2] and got.distance < 1e-9
+    assert S.population_loss(params, truth, box) < 1e-20
+    plain = S.classify_phase(params, truth, tol=1e-6)
+    assert plain.label.hidden == ((1, 0),) and plain.distance == np.inf
+    # a node inactive on the whole box counts as degenerate there
+    dead = params._replace(w=params.w.at[1].set(jnp.array([0.5, 0.0])), b=params.b.at[1].set(-1.0))
+    assert S.classify_phase(dead, truth, tol=1e-6, inputs=box).label.degenerate == 1
