@@ -71,11 +71,30 @@ from .network import (
     TwoLayer,
     coordinate_names,
     forward,
+    forward_columns,
     from_flat,
     init_params,
     make_params,
     num_params,
     to_flat,
+)
+
+from .diagnostics import ess_bulk, mcse_mean, rhat
+from .nuts import ChainSamples, SamplerSettings, run_chains
+from .posterior import (
+    GridPosterior,
+    PhaseMasses,
+    PosteriorSamples,
+    Prior,
+    crossover,
+    crossover_bootstrap,
+    draw_datasets,
+    grid_posterior,
+    phase_masses,
+    posterior_model,
+    resolve_beta,
+    sample_posterior,
+    trial_filter,
 )
 
 __version__ = "0.1.0"
@@ -96,4 +115,8 @@ __all__ = [
     "from_two_layer", "functional_dimension", "functional_dimension_bound", "init_mlp", "kmeans",
     "local_affine_maps", "mlp_forward", "num_mlp_params", "parameter_jacobian", "regions_along_segment",
     "unflatten_mlp",
+    # tempered posteriors, many-chain NUTS, diagnostics (DSLT3, DSLT4)
+    "ChainSamples", "GridPosterior", "PhaseMasses", "PosteriorSamples", "Prior", "SamplerSettings", "crossover",
+    "crossover_bootstrap", "draw_datasets", "ess_bulk", "forward_columns", "grid_posterior", "mcse_mean",
+    "phase_masses", "posterior_model", "resolve_beta", "rhat", "run_chains", "sample_posterior", "trial_filter",
 ]

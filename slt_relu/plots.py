@@ -1,6 +1,7 @@
 """Matplotlib figures for results folders (Agg backend; every function saves one PNG)."""
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
@@ -521,4 +522,89 @@ def posterior_traces_figure(path: Path, traces, *, title: str, max_len: int = 15
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------------
+# learning coefficient
+
+
+def llc_cases_figure(path: Path, rows, *, title: str):
+    """Each case's estimate (+- 2 standard errors) by method against its known value (black bar)."""
+    names = list(dict.fromkeys(r["name"] for r in rows))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(names) + 2), 4.6))
+    for k, m in enumerate(methods):
+        for r in rows:
+            if r["method"] != m:
+                continue
+            i = names.index(r["name"]) + (k - (len(methods) - 1) / 2) * 0.18
+            ax.errorbar(i, r["estimate"], yerr=2 * (r["se"] or 0), fmt="o", color=f"C{k}", capsize=3,
+                        label=m if r is next(rr for rr in rows if rr["method"] == m) else None)
+    for i, nm in enumerate(names):
+        lam = next((r["true_lambda"] for r in rows if r["name"] == nm), None)
+        if isinstance(lam, (int, float)):
+            ax.hlines(lam, i - 0.35, i + 0.35, color="k", lw=2, label="known value" if i == 0 else None)
+    ax.set_xticks(range(len(names)), ["\n".join(textwrap.wrap(nm, 18)) for nm in names], fontsize=7)
+    ax.set_ylabel("lambda")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    ax.set_title(title + " (error bars: 2 standard errors)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def beta_sweep_figure(path: Path, sweeps, *, n: int):
+    """E_beta[n L_n] against 1/beta per case with the weighted least-squares line (slope = lambda)."""
+    fig, axes, nrows = _panel_grid(len(sweeps), 3.6, 3.2)
+    for ax, (label, bs, lam) in zip(axes.flat, sweeps):
+        t = 1 / np.asarray(bs.betas)
+        v = np.asarray(bs.expected_nl) - bs.intercept
+        ax.errorbar(t, v, yerr=2 * np.asarray(bs.se), fmt="o", capsize=3)
+        tt = np.linspace(0, t.max() * 1.05, 50)
+        ax.plot(tt, bs.slope * tt, "-", label=f"slope {bs.slope:.3f} +- {bs.slope_se:.3f}")
+        if isinstance(lam, (int, float)):
+            ax.plot(tt, lam * tt, "k--", lw=1, label=f"lambda = {lam:.4g}")
+        ax.axvline(math.log(n), color="gray", ls=":", lw=1)
+        ax.set_xlabel("1 / beta (dotted: log n)")
+        ax.set_ylabel("E_beta[n L_n] - intercept")
+        ax.set_title("\n".join(textwrap.wrap(label, 40)), fontsize=8)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    _save_panels(fig, path, f"beta sweep: E_beta[n L_n] = n L_n(w0) + lambda / beta (n = {n})", nrows)
+
+
+def llc_calibration_figure(path: Path, grid, *, true_lambda, title: str):
+    """lambda_hat over step size x localization (with the known value), the MALA acceptance, and the
+    mean trace n beta (L_n(w_t) - L_n(w*)) against the step for every setting."""
+    S, G = grid.estimate.shape
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
+    for j, gamma in enumerate(grid.localizations):
+        axes[0].errorbar(grid.step_sizes, grid.estimate[:, j], yerr=2 * grid.se[:, j], marker="o", capsize=3,
+                         label=f"gamma = {gamma:g}")
+        axes[1].plot(grid.step_sizes, grid.accept[:, j], "o-", label=f"gamma = {gamma:g}")
+    if isinstance(true_lambda, (int, float)):
+        axes[0].axhline(true_lambda, color="k", ls="--", lw=1, label=f"known lambda = {true_lambda:g}")
+    for ax, ylab in ((axes[0], "lambda_hat (+- 2 se)"), (axes[1], "MALA acceptance of the SGLD step")):
+        ax.set_xscale("log")
+        ax.set_xlabel("step size")
+        ax.set_ylabel(ylab)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    T = grid.mean_trace.shape[-1]
+    for i in range(S):
+        for j in range(G):
+            axes[2].plot(np.arange(T), grid.mean_trace[i, j], lw=0.7, color=f"C{j}",
+                         alpha=0.35 + 0.65 * (i + 1) / S)
+    if isinstance(true_lambda, (int, float)):
+        axes[2].axhline(true_lambda, color="k", ls="--", lw=1)
+    axes[2].set_xlabel("kept step (after burn-in)")
+    axes[2].set_ylabel("n beta (L_n(w_t) - L_n(w*)), mean over chains")
+    axes[2].set_title("traces (colour: gamma; shade: step size, light = small)", fontsize=8)
+    axes[2].grid(alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
     plt.close(fig)

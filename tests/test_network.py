@@ -50,3 +50,15 @@ def test_bad_shapes_raise_clear_errors():
         S.Restriction.from_names(S.make_params([[1.0]], 0.0, 1.0), ["z[0]"])
     with pytest.raises(ValueError, match="flat: expected shape"):
         S.from_flat(np.zeros(5), 2, 2)
+
+
+def test_forward_columns_is_forward():
+    import jax
+
+    import slt_relu as S
+
+    p = S.init_params(jax.random.PRNGKey(0), 5, 3)
+    x = jax.random.normal(jax.random.PRNGKey(1), (50, 3))
+    np.testing.assert_allclose(S.forward_columns(p, x.T), S.forward(p, x), rtol=1e-12)
+    with pytest.raises(ValueError, match="x_cols: expected a first axis of n_in = 3"):
+        S.forward_columns(p, x)
