@@ -80,6 +80,19 @@ from .network import (
 )
 
 from .diagnostics import ess_bulk, mcse_mean, rhat
+from .llc import (
+    BetaSweep,
+    Calibration,
+    LLCEstimate,
+    calibrate_llc,
+    estimate_llc,
+    llc_two_layer,
+    normal_crossing_expectation,
+    rlct_from_beta_sweep,
+    tempered_losses,
+    two_layer_loss,
+    wbic,
+)
 from .nuts import ChainSamples, SamplerSettings, run_chains
 from .posterior import (
     GridPosterior,
@@ -119,4 +132,7 @@ __all__ = [
     "ChainSamples", "GridPosterior", "PhaseMasses", "PosteriorSamples", "Prior", "SamplerSettings", "crossover",
     "crossover_bootstrap", "draw_datasets", "ess_bulk", "forward_columns", "grid_posterior", "mcse_mean",
     "phase_masses", "posterior_model", "resolve_beta", "rhat", "run_chains", "sample_posterior", "trial_filter",
+    # learning coefficient and free energy (Lau et al. 2023; Watanabe 2013)
+    "BetaSweep", "Calibration", "LLCEstimate", "calibrate_llc", "estimate_llc", "llc_two_layer",
+    "normal_crossing_expectation", "rlct_from_beta_sweep", "tempered_losses", "two_layer_loss", "wbic",
 ]

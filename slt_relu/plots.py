@@ -530,25 +530,34 @@ def posterior_traces_figure(path: Path, traces, *, title: str, max_len: int = 15
 
 
 def llc_cases_figure(path: Path, rows, *, title: str):
-    """Each case's estimate (+- 2 standard errors) by method against its known value (black bar)."""
+    """Each case's estimate (+- 2 standard errors) by method: divided by the known value, with the
+    +-10% band, when every case has one (and the exact finite-n value as a grey bar where known);
+    otherwise the estimates themselves."""
     names = list(dict.fromkeys(r["name"] for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(names) + 2), 4.6))
+    known = all(isinstance(r["true_lambda"], (int, float)) for r in rows)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(names) + 2), 4.8))
     for k, m in enumerate(methods):
+        first = True
         for r in rows:
             if r["method"] != m:
                 continue
-            i = names.index(r["name"]) + (k - (len(methods) - 1) / 2) * 0.18
-            ax.errorbar(i, r["estimate"], yerr=2 * (r["se"] or 0), fmt="o", color=f"C{k}", capsize=3,
-                        label=m if r is next(rr for rr in rows if rr["method"] == m) else None)
-    for i, nm in enumerate(names):
-        lam = next((r["true_lambda"] for r in rows if r["name"] == nm), None)
-        if isinstance(lam, (int, float)):
-            ax.hlines(lam, i - 0.35, i + 0.35, color="k", lw=2, label="known value" if i == 0 else None)
-    ax.set_xticks(range(len(names)), ["\n".join(textwrap.wrap(nm, 18)) for nm in names], fontsize=7)
-    ax.set_ylabel("lambda")
-    ax.set_yscale("log")
-    ax.grid(alpha=0.3, which="both")
+            i = names.index(r["name"]) + (k - (len(methods) - 1) / 2) * 0.2
+            scale = r["true_lambda"] if known else 1.0
+            ax.errorbar(i, r["estimate"] / scale, yerr=2 * (r["se"] or 0) / scale, fmt="o", color=f"C{k}", capsize=3,
+                        label=m if first else None)
+            if known and r.get("exact_finite_n"):
+                ax.hlines(r["exact_finite_n"] / scale, i - 0.12, i + 0.12, color="gray", lw=3,
+                          label="exact finite-n value" if first else None)
+            first = False
+    if known:
+        ax.axhline(1.0, color="k", lw=1.5, label="known lambda")
+        ax.axhspan(0.9, 1.1, color="k", alpha=0.08, label="+-10%")
+        ax.set_ylabel("estimate / known lambda")
+    else:
+        ax.set_ylabel("lambda_hat")
+    ax.set_xticks(range(len(names)), ["\n".join(textwrap.wrap(nm, 20)) for nm in names], fontsize=7)
+    ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title + " (error bars: 2 standard errors)", fontsize=10)
     fig.tight_layout()

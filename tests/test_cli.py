@@ -11,6 +11,8 @@ from slt_relu import cli, runner
 from slt_relu.config import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
+LLC_TINY = {"llc.n": 300, "llc.sgld.num_chains": 2, "llc.sgld.num_steps": 60, "llc.sgld.num_burnin": 10,
+            "llc.sgld.thin": 1}
 POSTERIOR_TINY = {"posterior.n": 200, "posterior.datasets": 2, "posterior.num_warmup": 60, "posterior.num_samples": 40,
                   "phases.classify_every": 4}
 
@@ -35,6 +37,11 @@ TINY = {
     "dslt4_pt2_orientation_reversal.toml": {**POSTERIOR_TINY, "sweep.truth.v": [1.0, 3.0]},
     "dslt4_pt1_phase_diagram.toml": {**POSTERIOR_TINY, "sweep.truth.t": [1.0, 1.5707963267948966],
                                      "sweep.posterior.beta": ["wbic", 1.0]},
+    "llc_known_values.toml": {**LLC_TINY, "llc.beta_sweep.num_warmup": 30, "llc.beta_sweep.num_samples": 20,
+                              "llc.beta_sweep.chains_per_beta": 2, "llc.calibration.step_sizes": [1e-5, 1e-4],
+                              "llc.calibration.localizations": [1.0], "llc.calibration.num_steps": 60,
+                              "llc.calibration.num_burnin": 10},
+    "llc_dslt4_phases.toml": LLC_TINY,
 }
 
 
@@ -98,6 +105,20 @@ def test_shipped_config_runs_tiny(tmp_path, name):
             assert len(metrics["crossover_t"]) == 2 and (out / "phase_diagram.png").exists()
         for png in ("phase_mass.png", "effective_weights.png", "traces.png"):
             assert (out / png).exists()
+    if name.startswith("llc"):
+        rows = metrics["cases"]
+        assert {"name", "true_lambda", "estimate", "se", "method"} <= set(rows[0])
+        assert all(np.isfinite(r["estimate"]) for r in rows)
+        if name == "llc_known_values.toml":
+            assert [r["true_lambda"] for r in rows if r["method"] == "sgld"] == [5.0, 0.5, 0.5, 0.25, 1 / 6]
+            assert {r["method"] for r in rows} == {"sgld", "beta_sweep"}
+            assert (out / "calibration.png").exists() and (out / "beta_sweep.png").exists()
+            assert np.asarray(metrics["calibration"]["estimate"]).shape == (2, 1)
+        else:                                           # phases of W0: one row per representative
+            labels = [r["name"] for r in rows]
+            assert "PT1 t = pi/2, width 2: + | 1 degenerate" in labels and len(labels) == len(set(labels))
+            assert sum(r["name"].startswith("PT2 v = 1, width 3") for r in rows) == 2
+            assert sum(r["name"].startswith("PT2 v = 1, width 4") for r in rows) == 8
     if name == "fisher_rank_survey.toml":
         for row in metrics["points"]:
             if row["expected_excess"] is not None:
@@ -174,6 +195,13 @@ resolution = 9
     (POSTERIOR + "[phases]\ncrossover = [\"degenerate\", \"reversed\"]\n[sweep]\ntruth.t = [1.0, 1.2]\n",
      "phases.crossover: expected two phase names of the radius rule"),
     (POSTERIOR + "[model]\nfree = [\"w[9,0]\"]\n", "model.free: coordinate 'w[9,0]'"),
+    ("kind = \"learning_coefficient\"\n[llc]\n", "cases: missing; expected at least one [[cases]] table"),
+    ("kind = \"learning_coefficient\"\n[llc]\nmethods = [\"mcmc\"]\n[[cases]]\nname = \"a\"\nmodel = \"monomial\"\nexponents = [1]\n",
+     "llc.methods: expected a list of sgld, beta_sweep, wbic"),
+    ("kind = \"learning_coefficient\"\n[llc]\n[[cases]]\nname = \"a\"\nmodel = \"monomial\"\nexponents = [1]\n[cases.sgld]\nnum_burnin = 30000\n",
+     "cases[0].sgld.num_burnin: expected an integer below num_steps = 20000"),
+    ("kind = \"learning_coefficient\"\n[llc]\n[[cases]]\nname = \"a\"\nmodel = \"two_layer\"\ntruth = \"m_symmetric\"\nwidth = 2\n",
+     "cases[0].width: expected at least the truth's 3 nodes"),
 ])
 def test_bad_config_one_line_error_no_folder(tmp_path, capsys, text, message):
     path = write(tmp_path, text)

@@ -14,9 +14,10 @@ and WBIC, on cases with known values or at the phases of W0 (slt_relu.llc).
                  or "phases" (one representative of every phase of W0: true_set_representatives
                  of the truth's irreducible form), true_lambda (a number or "regular": (D - d)/2)
     monomial:    exponents k (list), theta0 (0): f(x, w) = (prod_i w_i^k_i) x against theta0 x,
-                 x ~ U[-1, 1], sigma = 1, so K = (prod w^k - theta0)^2 / 6: at w* = 0
-                 (theta0 = 0) a normal crossing with lambda = 1 / (2 max k); theta0 != 0: w* on
-                 the smooth zero set, lambda = 1/2
+                 x ~ U[-sqrt3, sqrt3], sigma^2 = 1/2, so K = (prod w^k - theta0)^2 exactly: at
+                 w* = 0 (theta0 = 0) a normal crossing with lambda = 1 / (2 max k); theta0 != 0:
+                 w* on the smooth zero set, lambda = 1/2.  For theta0 = 0 the row also holds the
+                 exact finite-n value E[n beta K] of the localized posterior (llc.normal_crossing_expectation)
     sgld, beta_sweep: per-case tables overriding [llc.sgld], [llc.beta_sweep]
 
 Outputs: metrics.json ("cases": a list of {name, true_lambda, estimate, se, method, ...}),
@@ -148,21 +149,21 @@ def _targets(c: dict, n: int, key):
     import jax
     import jax.numpy as jnp
 
-    from ..llc import two_layer_loss
+    from ..llc import _restricted_loss, two_layer_loss_for
     from ..loss import sample_dataset
-    from ..network import Restriction, make_params, to_flat
+    from ..network import make_params, to_flat
 
     if c["model"] == "monomial":
         k = jnp.asarray(c["exponents"], jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32)
         kx, ke = jax.random.split(key)
-        x = jax.random.uniform(kx, (n,), k.dtype, -1.0, 1.0)
-        y = c["theta0"] * x + jax.random.normal(ke, (n,), k.dtype)
+        x = jax.random.uniform(kx, (n,), k.dtype, -math.sqrt(3.0), math.sqrt(3.0))       # E x^2 = 1
+        y = c["theta0"] * x + jax.random.normal(ke, (n,), k.dtype) / math.sqrt(2.0)     # sigma^2 = 1/2
         p = len(c["exponents"])
         if c["theta0"]:
             star = jnp.full(p, c["theta0"] ** (1.0 / float(sum(c["exponents"]))), k.dtype)
         else:
             star = jnp.zeros(p, k.dtype)
-        loss = lambda w, d, k=k: jnp.mean((d[1] - jnp.prod(w ** k) * d[0]) ** 2) / 2 + 0.5 * jnp.log(2 * jnp.pi)
+        loss = lambda w, d, k=k: jnp.mean((d[1] - jnp.prod(w ** k) * d[0]) ** 2) + 0.5 * jnp.log(jnp.pi)
         return [(c["name"], loss, star, (x, y), c["true_lambda"], jnp.zeros(p, k.dtype))]
     ex = c["example"]
     truth = ex.truth
@@ -192,16 +193,12 @@ def _targets(c: dict, n: int, key):
             lam = (star.width * (star.n_in + 2) + 1 - star.width) / 2
         if restricted:
             free = np.asarray(ex.model.free)
-            base = to_flat(star)
-            idx = np.flatnonzero(free)
-            from ..network import from_flat
-
-            loss = (lambda th, dd, base=base, idx=idx, w=star.width, ni=star.n_in:
-                    two_layer_loss(from_flat(base.at[idx].set(th), w, ni), dd, sigma))
-            out.append((label, loss, base[idx], (x, y), lam, jnp.zeros(idx.size, x.dtype)))
+            base = np.asarray(to_flat(star))
+            loss = _restricted_loss(float(sigma), star.width, star.n_in, tuple(free.tolist()),
+                                    tuple(np.where(free, 0.0, base).tolist()))
+            out.append((label, loss, jnp.asarray(base[free], x.dtype), (x, y), lam, jnp.zeros(int(free.sum()), x.dtype)))
         else:
-            loss = lambda p, dd: two_layer_loss(p, dd, sigma)
-            out.append((label, loss, star, (x, y), lam, star))
+            out.append((label, two_layer_loss_for(float(sigma)), star, (x, y), lam, star))
     return out
 
 
@@ -209,7 +206,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
     import jax
     from tqdm.auto import tqdm
 
-    from ..llc import calibrate_llc, estimate_llc, rlct_from_beta_sweep, wbic
+    from ..llc import calibrate_llc, estimate_llc, normal_crossing_expectation, rlct_from_beta_sweep, wbic
     from ..nuts import SamplerSettings
     from ..plots import beta_sweep_figure, llc_calibration_figure, llc_cases_figure
 
@@ -224,7 +221,12 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
                                    num_burnin=g["num_burnin"], thin=g["thin"], step_size=g["step_size"],
                                    localization=g["localization"], nbeta=g["nbeta"] or None,
                                    batch_size=g["batch_size"] or None)
+                if c["model"] == "monomial" and not c["theta0"] and len(c["exponents"]) <= 3:
+                    exact = normal_crossing_expectation(c["exponents"], est.nbeta, g["localization"])
+                else:
+                    exact = None
                 rows.append({"name": label, "true_lambda": lam, "estimate": est.estimate, "se": est.se, "method": "sgld",
+                             "exact_finite_n": exact,
                              "per_chain": est.per_chain, "accept_prob": float(np.mean(est.accept_prob)),
                              "rhat": est.rhat, "nbeta": est.nbeta, "step_size": g["step_size"],
                              "localization": g["localization"], "num_steps": g["num_steps"],
