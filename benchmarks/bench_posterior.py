@@ -16,7 +16,10 @@ ESS of L_n per second (summed over chains, each chain its own posterior), and th
 sequential baseline.  --matmul also times the lockstep runner with the model's forward written
 as a matrix product (x @ W^T) instead of slt_relu.network.forward_columns.
 
-    .venv/bin/python benchmarks/bench_posterior.py [--chains 8] [--warmup 300] [--samples 300]
+    .venv/bin/python benchmarks/bench_posterior.py [--chains 8] [--warmup 300] [--samples 300] [--sweep-points 8]
+
+--sweep-points P also times P sweep points (PT1 at P values of t, 4 trials each) run as one program
+against one program per point.
 
 The full PT1 sweep's wall time is the runner's, in results/dslt4_pt1_node_degeneracy/manifest.json
 (printed at the end when present).
@@ -92,6 +95,32 @@ def matmul_lockstep(keys, x, y, nb, warmup, samples):
     return time.time() - start, int(out.grad_evals.sum()), None, out.ticks
 
 
+def sweep_programs(points: int, chains: int, n: int, warmup: int, samples: int):
+    """PT1 at `points` values of t, `chains` trials each: all points in one program (the default:
+    16 slots and a queue on a CPU) against one program per point, one after another."""
+    from slt_relu.posterior import draw_datasets, sample_posterior
+
+    ts = np.linspace(1.0, 1.5, points)
+    s = SamplerSettings(num_warmup=warmup, num_samples=samples, target_accept_prob=0.9)
+    nb = n / math.log(n)
+    data = [draw_datasets(jax.random.split(jax.random.PRNGKey(10 + i), chains), S.truths.dslt4_pt1(float(t)),
+                          S.UniformBox(1.0, 2), n, 1.0) for i, t in enumerate(ts)]
+    keys = [jax.random.split(jax.random.PRNGKey(100 + i), chains) for i in range(points)]
+    model = S.truths.get("dslt4_pt1").model
+    sample_posterior(keys[0], *data[0], nb, model=model, settings=s._replace(num_warmup=5, num_samples=5))  # compile
+    start = time.time()
+    for k, (x, y) in zip(keys, data):
+        sample_posterior(k, x, y, nb, model=model, settings=s)
+    separate = time.time() - start
+    start = time.time()
+    sample_posterior(jnp.concatenate(keys), jnp.concatenate([d[0] for d in data]),
+                     jnp.concatenate([d[1] for d in data]), nb, model=model, settings=s)
+    together = time.time() - start
+    print(f"sweep of {points} points x {chains} chains, {warmup} + {samples} iterations: one program per point "
+          f"{separate:.1f} s, all points in one program {together:.1f} s (ratio {separate / together:.2f}x; "
+          "the one-program time includes its compilation)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--chains", type=int, default=8)
@@ -100,7 +129,10 @@ def main():
     ap.add_argument("--n", type=int, default=10000)
     ap.add_argument("--matmul", action="store_true")
     ap.add_argument("--skip-sequential", action="store_true")
+    ap.add_argument("--sweep-points", type=int, default=0, help="also time a sweep: one program vs one per point")
     args = ap.parse_args()
+    if args.sweep_points:
+        sweep_programs(args.sweep_points, 4, args.n, args.warmup, args.samples)
     ex = S.truths.get("dslt4_pt1", t=1.2)
     n, C = args.n, args.chains
     x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), C), ex.truth, ex.inputs, n, 1.0)
