@@ -229,8 +229,6 @@ def _fresh_tree(z, r, pe, g, energy) -> _Tree:
 
 def _adapters(s: SamplerSettings, potential_fn):
     """numpyro's warmup adapter: (init with the step-size heuristic, update without it)."""
-    from functools import partial
-
     from numpyro.infer.hmc import momentum_generator
     from numpyro.infer.hmc_util import euclidean_kinetic_energy, find_reasonable_step_size, warmup_adapter
 
