@@ -87,10 +87,12 @@ from .llc import (
     calibrate_llc,
     estimate_llc,
     llc_two_layer,
+    minimize_loss,
     normal_crossing_expectation,
     rlct_from_beta_sweep,
     tempered_losses,
     two_layer_loss,
+    two_layer_loss_for,
     wbic,
 )
 from .nuts import ChainSamples, SamplerSettings, run_chains
@@ -134,5 +136,6 @@ __all__ = [
     "phase_masses", "posterior_model", "resolve_beta", "rhat", "run_chains", "sample_posterior", "trial_filter",
     # learning coefficient and free energy (Lau et al. 2023; Watanabe 2013)
     "BetaSweep", "Calibration", "LLCEstimate", "calibrate_llc", "estimate_llc", "llc_two_layer",
-    "normal_crossing_expectation", "rlct_from_beta_sweep", "tempered_losses", "two_layer_loss", "wbic",
+    "minimize_loss", "normal_crossing_expectation", "rlct_from_beta_sweep", "tempered_losses", "two_layer_loss",
+    "two_layer_loss_for", "wbic",
 ]

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import slt_relu as S
-from slt_relu.llc import (estimate_llc, llc_two_layer, normal_crossing_expectation, rlct_from_beta_sweep,
-                          tempered_losses, wbic)
+from slt_relu.llc import (estimate_llc, llc_two_layer, minimize_loss, normal_crossing_expectation,
+                          rlct_from_beta_sweep, tempered_losses, two_layer_loss_for, wbic)
 from slt_relu.nuts import SamplerSettings
 
 DUMMY = jnp.zeros((10,))
@@ -115,6 +115,22 @@ def test_beta_sweep_and_wbic_on_a_regular_model():
         rlct_from_beta_sweep(jax.random.PRNGKey(2), loss, jnp.zeros(2), (x, y), betas=[0.1])
     assert tempered_losses(jax.random.PRNGKey(2), loss, jnp.zeros(2), (x, y), [10.0, 20.0], chains_per_beta=2,
                            settings=SamplerSettings(num_warmup=20, num_samples=10)).shape == (2, 2, 10)
+
+
+def test_minimize_loss_reaches_the_least_squares_fit_and_a_two_layer_minimum():
+    n = 500
+    x = jax.random.normal(jax.random.PRNGKey(0), (n, 2))
+    y = x @ jnp.array([0.5, -1.0]) + jax.random.normal(jax.random.PRNGKey(1), (n,))
+    w, value = minimize_loss(lambda w, d: jnp.mean((d[1] - d[0] @ w) ** 2) / 2, jnp.zeros(2), (x, y))
+    np.testing.assert_allclose(w, jnp.linalg.lstsq(x, y)[0], atol=1e-8)
+    truth = S.truths.dslt4_pt2(2.0)
+    x, y = S.sample_dataset(jax.random.PRNGKey(2), truth, S.UniformBox(1.0, 2), 2000, 1.0)
+    loss = two_layer_loss_for(1.0)
+    p, value = minimize_loss(loss, truth, (x, y))
+    assert value < float(loss(truth, (x, y)))
+    grad_norm = lambda q: float(jnp.linalg.norm(S.to_flat(jax.grad(lambda r: loss(r, (x, y)))(q))))
+    assert grad_norm(p) < 0.02 * grad_norm(truth)                                               # near-critical
+    assert float(jnp.linalg.norm(S.to_flat(p) - S.to_flat(truth))) < 0.5                      # next to the truth
 
 
 def test_bad_arguments():
