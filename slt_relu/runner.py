@@ -93,7 +93,19 @@ def _set_dtype(dtype: str) -> None:
 def run_config(path: str | Path, out: str | Path | None = None, progress: bool = True,
                overrides: dict | None = None) -> Path:
     """Run the config at ``path`` (with dotted-key ``overrides``); returns the results folder
-    (default ``results/<name>``)."""
+    (default ``results/<name>``). The config's ``dtype`` holds for the run only: JAX's x64
+    flag is restored afterwards, so a float32 config does not change later computations
+    in the same process."""
+    import jax
+
+    x64_before = bool(jax.config.read("jax_enable_x64"))
+    try:
+        return _run_config(path, out, progress, overrides)
+    finally:
+        jax.config.update("jax_enable_x64", x64_before)
+
+
+def _run_config(path, out, progress, overrides) -> Path:
     import jax
 
     module, settings, root = prepare(path, overrides)
