@@ -121,8 +121,9 @@ def main():
                             step_size=args.lr, localization=args.localization, nbeta=nbeta)
         return est
 
-    llc_two_layer(jax.random.PRNGKey(1), truth, x, y, num_chains=args.chains, num_steps=args.draws,
-                  step_size=args.lr, localization=args.localization, nbeta=nbeta)       # compile
+    start = time.time()
+    jax_run(args.chains)                                                              # compile + run
+    first = time.time() - start
     start = time.time()
     est = jax_run(args.chains)
     rows.append(("slt_relu.estimate_llc (JAX)", time.time() - start, est.estimate, est.se, args.chains))
@@ -136,8 +137,9 @@ def main():
     for name, wall, mean, se, chains in rows:
         print(f"{name:40s} {chains:6d} {wall:9.3f} {chains * args.draws / wall:10.0f} {mean:8.3f} +- {se:.3f}")
     if len(rows) >= 2 and rows[0][0].startswith("devinterp"):
-        print(f"wall-time ratio devinterp / JAX (same chains and steps, JAX compiled beforehand): "
-              f"{rows[0][1] / rows[1][1]:.0f}x; estimates differ by {abs(rows[0][2] - rows[1][2]):.3f} "
+        print(f"wall-time ratio devinterp / JAX (same chains and steps): {rows[0][1] / rows[1][1]:.0f}x compiled, "
+              f"{rows[0][1] / first:.0f}x counting JAX's first call with its compilation ({first:.2f} s); "
+              f"estimates differ by {abs(rows[0][2] - rows[1][2]):.3f} "
               f"(combined standard error {math.hypot(rows[0][3], rows[1][3]):.3f})")
 
 

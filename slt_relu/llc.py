@@ -24,7 +24,13 @@ curvature n beta h is not large against gamma (a quadratic direction contributes
 stationary variance of a direction of curvature a = n beta h by 1 / (1 - eps a / 4) (an
 overestimate unless eps a << 1) while small steps mix slowly along flat directions (relaxation
 time ~ 2 / (eps a)).  The MALA acceptance of the SGLD proposal (computed at no extra gradient)
-measures the step size bias: near 1 it is small.
+measures the step size bias: near 1 it is small.  A third effect is not the sampler's: at
+n = 10,000 the tempered posterior of a ReLU network is not yet in its asymptotic regime, and the
+less it is confined the larger the measured lambda.  On the generic d = m = 3 truth (lambda = 5)
+the localized NUTS beta sweep gave 5.15 +- 0.06, 5.70 +- 0.07, 5.98 +- 0.09 at gamma = 3, 1, 0.3 and
+the global one (prior N(0, 1)) about 7.6; SGLD agrees (5.1 at gamma = 3, the issue's 5.5-5.7 at
+gamma = 1).  gamma = 3 is where the confinement bias and this one cancel at this n beta: a
+calibration at the known value, not a property of the estimator (llc_known_values.toml).
 
 Global estimates on the NUTS runner (slt_relu.nuts): WBIC = E_beta[n L_n] at beta = 1/log n
 (Watanabe 2013: WBIC = F_n + O_p(sqrt(log n))), and, since E_beta[n L_n] = n L_n(w0) + lambda / beta
@@ -329,24 +335,36 @@ class BetaSweep(NamedTuple):
 
 
 def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chains_per_beta: int = 4,
-                    prior_std: float = 1.0, settings=None, init_radius: float = 2.0, devices=None) -> np.ndarray:
+                    prior_std: float = 1.0, localization: float = 0.0, settings=None, init_radius: float = 2.0,
+                    devices=None) -> np.ndarray:
     """L_n at NUTS draws of p(w) proportional to N(w; 0, prior_std^2 I) exp(-n beta L_n(w)) for each
     n beta in n_betas (B,), all in one program (chains_per_beta chains each, slt_relu.nuts).
 
     loss_fn(params, data) -> L_n as in :func:`estimate_llc`; params_init: a parameter pytree (its
-    structure; chains start uniformly in [-init_radius, init_radius]).  Returns (B, chains, S)."""
+    structure; chains start uniformly in [-init_radius, init_radius]).  localization gamma > 0
+    samples the localized tempered posterior around w* = params_init instead (Lau et al. 2023,
+    as :func:`estimate_llc`, no prior): exp(-n beta L_n(w) - (gamma / 2) |w - w*|^2), chains
+    starting at w*; its beta sweep measures the local lambda at w* without needing L_n(w*).
+    Returns (B, chains, S)."""
     from .nuts import SamplerSettings, run_chains
 
     flat0, unravel = ravel_pytree(params_init)
     n_betas = jnp.asarray(n_betas, flat0.dtype).reshape(-1)
     B = n_betas.shape[0]
+    if not (isinstance(localization, (int, float)) and localization >= 0):
+        raise ValueError(f"localization: expected a number >= 0, got {localization!r}")
 
     def potential_gen(nb):
+        if localization:
+            return lambda z: 0.5 * localization * jnp.sum((z - flat0) ** 2) + nb * loss_fn(unravel(z), data)
         return lambda z: 0.5 * jnp.sum((z / prior_std) ** 2) + nb * loss_fn(unravel(z), data)
 
     C = B * chains_per_beta
     k_init, k_run = jax.random.split(key)
-    z0 = jax.random.uniform(k_init, (C, flat0.size), flat0.dtype, -init_radius, init_radius)
+    if localization:
+        z0 = jnp.broadcast_to(flat0, (C, flat0.size))
+    else:
+        z0 = jax.random.uniform(k_init, (C, flat0.size), flat0.dtype, -init_radius, init_radius)
     out = run_chains(jax.random.split(k_run, C), potential_gen, z0, (jnp.repeat(n_betas, chains_per_beta),),
                      settings or SamplerSettings(), devices=devices)
     losses = jax.jit(jax.vmap(jax.vmap(lambda z: loss_fn(unravel(z), data))))(jnp.asarray(out.z))
@@ -358,7 +376,8 @@ def rlct_from_beta_sweep(key, loss_fn: Callable, params_init, data, *, betas: Se
     """Global lambda: E_beta[n L_n] by NUTS at each beta (all in one program, :func:`tempered_losses`),
     then the weighted least-squares slope against 1/beta (Watanabe 2013, Corollary 3; Wei et al.
     2022).  betas default to (1/log n) x (2/3, 1, 3/2, 2, 3).  kwargs: chains_per_beta, prior_std,
-    settings, init_radius, devices."""
+    localization (> 0: the local lambda at params_init, see :func:`tempered_losses`), settings,
+    init_radius, devices."""
     n = _num_data(data)
     betas = np.asarray(betas if betas is not None else np.array([2 / 3, 1, 1.5, 2, 3]) / math.log(n), np.float64)
     if betas.ndim != 1 or betas.size < 2 or np.any(betas <= 0):

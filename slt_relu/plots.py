@@ -533,14 +533,17 @@ def llc_cases_figure(path: Path, rows, *, title: str):
     """Each case's estimate (+- 2 standard errors) by method: divided by the known value, with the
     +-10% band, when every case has one (and the exact finite-n value as a grey bar where known);
     otherwise the estimates themselves."""
+    def method(r):
+        return r["method"] + (" (localized)" if r["method"] == "beta_sweep" and r.get("localization") else "")
+
     names = list(dict.fromkeys(r["name"] for r in rows))
-    methods = list(dict.fromkeys(r["method"] for r in rows))
+    methods = list(dict.fromkeys(method(r) for r in rows))
     known = all(isinstance(r["true_lambda"], (int, float)) for r in rows)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(names) + 2), 4.8))
     for k, m in enumerate(methods):
         first = True
         for r in rows:
-            if r["method"] != m:
+            if method(r) != m:
                 continue
             i = names.index(r["name"]) + (k - (len(methods) - 1) / 2) * 0.2
             scale = r["true_lambda"] if known else 1.0

@@ -112,6 +112,9 @@ def test_shipped_config_runs_tiny(tmp_path, name):
         if name == "llc_known_values.toml":
             assert [r["true_lambda"] for r in rows if r["method"] == "sgld"] == [5.0, 0.5, 0.5, 0.25, 1 / 6]
             assert {r["method"] for r in rows} == {"sgld", "beta_sweep"}
+            sweeps = {r["name"]: r["localization"] for r in rows if r["method"] == "beta_sweep"}
+            assert sweeps["generic truth d = m = 3"] == 3.0 and sweeps["generic truth d = m = 3, global posterior"] == 0.0
+            assert not any(r["method"] == "sgld" and "global" in r["name"] for r in rows)   # the case's methods
             assert (out / "calibration.png").exists() and (out / "beta_sweep.png").exists()
             assert np.asarray(metrics["calibration"]["estimate"]).shape == (2, 1)
         else:                                           # phases of W0: one row per representative
@@ -197,7 +200,9 @@ resolution = 9
     (POSTERIOR + "[model]\nfree = [\"w[9,0]\"]\n", "model.free: coordinate 'w[9,0]'"),
     ("kind = \"learning_coefficient\"\n[llc]\n", "cases: missing; expected at least one [[cases]] table"),
     ("kind = \"learning_coefficient\"\n[llc]\nmethods = [\"mcmc\"]\n[[cases]]\nname = \"a\"\nmodel = \"monomial\"\nexponents = [1]\n",
-     "llc.methods: expected a list of sgld, beta_sweep, wbic"),
+     "llc.methods: expected a non-empty list of sgld, beta_sweep, wbic"),
+    ("kind = \"learning_coefficient\"\n[llc]\n[[cases]]\nname = \"a\"\nmodel = \"monomial\"\nexponents = [1]\nmethods = []\n",
+     "cases[0].methods: expected a non-empty list"),
     ("kind = \"learning_coefficient\"\n[llc]\n[[cases]]\nname = \"a\"\nmodel = \"monomial\"\nexponents = [1]\n[cases.sgld]\nnum_burnin = 30000\n",
      "cases[0].sgld.num_burnin: expected an integer below num_steps = 20000"),
     ("kind = \"learning_coefficient\"\n[llc]\n[[cases]]\nname = \"a\"\nmodel = \"two_layer\"\ntruth = \"m_symmetric\"\nwidth = 2\n",

@@ -117,6 +117,24 @@ def test_beta_sweep_and_wbic_on_a_regular_model():
                            settings=SamplerSettings(num_warmup=20, num_samples=10)).shape == (2, 2, 10)
 
 
+def test_localized_beta_sweep_matches_the_gaussian_closed_form():
+    """L = (1/2) sum_i a_i z_i^2 with a flat direction (a = 0), localized at 0 with gamma: z_i ~
+    N(0, 1 / (n beta a_i + gamma)), so E_beta[n L] = sum_i n a_i / (2 (n beta a_i + gamma)) exactly
+    (no prior); the flat direction stays confined and adds nothing."""
+    n, gamma = 1000, 2.0
+    a = jnp.array([1.0, 0.05, 0.0])
+    loss = lambda z, d: 0.5 * jnp.sum(a * z ** 2) + 0.0 * jnp.mean(d)
+    betas = np.array([0.1, 0.2, 0.4])
+    s = SamplerSettings(num_warmup=300, num_samples=2000)
+    bs = rlct_from_beta_sweep(jax.random.PRNGKey(0), loss, jnp.zeros(3), jnp.zeros(n), betas=betas, settings=s,
+                              localization=gamma)
+    exact = np.array([float(jnp.sum(n * a / (2 * (n * b * a + gamma)))) for b in betas])
+    assert np.all(np.abs(bs.expected_nl - exact) < 4 * bs.se), (bs.expected_nl, exact, bs.se)
+    assert bs.slope == pytest.approx(np.polyfit(1 / betas, exact, 1)[0], abs=4 * bs.slope_se)
+    with pytest.raises(ValueError, match="localization: expected a number >= 0"):
+        tempered_losses(jax.random.PRNGKey(1), loss, jnp.zeros(3), jnp.zeros(n), [1.0], localization=-1.0)
+
+
 def test_minimize_loss_reaches_the_least_squares_fit_and_a_two_layer_minimum():
     n = 500
     x = jax.random.normal(jax.random.PRNGKey(0), (n, 2))

@@ -2,13 +2,16 @@
 and WBIC, on cases with known values or at the phases of W0 (slt_relu.llc).
 
 [llc]            n (data set size, default 10000); methods (["sgld", "beta_sweep"]; also "wbic");
-                 refine (true): localise SGLD at the local minimum of L_n next to the two-layer
-                 point (llc.minimize_loss), not at the point itself (which misses it by O(1/sqrt n)
-                 and so lowers lambda_hat by n beta (L_n(w*) - L_n(w_hat)), about 0.3-0.5 here)
+                 refine (true): localise SGLD (and a localized beta sweep) at the local minimum
+                 of L_n next to the two-layer point (llc.minimize_loss), not at the point itself
+                 (which misses it by O(1/sqrt n) and so lowers lambda_hat by
+                 n beta (L_n(w*) - L_n(w_hat)), 0.3-0.75 in the shipped configs)
 [llc.sgld]       num_chains (8), num_steps (20000), num_burnin (5000), thin (1), step_size (1e-5),
                  localization (1.0), nbeta (default n / log n), batch_size (0: full batch)
 [llc.beta_sweep] factors (of 1/log n: [0.667, 1, 1.5, 2, 3]), chains_per_beta (4), num_warmup (500),
-                 num_samples (1000), target_accept (0.8), prior_std (1.0)
+                 num_samples (1000), target_accept (0.8), prior_std (1.0), localization (0: the
+                 global posterior under the N(0, prior_std^2) prior; gamma > 0: the localized
+                 posterior around the case's point, as SGLD's, so the slope is the local lambda)
 [llc.calibration] optional: case (a case name), step_sizes, localizations, num_steps, num_burnin:
                  estimate_llc on that grid (calibration.png)
 [[cases]]        name; model = "two_layer" | "monomial".
@@ -21,7 +24,8 @@ and WBIC, on cases with known values or at the phases of W0 (slt_relu.llc).
                  w* = 0 (theta0 = 0) a normal crossing with lambda = 1 / (2 max k); theta0 != 0:
                  w* on the smooth zero set, lambda = 1/2.  For theta0 = 0 the row also holds the
                  exact finite-n value E[n beta K] of the localized posterior (llc.normal_crossing_expectation)
-    sgld, beta_sweep: per-case tables overriding [llc.sgld], [llc.beta_sweep]
+    sgld, beta_sweep: per-case tables overriding [llc.sgld], [llc.beta_sweep]; methods: overrides
+                 [llc] methods for this case
 
 Outputs: metrics.json ("cases": a list of {name, true_lambda, estimate, se, method, ...}),
 llc.png (estimates against the known values), beta_sweep.png, calibration.png, arrays.npz.
@@ -38,7 +42,7 @@ METHODS = ("sgld", "beta_sweep", "wbic")
 SGLD_DEFAULTS = {"num_chains": 8, "num_steps": 20000, "num_burnin": 5000, "thin": 1, "step_size": 1e-5,
                  "localization": 1.0, "nbeta": 0.0, "batch_size": 0}
 SWEEP_DEFAULTS = {"factors": [2 / 3, 1.0, 1.5, 2.0, 3.0], "chains_per_beta": 4, "num_warmup": 500,
-                  "num_samples": 1000, "target_accept": 0.8, "prior_std": 1.0}
+                  "num_samples": 1000, "target_accept": 0.8, "prior_std": 1.0, "localization": 0.0}
 
 
 def _read_sgld(t: Table, base: dict) -> dict:
@@ -64,14 +68,22 @@ def _read_sweep(t: Table, base: dict) -> dict:
         s[k] = t.get(k, "int", base[k], low=0 if k == "num_warmup" else 1)
     s["target_accept"] = t.get("target_accept", "float", base["target_accept"], low=0.01, high=0.999)
     s["prior_std"] = t.get("prior_std", "float", base["prior_std"], low=1e-9)
+    s["localization"] = t.get("localization", "float", base["localization"], low=0.0)
     t.done()
     return s
 
 
-def _read_case(t: Table, sgld: dict, sweep: dict) -> dict:
+def _read_methods(t: Table, default: list[str]) -> list[str]:
+    methods = t.get("methods", "list[str]", default)
+    if not methods or not set(methods) <= set(METHODS):
+        t.fail("methods", f"a non-empty list of {', '.join(METHODS)}", methods)
+    return methods
+
+
+def _read_case(t: Table, sgld: dict, sweep: dict, methods: list[str]) -> dict:
     from .. import truths
 
-    c = {"name": t.get("name", "str")}
+    c = {"name": t.get("name", "str"), "methods": _read_methods(t, methods)}
     c["model"] = t.get("model", "str", choices=["two_layer", "monomial"])
     if c["model"] == "two_layer":
         name = t.get("truth", "str", choices=truths.names())
@@ -106,10 +118,8 @@ def _read_case(t: Table, sgld: dict, sweep: dict) -> dict:
 def validate(root: Table) -> dict:
     t = root.table("llc", required=True)
     s = {"n": t.get("n", "int", 10000, low=10, high=10_000_000)}
-    s["methods"] = t.get("methods", "list[str]", ["sgld", "beta_sweep"])
+    s["methods"] = _read_methods(t, ["sgld", "beta_sweep"])
     s["refine"] = t.get("refine", "bool", True)
-    if not set(s["methods"]) <= set(METHODS):
-        t.fail("methods", f"a list of {', '.join(METHODS)}", s["methods"])
     sgld = _read_sgld(t.table("sgld"), SGLD_DEFAULTS)
     sweep = _read_sweep(t.table("beta_sweep"), SWEEP_DEFAULTS)
     cal = t.table("calibration")
@@ -124,7 +134,7 @@ def validate(root: Table) -> dict:
     cases = root.tables("cases")
     if not cases:
         raise ConfigError("cases: missing; expected at least one [[cases]] table")
-    s["cases"] = [_read_case(c, sgld, sweep) for c in cases]
+    s["cases"] = [_read_case(c, sgld, sweep, s["methods"]) for c in cases]
     names = [c["name"] for c in s["cases"]]
     if len(set(names)) != len(names):
         raise ConfigError(f"cases: expected distinct names, got {names}")
@@ -136,7 +146,7 @@ def validate(root: Table) -> dict:
 def describe(s: dict) -> dict:
     out = {"n": s["n"], "methods": s["methods"], "calibration": s["calibration"], "cases": []}
     for c in s["cases"]:
-        row = {k: c[k] for k in ("name", "model", "true_lambda", "sgld", "beta_sweep") if k in c}
+        row = {k: c[k] for k in ("name", "model", "methods", "true_lambda", "sgld", "beta_sweep") if k in c}
         if c["model"] == "two_layer":
             row.update(truth=c["example"].description, width=c["width"], at=c["at"])
         else:
@@ -226,7 +236,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
                 before = float(loss(star, data))
                 star, after = minimize_loss(loss, star, data)
                 refined = {"loss_at_point": before, "loss_at_minimum": after}
-            if "sgld" in s["methods"]:
+            if "sgld" in c["methods"]:
                 est = estimate_llc(k_sgld, loss, star, data, num_chains=g["num_chains"], num_steps=g["num_steps"],
                                    num_burnin=g["num_burnin"], thin=g["thin"], step_size=g["step_size"],
                                    localization=g["localization"], nbeta=g["nbeta"] or None,
@@ -246,16 +256,17 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
             b = c["beta_sweep"]
             settings = SamplerSettings(num_warmup=b["num_warmup"], num_samples=b["num_samples"],
                                        target_accept_prob=b["target_accept"])
-            if "beta_sweep" in s["methods"]:
+            if "beta_sweep" in c["methods"]:
                 n = s["n"]
-                bs = rlct_from_beta_sweep(k_nuts, loss, init, data, betas=np.asarray(b["factors"]) / math.log(n),
+                bs = rlct_from_beta_sweep(k_nuts, loss, star if b["localization"] else init, data,
+                                          betas=np.asarray(b["factors"]) / math.log(n),
                                           chains_per_beta=b["chains_per_beta"], prior_std=b["prior_std"],
-                                          settings=settings)
+                                          localization=b["localization"], settings=settings)
                 rows.append({"name": label, "true_lambda": lam, "estimate": bs.slope, "se": bs.slope_se,
-                             "method": "beta_sweep", "betas": bs.betas, "expected_nl": bs.expected_nl,
-                             "expected_nl_se": bs.se, "intercept": bs.intercept})
+                             "method": "beta_sweep", "localization": b["localization"], "betas": bs.betas,
+                             "expected_nl": bs.expected_nl, "expected_nl_se": bs.se, "intercept": bs.intercept})
                 sweeps.append((label, bs, lam))
-            if "wbic" in s["methods"]:
+            if "wbic" in c["methods"]:
                 v, se = wbic(k_nuts, loss, init, data, chains_per_beta=b["chains_per_beta"],
                              prior_std=b["prior_std"], settings=settings)
                 rows.append({"name": label, "true_lambda": lam, "estimate": None, "se": None, "method": "wbic",
