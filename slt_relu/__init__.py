@@ -89,6 +89,7 @@ from .llc import (
     llc_two_layer,
     minimize_loss,
     normal_crossing_expectation,
+    restricted_two_layer_loss,
     rlct_from_beta_sweep,
     tempered_losses,
     two_layer_loss,
@@ -136,6 +137,6 @@ __all__ = [
     "phase_masses", "posterior_model", "resolve_beta", "rhat", "run_chains", "sample_posterior", "trial_filter",
     # learning coefficient and free energy (Lau et al. 2023; Watanabe 2013)
     "BetaSweep", "Calibration", "LLCEstimate", "calibrate_llc", "estimate_llc", "llc_two_layer",
-    "minimize_loss", "normal_crossing_expectation", "rlct_from_beta_sweep", "tempered_losses", "two_layer_loss",
-    "two_layer_loss_for", "wbic",
+    "minimize_loss", "normal_crossing_expectation", "restricted_two_layer_loss", "rlct_from_beta_sweep",
+    "tempered_losses", "two_layer_loss", "two_layer_loss_for", "wbic",
 ]

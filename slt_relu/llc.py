@@ -230,13 +230,21 @@ def llc_two_layer(key, params_star, x, y, *, sigma: float = 1.0, free=None, **kw
     """:func:`estimate_llc` for a TwoLayer at params_star on data (x (n, n_in), y (n,)).
 
     free: optional (D,) bool mask (a Restriction's ``free``): only those coordinates move."""
-    from .network import from_flat, to_flat
+    loss, theta_star = restricted_two_layer_loss(params_star, free, sigma)
+    return estimate_llc(key, loss, theta_star, (x, y), **kwargs)
+
+
+def restricted_two_layer_loss(params_star, free=None, sigma: float = 1.0):
+    """(loss_fn, theta*): L_n of the TwoLayer as a function of its free flat coordinates theta (the
+    others held at params_star's values), and params_star's free coordinates.  free: (D,) bool
+    mask, default all.  One loss_fn object per model, so compiled programs are reused."""
+    from .network import to_flat
 
     base = np.asarray(to_flat(params_star))
     free = np.ones(base.size, bool) if free is None else np.asarray(free, bool)
     loss = _restricted_loss(float(sigma), params_star.width, params_star.n_in, tuple(free.tolist()),
                             tuple(np.where(free, 0.0, base).tolist()))
-    return estimate_llc(key, loss, jnp.asarray(base[free], params_star.w.dtype), (x, y), **kwargs)
+    return loss, jnp.asarray(base[free], params_star.w.dtype)
 
 
 @lru_cache(maxsize=64)
@@ -373,7 +381,7 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
 
 def rlct_from_beta_sweep(key, loss_fn: Callable, params_init, data, *, betas: Sequence[float] | None = None,
                          **kwargs) -> BetaSweep:
-    """Global lambda: E_beta[n L_n] by NUTS at each beta (all in one program, :func:`tempered_losses`),
+    """lambda (global, or local with localization > 0): E_beta[n L_n] by NUTS at each beta (all in one program, :func:`tempered_losses`),
     then the weighted least-squares slope against 1/beta (Watanabe 2013, Corollary 3; Wei et al.
     2022).  betas default to (1/log n) x (2/3, 1, 3/2, 2, 3).  kwargs: chains_per_beta, prior_std,
     localization (> 0: the local lambda at params_init, see :func:`tempered_losses`), settings,

@@ -163,9 +163,9 @@ def _targets(c: dict, n: int, key):
     import jax
     import jax.numpy as jnp
 
-    from ..llc import _restricted_loss, two_layer_loss_for
+    from ..llc import restricted_two_layer_loss, two_layer_loss_for
     from ..loss import sample_dataset
-    from ..network import make_params, to_flat
+    from ..network import make_params, num_params
 
     if c["model"] == "monomial":
         k = jnp.asarray(c["exponents"], jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32)
@@ -204,13 +204,11 @@ def _targets(c: dict, n: int, key):
     for label, star in points:
         lam = c["true_lambda"]
         if lam == "regular":
-            lam = (star.width * (star.n_in + 2) + 1 - star.width) / 2
+            lam = (num_params(star.width, star.n_in) - star.width) / 2          # (D - d) / 2
         if restricted:
-            free = np.asarray(ex.model.free)
-            base = np.asarray(to_flat(star))
-            loss = _restricted_loss(float(sigma), star.width, star.n_in, tuple(free.tolist()),
-                                    tuple(np.where(free, 0.0, base).tolist()))
-            out.append((label, loss, jnp.asarray(base[free], x.dtype), (x, y), lam, jnp.zeros(int(free.sum()), x.dtype)))
+            loss, theta = restricted_two_layer_loss(star, ex.model.free, sigma)
+            theta = jnp.asarray(theta, x.dtype)
+            out.append((label, loss, theta, (x, y), lam, jnp.zeros_like(theta)))
         else:
             out.append((label, two_layer_loss_for(float(sigma)), star, (x, y), lam, star))
     return out
@@ -226,6 +224,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
     from ..plots import beta_sweep_figure, llc_calibration_figure, llc_cases_figure
 
     rows, sweeps, arrays, warnings = [], [], {}, []
+    first_target = {}                   # case name -> (label, loss, w*, data, lambda), for the calibration
     cases = list(enumerate(s["cases"]))
     for ci, c in tqdm(cases, desc="cases", disable=not progress, leave=False):
         k_data, k_sgld, k_nuts = jax.random.split(jax.random.fold_in(key, ci), 3)
@@ -236,6 +235,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
                 before = float(loss(star, data))
                 star, after = minimize_loss(loss, star, data)
                 refined = {"loss_at_point": before, "loss_at_minimum": after}
+            first_target.setdefault(c["name"], (label, loss, star, data, lam))
             if "sgld" in c["methods"]:
                 est = estimate_llc(k_sgld, loss, star, data, num_chains=g["num_chains"], num_steps=g["num_steps"],
                                    num_burnin=g["num_burnin"], thin=g["thin"], step_size=g["step_size"],
@@ -281,10 +281,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
     if s["calibration"]:
         cal = s["calibration"]
         c = next(c for c in s["cases"] if c["name"] == cal["case"])
-        k_data = jax.random.split(jax.random.fold_in(key, s["cases"].index(c)), 3)[0]
-        label, loss, star, data, lam, _ = _targets(c, s["n"], k_data)[0]
-        if s["refine"] and c["model"] == "two_layer":
-            star, _ = minimize_loss(loss, star, data)
+        label, loss, star, data, lam = first_target[c["name"]]
         g = c["sgld"]
         grid = calibrate_llc(jax.random.fold_in(key, 10_000), loss, star, data, cal["step_sizes"],
                              cal["localizations"], num_chains=g["num_chains"], num_steps=cal["num_steps"],

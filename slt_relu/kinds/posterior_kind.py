@@ -41,7 +41,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 import os
 import sys
 import time
@@ -247,8 +246,6 @@ def describe(s: dict) -> dict:
 
 def _program_signature(p: dict) -> tuple:
     """Points with equal signatures can share one compiled program (only data and n_beta differ)."""
-    from ..posterior import target
-
     model = p["model"]
     free = np.asarray(model.free, bool)
     base = np.where(free, 0.0, np.asarray(_flat(model.base)))
@@ -304,11 +301,10 @@ def _run_program(points, key, progress_cb):
     import jax
     import jax.numpy as jnp
 
+    from ..loss import empirical_loss
     from ..posterior import draw_datasets, sample_posterior
 
     p0 = points[0]
-    from ..loss import empirical_loss
-
     xs, ys, nbs, ckeys, truth_loss = [], [], [], [], []
     for p in points:
         kd, kc = _point_keys(key, p)
