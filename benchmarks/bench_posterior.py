@@ -18,8 +18,9 @@ as a matrix product (x @ W^T) instead of slt_relu.network.forward_columns.
 
     .venv/bin/python benchmarks/bench_posterior.py [--chains 8] [--warmup 300] [--samples 300] [--sweep-points 8]
 
---sweep-points P also times P sweep points (PT1 at P values of t, 4 trials each) run as one program
-against one program per point.
+--sweep-points P also times P sweep points (PT1 at P values of t, 4 trials each) in programs of
+1, 2, 4, ... P points (what the posterior kind's points_per_program trades: speed against
+checkpoints).
 
 The full PT1 sweep's wall time is the runner's, in results/dslt4_pt1_node_degeneracy/manifest.json
 (printed at the end when present).
@@ -38,7 +39,7 @@ import numpy as np
 
 import slt_relu as S
 from slt_relu import diagnostics as dg
-from slt_relu.nuts import SamplerSettings
+from slt_relu.samplers import NUTS
 from slt_relu.posterior import draw_datasets, posterior_model, sample_posterior
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,19 +68,19 @@ def sequential(keys, x, y, nb, model, warmup, samples):
 
 
 def runner(keys, x, y, nb, model, warmup, samples, schedule, slots=None):
-    s = SamplerSettings(num_warmup=warmup, num_samples=samples, schedule=schedule, target_accept_prob=0.9)
+    s = NUTS(num_warmup=warmup, num_samples=samples, schedule=schedule, target_accept_prob=0.9, slots=slots)
     start = time.time()
-    ps = sample_posterior(keys, x, y, nb, model=model, settings=s, slots=slots)
+    ps = sample_posterior(keys, x, y, nb, model=model, settings=s)
     wall = time.time() - start
     ess = sum(dg.ess_bulk(ps.loss[c][None]) for c in range(ps.loss.shape[0]))
-    return wall, int(ps.chains.grad_evals.sum()), ess, ps.chains.ticks
+    return wall, int(ps.draws.grad_evals.sum()), ess, ps.draws.ticks
 
 
 def matmul_lockstep(keys, x, y, nb, warmup, samples):
     """The lockstep runner with f = relu(x W^T + b) q + c as matrix products (same prior, same data)."""
     from numpyro.infer.hmc import hmc
 
-    from slt_relu.nuts import run_chains
+    from slt_relu.samplers import sample
 
     def gen(xr, yr, b):
         def U(z):
@@ -89,36 +90,44 @@ def matmul_lockstep(keys, x, y, nb, warmup, samples):
         return U
 
     z0 = jax.vmap(lambda k: jax.random.uniform(k, (9,), x.dtype, -2, 2))(keys)
-    s = SamplerSettings(num_warmup=warmup, num_samples=samples, schedule="lockstep", target_accept_prob=0.9)
+    s = NUTS(num_warmup=warmup, num_samples=samples, schedule="lockstep", target_accept_prob=0.9)
     start = time.time()
-    out = run_chains(keys, gen, z0, (x, y, jnp.full(x.shape[0], nb, x.dtype)), s)
+    out = sample(keys, gen, z0, (x, y, jnp.full(x.shape[0], nb, x.dtype)), s)
     return time.time() - start, int(out.grad_evals.sum()), None, out.ticks
 
 
 def sweep_programs(points: int, chains: int, n: int, warmup: int, samples: int):
-    """PT1 at `points` values of t, `chains` trials each: all points in one program (the default:
-    16 slots and a queue on a CPU) against one program per point, one after another."""
+    """PT1 at `points` values of t, `chains` trials each, run in programs of P points for P = 1, 2,
+    4, ... up to all points (the posterior kind's points_per_program), compiled beforehand, so the
+    wall times compare the sampling alone; ratio = the one-program time / this time."""
     from slt_relu.posterior import draw_datasets, sample_posterior
 
     ts = np.linspace(1.0, 1.5, points)
-    s = SamplerSettings(num_warmup=warmup, num_samples=samples, target_accept_prob=0.9)
+    s = NUTS(num_warmup=warmup, num_samples=samples, target_accept_prob=0.9)
     nb = n / math.log(n)
     data = [draw_datasets(jax.random.split(jax.random.PRNGKey(10 + i), chains), S.truths.dslt4_pt1(float(t)),
                           S.UniformBox(1.0, 2), n, 1.0) for i, t in enumerate(ts)]
     keys = [jax.random.split(jax.random.PRNGKey(100 + i), chains) for i in range(points)]
     model = S.truths.get("dslt4_pt1").model
-    sample_posterior(keys[0], *data[0], nb, model=model, settings=s._replace(num_warmup=5, num_samples=5))  # compile
-    start = time.time()
-    for k, (x, y) in zip(keys, data):
-        sample_posterior(k, x, y, nb, model=model, settings=s)
-    separate = time.time() - start
-    start = time.time()
-    sample_posterior(jnp.concatenate(keys), jnp.concatenate([d[0] for d in data]),
-                     jnp.concatenate([d[1] for d in data]), nb, model=model, settings=s)
-    together = time.time() - start
-    print(f"sweep of {points} points x {chains} chains, {warmup} + {samples} iterations: one program per point "
-          f"{separate:.1f} s, all points in one program {together:.1f} s (ratio {separate / together:.2f}x; "
-          "the one-program time includes its compilation)")
+    sizes = sorted({2 ** k for k in range(int(math.log2(points)) + 1)} | {points})
+    walls = {}
+    for size in sizes:
+        groups = [list(range(i, min(i + size, points))) for i in range(0, points, size)]
+
+        def run(settings, groups=groups):
+            for g in groups:
+                sample_posterior(jnp.concatenate([keys[i] for i in g]), jnp.concatenate([data[i][0] for i in g]),
+                                 jnp.concatenate([data[i][1] for i in g]), nb, model=model, settings=settings)
+
+        run(s.model_copy(update={"num_warmup": 5, "num_samples": 5}))        # compile every program size
+        start = time.time()
+        run(s)
+        walls[size] = time.time() - start
+    print(f"sweep of {points} PT1 points x {chains} chains, {warmup} + {samples} iterations, compiled beforehand "
+          f"({jax.devices()[0].platform}, {len(jax.devices())} device(s)):")
+    for size, wall in walls.items():
+        print(f"  {size:3d} points per program: {len(range(0, points, size)):3d} programs, {wall:7.1f} s, "
+              f"{walls[points] / wall:5.2f}x the one-program speed")
 
 
 def main():

@@ -16,7 +16,15 @@ from .fisher import (
     scaling_generators,
 )
 from .inputs import Gaussian, Quadrature, UniformBox, expectation_rule
-from .loss import coordinate_slice, empirical_loss, loss_slice, population_loss, sample_dataset
+from .loss import (
+    coordinate_slice,
+    empirical_loss,
+    empirical_loss_columns,
+    gaussian_nll,
+    loss_slice,
+    population_loss,
+    sample_dataset,
+)
 from .phases import (
     PhaseAssignment,
     PhaseLabel,
@@ -96,21 +104,18 @@ from .llc import (
     two_layer_loss_for,
     wbic,
 )
-from .nuts import ChainSamples, SamplerSettings, run_chains
+from .samplers import HMC, NUTS, Draws, chain_mesh, pad_chains, run_sharded, sample
+from .sgld import SGLD
+from .analysis import PhaseMasses, crossover, crossover_bootstrap, phase_masses, trial_filter
 from .posterior import (
     GridPosterior,
-    PhaseMasses,
     PosteriorSamples,
     Prior,
-    crossover,
-    crossover_bootstrap,
     draw_datasets,
     grid_posterior,
-    phase_masses,
     posterior_model,
     resolve_beta,
     sample_posterior,
-    trial_filter,
 )
 
 __version__ = "0.1.0"
@@ -132,9 +137,11 @@ __all__ = [
     "local_affine_maps", "mlp_forward", "num_mlp_params", "parameter_jacobian", "regions_along_segment",
     "unflatten_mlp",
     # tempered posteriors, many-chain NUTS, diagnostics (DSLT3, DSLT4)
-    "ChainSamples", "GridPosterior", "PhaseMasses", "PosteriorSamples", "Prior", "SamplerSettings", "crossover",
-    "crossover_bootstrap", "draw_datasets", "ess_bulk", "forward_columns", "grid_posterior", "mcse_mean",
-    "phase_masses", "posterior_model", "resolve_beta", "rhat", "run_chains", "sample_posterior", "trial_filter",
+    "GridPosterior", "PhaseMasses", "PosteriorSamples", "Prior", "crossover", "crossover_bootstrap",
+    "draw_datasets", "empirical_loss_columns", "ess_bulk", "forward_columns", "gaussian_nll", "grid_posterior",
+    "mcse_mean", "phase_masses", "posterior_model", "resolve_beta", "rhat", "sample_posterior", "trial_filter",
+    # one sampler interface, many chains on many devices
+    "Draws", "HMC", "NUTS", "SGLD", "chain_mesh", "pad_chains", "run_sharded", "sample",
     # learning coefficient and free energy (Lau et al. 2023; Watanabe 2013)
     "BetaSweep", "Calibration", "LLCEstimate", "calibrate_llc", "estimate_llc", "llc_two_layer",
     "minimize_loss", "normal_crossing_expectation", "restricted_two_layer_loss", "rlct_from_beta_sweep",

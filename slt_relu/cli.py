@@ -1,46 +1,99 @@
-"""Command line: ``slt-relu run CONFIG.toml [--out DIR]`` and ``slt-relu list``."""
+"""Command line.
+
+    slt-relu run CONFIG [--out DIR] [--set KEY=VALUE ...]   run a config (a path or a shipped name)
+    slt-relu list                                           the shipped configs: kind, run time, description
+    slt-relu settings [KIND] [--markdown]                   the keys of each kind's schema, with defaults
+
+Exit status 2 with one line on stderr for any mistake in the config or the arguments (nothing is
+computed or written); 130 when interrupted (the checkpoints stay, so a rerun resumes).
+"""
 from __future__ import annotations
 
 import argparse
 import sys
-import tomllib
 
 from .config import ConfigError, parse_override
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="slt-relu", description="Run slt_relu experiment configs.")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run one experiment config and write a results folder")
-    run.add_argument("config", help="path to a TOML config (see `slt-relu list`)")
-    run.add_argument("--out", default=None, help="results folder (default: results/<name>)")
+    run.add_argument("config", help="a TOML config, or a shipped config's name (see `slt-relu list`)")
+    run.add_argument("--out", default=None, help="results folder (default: runs/<name>); an existing one is "
+                     "replaced only if it is an earlier results folder of this tool")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override a config key with a TOML value, e.g. --set landscape.resolution=51")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.add_argument("--cache-dir", default=None, help="JAX's persistent compilation cache (default: "
+                     "$SLT_RELU_CACHE_DIR or ~/.cache/slt_relu/jax)")
+    run.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
     sub.add_parser("list", help="list the shipped configs in experiments/")
-    args = parser.parse_args(argv)
+    settings = sub.add_parser("settings", help="print the settings (keys, types, defaults) of each kind")
+    settings.add_argument("kind", nargs="?", default=None)
+    settings.add_argument("--markdown", action="store_true", help="markdown tables (README's settings section)")
+    return parser
 
-    from . import runner
 
-    if args.command == "list":
-        for path in runner.shipped_configs():
-            try:
-                data = tomllib.loads(path.read_text())
-            except tomllib.TOMLDecodeError:
-                data = {}
-            print(f"{path.name:40s} {data.get('kind', '?'):12s} {data.get('description', '')}")
-        return 0
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     try:
-        overrides = dict(parse_override(item) for item in args.set)
-        out = runner.run_config(args.config, args.out, progress=not args.no_progress, overrides=overrides)
+        if args.command == "list":
+            return _list()
+        if args.command == "settings":
+            return _settings(args.kind, args.markdown)
+        return _run(args)
     except ConfigError as err:
         print(f"slt-relu: config error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("slt-relu: interrupted; no results folder written", file=sys.stderr)
+        print("slt-relu: interrupted; no results folder written (a rerun resumes a sweep)", file=sys.stderr)
         return 130
-    print(f"results written to {out}")
+
+
+def _list() -> int:
+    from . import runner
+    from .config import read_toml
+
+    for path in runner.shipped_configs():
+        try:
+            data = read_toml(path)
+        except ConfigError:
+            data = {}
+        print(f"{path.stem:36s} {data.get('kind', '?'):21s} {runner.expected_runtime(path):>8s}  "
+              f"{data.get('description', '')}")
     return 0
+
+
+def _settings(kind: str | None, markdown: bool) -> int:
+    from .kinds import KINDS, settings_markdown
+
+    if kind is not None and kind not in KINDS:
+        raise ConfigError(f"settings {kind}: expected one of {', '.join(sorted(KINDS))}")
+    print(settings_markdown([kind] if kind else sorted(KINDS)))
+    return 0
+
+
+def _run(args) -> int:
+    from . import runner
+
+    overrides = dict(parse_override(item) for item in args.set)
+    cache = False if args.no_cache else (args.cache_dir or True)
+    out = runner.run_config(args.config, args.out, not args.no_progress, overrides, cache=cache)
+    _summary(out)
+    return 0
+
+
+def _summary(out) -> None:
+    import json
+
+    try:
+        metrics = json.loads((out / "metrics.json").read_text())
+    except (OSError, ValueError):
+        metrics = {}
+    for w in metrics.get("warnings", []) or []:
+        print(f"slt-relu: warning: {w}", file=sys.stderr)
+    print(f"results written to {out}")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .inputs import Quadrature, check_inputs, expectation_rule
-from .network import TwoLayer, check_params, num_params
+from .loss import check_sigma
+from .network import TwoLayer, check_finite, check_params, num_params
 
 
 def feature_jacobian(params: TwoLayer, x: jax.Array) -> jax.Array:
@@ -68,8 +69,9 @@ def weighted_jacobian(params: TwoLayer, inputs, sigma=1.0, free=None) -> jax.Arr
     """A = sqrt(weights) J / sigma, (N, D) (or (N, k) on the free coordinates), so that I = A^T A.
 
     J[k] = grad_w f(x_k, w) at the rule's points x_k (the empirical rule gives the empirical Fisher)."""
-    check_params(params)
-    check_inputs(inputs)
+    check_finite(check_params(params))
+    check_inputs(inputs, params.n_in)
+    check_sigma(sigma)
     return _weighted_jacobian(params, inputs, sigma, _free_index(free, num_params(params.width, params.n_in)))
 
 

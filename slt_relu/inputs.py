@@ -142,11 +142,15 @@ def _piecewise_rule_1d(edges: jax.Array, order: int, density) -> Quadrature:
     return Quadrature(x[:, None], wts.astype(edges.dtype))
 
 
-def check_inputs(inputs):
-    """Return ``inputs`` if it is a UniformBox, Gaussian or Quadrature; else a TypeError naming it.
-    Called before a jit boundary, so the user sees this message rather than JAX's."""
+def check_inputs(inputs, n_in: int | None = None):
+    """Return ``inputs`` if it is a UniformBox, Gaussian or Quadrature (with ``n_in`` inputs when
+    given: the parameters'); else an error naming it.  Called before a jit boundary, so the
+    user sees this message rather than JAX's."""
     if not isinstance(inputs, (UniformBox, Gaussian, Quadrature)):
         raise TypeError(f"inputs: expected UniformBox, Gaussian or Quadrature, got {type(inputs).__name__}")
+    if n_in is not None and inputs.n_in != n_in:
+        raise ValueError(f"inputs: expected n_in = {n_in} like the parameters, got {type(inputs).__name__} "
+                         f"with n_in = {inputs.n_in}")
     return inputs
 
 

@@ -40,22 +40,21 @@ over several beta around 1/log n (:func:`rlct_from_beta_sweep`).
 from __future__ import annotations
 
 import math
-from functools import lru_cache, partial
+from functools import partial
 from typing import Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
-from jax.sharding import PartitionSpec as P
 
 from . import diagnostics as dg
+from .settings import library_settings as _settings
 
 
 class LLCEstimate(NamedTuple):
     """estimate: lambda_hat averaged over chains; se: its standard error across chains (std / sqrt(C));
-    per_chain: (C,); loss_trace: (C, T) the loss at each kept step (L_n with full batches, the
-    mini-batch loss otherwise: an unbiased estimate of L_n(w_t)); init_loss: L_n(w*); nbeta;
+    per_chain: (C,); loss_trace: (C, T) L_n on all the data at each kept step (also when the
+    steps use mini-batches); init_loss: L_n(w*); nbeta;
     accept_prob: (C,) mean MALA acceptance of the SGLD proposals; rhat: split R-hat of the loss
     traces (all chains sample one posterior); warnings: why the estimate may not be trusted."""
 
@@ -77,58 +76,25 @@ def _num_data(data) -> int:
     return sizes.pop()
 
 
-def _sgld_chain(loss_fn, num_steps, num_burnin, thin, batch_size, n, key, params_star, data, nbeta, gamma, eps):
-    """One SGLD chain from w*; returns (kept losses (T,), mean MALA acceptance)."""
-    w_star, unravel = ravel_pytree(params_star)
-    dt = w_star.dtype
-    nbeta, gamma, eps = (jnp.asarray(v, dt) for v in (nbeta, gamma, eps))
+class LocalizedPotential(NamedTuple):
+    """U(z) = n beta L(z; data) + (gamma / 2) |z - center|^2 on flat z, from a chain's
+    (data, n beta, gamma, center): the localized tempered posterior of :func:`estimate_llc`."""
 
-    def batch(k):
-        if batch_size is None:
-            return data
-        idx = jax.random.randint(k, (batch_size,), 0, n)
-        return jax.tree.map(lambda a: a[idx], data)
+    loss_fn: Callable
+    unravel: Callable
 
-    def potential(w, d):
-        L = loss_fn(unravel(w), d)
-        return nbeta * L + 0.5 * gamma * jnp.sum((w - w_star) ** 2), L
-
-    vg = jax.value_and_grad(potential, has_aux=True)
-    k0, key = jax.random.split(key)
-    (U0, L0), g0 = vg(w_star, batch(k0))
-
-    def step(carry, k):
-        w, U, g = carry
-        k_noise, k_batch = jax.random.split(k)
-        w_new = w - 0.5 * eps * g + jnp.sqrt(eps) * jax.random.normal(k_noise, w.shape, dt)
-        (U_new, L_new), g_new = vg(w_new, batch(k_batch))
-        fwd = jnp.sum((w_new - w + 0.5 * eps * g) ** 2) / (2 * eps)
-        bwd = jnp.sum((w - w_new + 0.5 * eps * g_new) ** 2) / (2 * eps)
-        log_alpha = jnp.minimum(0.0, U - U_new + fwd - bwd)
-        return (w_new, U_new, g_new), (L_new, jnp.exp(jnp.where(jnp.isnan(log_alpha), -jnp.inf, log_alpha)))
-
-    _, (losses, alpha) = jax.lax.scan(step, (w_star, U0, g0), jax.random.split(key, num_steps))
-    return losses[num_burnin::thin], jnp.mean(alpha[num_burnin:])
+    def __call__(self, data, nbeta, gamma, center):
+        return lambda z: nbeta * self.loss_fn(self.unravel(z), data) + 0.5 * gamma * jnp.sum((z - center) ** 2)
 
 
-_PROGRAMS: dict = {}
+def _per_chain(C: int, *arrays):
+    """Each array (or data pytree) repeated for C chains (a leading chain axis)."""
+    return tuple(jax.tree.map(lambda a: jnp.broadcast_to(a, (C,) + jnp.shape(a)), a) for a in arrays)
 
 
-def _program(loss_fn, num_steps, num_burnin, thin, batch_size, n, mesh):
-    """The compiled many-chain SGLD program, cached on loss_fn (so keep passing the same function
-    object) and the static settings; w*, data, n beta, gamma and the step are its arguments."""
-    key = (loss_fn, num_steps, num_burnin, thin, batch_size, n, mesh)
-    if key not in _PROGRAMS:
-        chain = partial(_sgld_chain, loss_fn, num_steps, num_burnin, thin, batch_size, n)
-        run = jax.vmap(chain, in_axes=(0, None, None, None, None, None))
-        _PROGRAMS[key] = jax.jit(jax.shard_map(run, mesh=mesh, in_specs=(P("chains"), P(), P(), P(), P(), P()),
-                                               out_specs=P("chains"), check_vma=False))
-    return _PROGRAMS[key]
-
-
-def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int = 4, num_steps: int = 1000,
-                 num_burnin: int = 0, step_size: float = 1e-4, localization: float = 100.0,
-                 nbeta: float | None = None, batch_size: int | None = None, thin: int = 1,
+def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int = 4, num_steps: int | None = None,
+                 num_burnin: int | None = None, step_size: float | None = None, localization: float = 100.0,
+                 nbeta: float | None = None, batch_size: int | None = None, thin: int | None = None,
                  devices=None) -> LLCEstimate:
     """Local learning coefficient at params_star by SGLD (module docstring; Lau et al. 2023).
 
@@ -136,23 +102,22 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int =
     parameter pytree and a data pytree whose leaves share a leading axis n).  params_star: the
     parameter (pytree) to localise at.  num_chains chains run vmapped in one program, sharded over
     ``devices`` (default jax.devices()).  num_steps SGLD steps per chain, the first num_burnin
-    dropped, then every thin-th loss kept.  nbeta: n beta (default n / log n); batch_size: None
-    for full-batch gradients, else mini-batches drawn with replacement at every step.
+    dropped, then every thin-th loss kept (defaults: :class:`slt_relu.sgld.SGLD`'s).  nbeta: n beta
+    (default n / log n); batch_size: None for full-batch gradients, else mini-batches drawn with
+    replacement at every step.  Sampled by :func:`slt_relu.samplers.sample` with SGLD settings.
     """
-    from .nuts import _mesh, _pad
+    from .samplers import sample, unravel_fn
+    from .sgld import SGLD
 
     n = _num_data(data)
-    for name, value in (("num_chains", num_chains), ("num_steps", num_steps), ("thin", thin)):
-        if not (isinstance(value, (int, np.integer)) and value >= 1):
-            raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-    if not (isinstance(num_burnin, (int, np.integer)) and 0 <= num_burnin < num_steps):
-        raise ValueError(f"num_burnin: expected an integer in [0, num_steps = {num_steps}), got {num_burnin!r}")
-    if not step_size > 0:
-        raise ValueError(f"step_size: expected a positive number, got {step_size!r}")
+    if not (isinstance(num_chains, (int, np.integer)) and num_chains >= 1):
+        raise ValueError(f"num_chains: expected a positive integer, got {num_chains!r}")
     if not localization >= 0:
         raise ValueError(f"localization: expected a number >= 0, got {localization!r}")
     if batch_size is not None and not (isinstance(batch_size, int) and 1 <= batch_size <= n):
         raise ValueError(f"batch_size: expected None or an integer in [1, n = {n}], got {batch_size!r}")
+    settings = _settings(SGLD, num_steps=num_steps, num_burnin=num_burnin, thin=thin, step_size=step_size,
+                         batch_size=batch_size).check()
     if nbeta is None:
         if n < 2:
             raise ValueError("nbeta: the default n / log n needs n >= 2 data points")
@@ -160,12 +125,14 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int =
     if not nbeta > 0:
         raise ValueError(f"nbeta: expected a positive number, got {nbeta!r}")
     init_loss = float(loss_fn(params_star, data))
-    mesh, nd = _mesh(devices)
-    Cp = -(-num_chains // nd) * nd
-    keys = _pad(jax.random.split(key, num_chains), Cp)
-    program = _program(loss_fn, int(num_steps), int(num_burnin), int(thin), batch_size, n, mesh)
-    losses, accept = (np.asarray(a)[:num_chains] for a in program(keys, params_star, data, nbeta, localization,
-                                                                   step_size))
+    w_star, unravel = unravel_fn(params_star)
+    dt = w_star.dtype
+    C = int(num_chains)
+    args = _per_chain(C, data, jnp.asarray(nbeta, dt), jnp.asarray(localization, dt), w_star)
+    draws = sample(jax.random.split(key, C), LocalizedPotential(loss_fn, unravel),
+                   jnp.broadcast_to(w_star, (C,) + w_star.shape), args, settings, devices=devices)
+    losses = np.asarray(losses_at(loss_fn, unravel, jnp.asarray(draws.z), data))      # L_n at each kept step
+    accept = draws.stats["accept_prob"]
     per_chain = nbeta * (losses.astype(np.float64).mean(1) - init_loss)
     est = float(per_chain.mean())
     se = float(per_chain.std(ddof=1) / np.sqrt(num_chains)) if num_chains > 1 else float("nan")
@@ -191,9 +158,17 @@ def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300):
     misses the minimiser by O(1/sqrt n), which lowers lambda_hat by n beta (L_n(w*) - L_n(w_hat)),
     about beta chi^2_k / 2 for k regular directions (0.5 for the generic d = m = 3 truth at
     n = 10,000).  Returns (params, L_n at them)."""
+    from .samplers import unravel_fn
+
+    flat0, unravel = unravel_fn(params)
+    w, value = _lbfgs(loss_fn, unravel, int(num_steps), flat0, data)
+    return unravel(w), float(value)
+
+
+@partial(jax.jit, static_argnums=(0, 1, 2))
+def _lbfgs(loss_fn, unravel, num_steps: int, flat0, data):
     import optax
 
-    flat0, unravel = ravel_pytree(params)
     f = lambda w: loss_fn(unravel(w), data)
     opt = optax.lbfgs()
     vg = optax.value_and_grad_from_state(f)
@@ -206,24 +181,31 @@ def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300):
 
     (w, _), _ = jax.lax.scan(step, (flat0, opt.init(flat0)), None, length=num_steps)
     w = jnp.where(f(w) <= f(flat0), w, flat0)
-    return unravel(w), float(f(w))
+    return w, f(w)
 
 
-@lru_cache(maxsize=16)
+class TwoLayerLoss(NamedTuple):
+    """:func:`two_layer_loss` at a fixed sigma, hashable by value (a static jit argument)."""
+
+    sigma: float
+
+    def __call__(self, params, data):
+        return two_layer_loss(params, data, self.sigma)
+
+
 def two_layer_loss_for(sigma: float) -> Callable:
-    """two_layer_loss at a fixed sigma, one function object per sigma (compiled programs are cached on it)."""
-    return partial(two_layer_loss, sigma=sigma)
+    """two_layer_loss at a fixed sigma; equal sigmas give equal functions, so compiled programs are reused."""
+    return TwoLayerLoss(float(sigma))
 
 
 def two_layer_loss(params, data, sigma: float = 1.0):
     """L_n of a TwoLayer on data = (x (n, n_in), y (n,)), as loss_fn for :func:`estimate_llc`:
     mean (y - f(x))^2 / (2 sigma^2) + log(sigma sqrt(2 pi)), with f by forward_columns (the fast
     form when chains are vmapped)."""
-    from .network import forward_columns
+    from .loss import empirical_loss_columns
 
     x, y = data
-    r = y - forward_columns(params, x.T)
-    return jnp.mean(r**2) / (2.0 * sigma**2) + jnp.log(sigma * jnp.sqrt(2.0 * jnp.pi))
+    return empirical_loss_columns(params, x.T, y, sigma)
 
 
 def llc_two_layer(key, params_star, x, y, *, sigma: float = 1.0, free=None, **kwargs) -> LLCEstimate:
@@ -237,28 +219,27 @@ def llc_two_layer(key, params_star, x, y, *, sigma: float = 1.0, free=None, **kw
 def restricted_two_layer_loss(params_star, free=None, sigma: float = 1.0):
     """(loss_fn, theta*): L_n of the TwoLayer as a function of its free flat coordinates theta (the
     others held at params_star's values), and params_star's free coordinates.  free: (D,) bool
-    mask, default all.  One loss_fn object per model, so compiled programs are reused."""
-    from .network import to_flat
+    mask, default all.  loss_fn is equal (and hashes equal) for equal models, so compiled
+    programs are reused."""
+    from .network import Restriction, to_flat
 
-    base = np.asarray(to_flat(params_star))
-    free = np.ones(base.size, bool) if free is None else np.asarray(free, bool)
-    loss = _restricted_loss(float(sigma), params_star.width, params_star.n_in, tuple(free.tolist()),
-                            tuple(np.where(free, 0.0, base).tolist()))
-    return loss, jnp.asarray(base[free], params_star.w.dtype)
+    free = np.ones(to_flat(params_star).size, bool) if free is None else np.asarray(free, bool)
+    model = Restriction(params_star, free)
+    return RestrictedLoss(model, float(sigma)), jnp.asarray(np.asarray(to_flat(params_star))[free], params_star.w.dtype)
 
 
-@lru_cache(maxsize=64)
-def _restricted_loss(sigma, width, n_in, free, base):
-    """L_n as a function of the free coordinates (one function object per model, for the cache)."""
-    from .network import from_flat
+class RestrictedLoss(NamedTuple):
+    """L_n as a function of a restricted model's free coordinates theta: loss(theta, (x, y))."""
 
-    idx = np.flatnonzero(free)
+    model: object
+    sigma: float
 
-    def loss(theta, data):
-        flat = jnp.asarray(base, theta.dtype).at[idx].set(theta)
-        return two_layer_loss(from_flat(flat, width, n_in), data, sigma)
+    def __call__(self, theta, data):
+        from .network import from_flat, to_flat
 
-    return loss
+        base = self.model.base
+        flat = to_flat(base).astype(theta.dtype).at[np.flatnonzero(self.model.free)].set(theta)
+        return two_layer_loss(from_flat(flat, base.width, base.n_in), data, self.sigma)
 
 
 def normal_crossing_expectation(exponents: Sequence[int], nbeta: float, localization: float,
@@ -354,29 +335,45 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
     as :func:`estimate_llc`, no prior): exp(-n beta L_n(w) - (gamma / 2) |w - w*|^2), chains
     starting at w*; its beta sweep measures the local lambda at w* without needing L_n(w*).
     Returns (B, chains, S)."""
-    from .nuts import SamplerSettings, run_chains
+    from .samplers import NUTS, sample, unravel_fn
 
-    flat0, unravel = ravel_pytree(params_init)
+    flat0, unravel = unravel_fn(params_init)
     n_betas = jnp.asarray(n_betas, flat0.dtype).reshape(-1)
     B = n_betas.shape[0]
     if not (isinstance(localization, (int, float)) and localization >= 0):
         raise ValueError(f"localization: expected a number >= 0, got {localization!r}")
-
-    def potential_gen(nb):
-        if localization:
-            return lambda z: 0.5 * localization * jnp.sum((z - flat0) ** 2) + nb * loss_fn(unravel(z), data)
-        return lambda z: 0.5 * jnp.sum((z / prior_std) ** 2) + nb * loss_fn(unravel(z), data)
-
     C = B * chains_per_beta
     k_init, k_run = jax.random.split(key)
     if localization:
         z0 = jnp.broadcast_to(flat0, (C, flat0.size))
     else:
         z0 = jax.random.uniform(k_init, (C, flat0.size), flat0.dtype, -init_radius, init_radius)
-    out = run_chains(jax.random.split(k_run, C), potential_gen, z0, (jnp.repeat(n_betas, chains_per_beta),),
-                     settings or SamplerSettings(), devices=devices)
-    losses = jax.jit(jax.vmap(jax.vmap(lambda z: loss_fn(unravel(z), data))))(jnp.asarray(out.z))
-    return np.asarray(losses).reshape(B, chains_per_beta, -1)
+    potential = TemperedPotential(loss_fn, unravel, float(prior_std), float(localization))
+    args = (jnp.repeat(n_betas, chains_per_beta),) + _per_chain(C, flat0, data)
+    out = sample(jax.random.split(k_run, C), potential, z0, args, settings or NUTS(), devices=devices)
+    return np.asarray(losses_at(loss_fn, unravel, jnp.asarray(out.z), data)).reshape(B, chains_per_beta, -1)
+
+
+class TemperedPotential(NamedTuple):
+    """U(z) = |z|^2 / (2 prior_std^2) + n beta L(z; data), or with localization gamma > 0
+    (gamma / 2) |z - center|^2 + n beta L(z; data), from a chain's (n beta, center, data)."""
+
+    loss_fn: Callable
+    unravel: Callable
+    prior_std: float
+    localization: float
+
+    def __call__(self, nb, center, data):
+        L = lambda z: nb * self.loss_fn(self.unravel(z), data)
+        if self.localization:
+            return lambda z: 0.5 * self.localization * jnp.sum((z - center) ** 2) + L(z)
+        return lambda z: 0.5 * jnp.sum((z / self.prior_std) ** 2) + L(z)
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def losses_at(loss_fn: Callable, unravel: Callable, z, data):
+    """loss_fn(unravel(z), data) at every flat draw z: (C, S, D) -> (C, S)."""
+    return jax.vmap(jax.vmap(lambda w: loss_fn(unravel(w), data)))(z)
 
 
 def rlct_from_beta_sweep(key, loss_fn: Callable, params_init, data, *, betas: Sequence[float] | None = None,

@@ -10,7 +10,7 @@ with y_k = f0(x_k) + sigma * eps_k.  DSLT3 Example 3.4: with q uniform on
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import partial
 from typing import Callable, Sequence
 
 import jax
@@ -18,7 +18,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from .inputs import check_inputs, expectation_rule
-from .network import TwoLayer, check_params, coordinate_index, forward, from_flat, to_flat
+from .network import TwoLayer, check_params, coordinate_index, forward, forward_columns, from_flat, to_flat
+
+
+def check_sigma(sigma):
+    """sigma unless it is a concrete number that is not positive and finite (ValueError naming
+    it); traced values (inside jit / vmap) pass unchecked."""
+    try:
+        value = float(sigma)
+    except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return sigma
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"sigma: expected a positive finite noise standard deviation, got {sigma!r}")
+    return sigma
 
 
 def population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> jax.Array:
@@ -28,7 +40,9 @@ def population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> jax
     Quadrature (see ``slt_relu.inputs`` for how exact each is).  Jitted; vmap over a
     batch of params with ``jax.vmap(population_loss, (0, None, None, None))``.
     """
-    check_inputs(inputs)
+    check_params(params)
+    check_inputs(inputs, params.n_in)
+    check_sigma(sigma)
     return _population_loss_jit(params, truth, inputs, sigma)
 
 
@@ -48,17 +62,41 @@ def _population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> ja
 _population_loss_jit = jax.jit(_population_loss)
 
 
-@jax.jit
+def gaussian_nll(resid: jax.Array, sigma) -> jax.Array:
+    """The mean Gaussian negative log likelihood of residuals y - f: (n,) -> scalar,
+
+        mean_k resid_k^2 / (2 sigma^2) + log(sigma sqrt(2 pi)),
+
+    the one place L_n's formula is written (rows, columns, posterior, grid, LLC all use it)."""
+    return jnp.mean(resid**2) / (2.0 * sigma**2) + jnp.log(sigma * jnp.sqrt(2.0 * jnp.pi))
+
+
 def empirical_loss(params: TwoLayer, x: jax.Array, y: jax.Array, sigma=1.0) -> jax.Array:
     """L_n(w) = mean_k (y_k - f(x_k, w))^2 / (2 sigma^2) + log(sigma sqrt(2 pi)); scalar.
 
-    x: (n, n_in), y: (n,).
+    x: (n, n_in), y: (n,).  Jitted; vmap over params for a batch.
     """
     check_params(params)
+    x, y = jnp.asarray(x), jnp.asarray(y)
     if x.ndim != 2 or y.shape != x.shape[:1]:
         raise ValueError(f"x, y: expected shapes (n, n_in) and (n,), got {x.shape} and {y.shape}")
-    resid = y - forward(params, x)
-    return jnp.mean(resid**2) / (2.0 * sigma**2) + jnp.log(sigma * jnp.sqrt(2.0 * jnp.pi))
+    if x.shape[1] != params.n_in:
+        raise ValueError(f"x: expected n_in = {params.n_in} columns like params, got shape {x.shape}")
+    check_sigma(sigma)
+    return _empirical_loss(params, x, y, sigma)
+
+
+@jax.jit
+def _empirical_loss(params, x, y, sigma):
+    return gaussian_nll(y - forward(params, x), sigma)
+
+
+def empirical_loss_columns(params: TwoLayer, x_cols: jax.Array, y: jax.Array, sigma=1.0) -> jax.Array:
+    """L_n(w) with the inputs as columns, x_cols: (n_in, n), y: (n,): the same number as
+    :func:`empirical_loss`, through :func:`~slt_relu.network.forward_columns` (the fast form when
+    many chains, each with its own data set, are vmapped).  Not jitted: it is meant to be traced
+    inside samplers' programs."""
+    return gaussian_nll(y - forward_columns(params, x_cols), sigma)
 
 
 def sample_dataset(key: jax.Array, truth: TwoLayer, inputs, n: int, sigma: float = 1.0):
@@ -72,18 +110,14 @@ def sample_dataset(key: jax.Array, truth: TwoLayer, inputs, n: int, sigma: float
     return x, y
 
 
-@lru_cache(maxsize=64)
-def _compiled_map(fn, width: int, n_in: int, chunk: int):
-    per_point = lambda flat: fn(from_flat(flat, width, n_in))
-    return jax.jit(lambda fb: jax.lax.map(per_point, fb, batch_size=chunk))
-
-
+@partial(jax.jit, static_argnums=(0, 2, 3, 4))
 def map_params(fn: Callable[[TwoLayer], jax.Array], flat_batch: jax.Array, width: int, n_in: int,
                chunk: int = 256) -> jax.Array:
     """Apply ``fn`` to each flat parameter in flat_batch: (B, D), vmapped in chunks of ``chunk``
-    inside one compiled ``lax.map`` (bounded memory for big batches).  The compiled program is
-    cached per (fn, width, n_in, chunk), so repeated calls with the same fn do not recompile."""
-    return _compiled_map(fn, width, n_in, chunk)(flat_batch)
+    inside one compiled ``lax.map`` (bounded memory for big batches).  Compiled once per (fn,
+    width, n_in, chunk) by ``jax.jit`` (fn is a static argument: pass the same function object,
+    or one equal by value, to reuse the program)."""
+    return jax.lax.map(lambda flat: fn(from_flat(flat, width, n_in)), flat_batch, batch_size=chunk)
 
 
 def loss_slice(fn: Callable[[TwoLayer], jax.Array], center: TwoLayer, u, v, s, t,

@@ -80,6 +80,18 @@ def check_params(params) -> TwoLayer:
     return params
 
 
+def check_finite(params: TwoLayer, name: str = "params") -> TwoLayer:
+    """ValueError naming the leaf if a concrete parameter holds NaN or infinity (traced ones pass)."""
+    for leaf_name, leaf in zip(TwoLayer._fields, params):
+        try:
+            value = np.asarray(leaf)
+        except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+            return params
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"{name}.{leaf_name}: expected finite numbers, got {value.tolist()}")
+    return params
+
+
 def num_params(width: int, n_in: int) -> int:
     """D = d * (n_in + 2) + 1."""
     return width * (n_in + 2) + 1
@@ -162,22 +174,48 @@ def init_params(key: jax.Array, width: int, n_in: int, scale: float = 1.0, dtype
     Generic in the sense of DSLT3 / Phuong-Lampert: with probability one no node is
     degenerate and no two nodes share an activation boundary.
     """
+    for name, value in (("width", width), ("n_in", n_in)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    if not (isinstance(scale, (int, float)) and np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale: expected a positive finite number, got {scale!r}")
     dtype = dtype or jnp.zeros(()).dtype
     flat = scale * jax.random.normal(key, (num_params(width, n_in),), dtype=dtype)
     return from_flat(flat, width, n_in)
 
 
-class Restriction(NamedTuple):
+class Restriction:
     """A restricted model: the coordinates where ``free`` is true vary, the rest stay at ``base``.
 
     base: a full ``TwoLayer``; free: numpy bool array (D,).  ``embed(theta)`` maps the
     free coordinates theta: (k,) to a full ``TwoLayer``; ``project(params)`` reads them back.
     Every loss and Fisher function takes a full ``TwoLayer``; Fisher functions take
     ``free=restriction.free`` to return the restricted model's matrices.
+
+    Hashable by value (width, n_in, the fixed coordinates' values, the mask; the base values of
+    free coordinates do not matter), so a restriction can be a static argument of ``jax.jit``
+    and two equal restrictions share compiled programs.
     """
 
-    base: TwoLayer
-    free: np.ndarray
+    __slots__ = ("base", "free", "_key")
+
+    def __init__(self, base: TwoLayer, free):
+        free = np.asarray(free, dtype=bool)
+        D = num_params(base.width, base.n_in)
+        if free.shape != (D,):
+            raise ValueError(f"free: expected a bool mask of shape ({D},), got {free.shape}")
+        self.base, self.free = base, free
+        fixed = np.where(free, 0.0, np.asarray(to_flat(base), np.float64))
+        self._key = (base.width, base.n_in, tuple(fixed.tolist()), tuple(free.tolist()))
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return isinstance(other, Restriction) and self._key == other._key
+
+    def __repr__(self):
+        return f"Restriction(width={self.base.width}, n_in={self.base.n_in}, free={self.free_names})"
 
     @classmethod
     def from_names(cls, base: TwoLayer, names: Sequence[str]) -> "Restriction":

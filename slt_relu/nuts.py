@@ -25,93 +25,26 @@ diagonal or dense inverse mass matrix in Stan's windows), called at the end of e
 chain's own iterations.  The step-size heuristic runs once at the start, not again at the
 window ends (numpyro's default, ``find_heuristic_step_size=False``).
 
-``schedule="lockstep"``: numpyro's own ``hmc`` kernel (NUTS or HMC) vmapped under one
-``lax.scan``: the reference the async schedule is tested against, and the schedule for
-``algorithm="hmc"`` (a fixed number of leapfrog steps wastes nothing in lockstep).
+``schedule="lockstep"``: numpyro's own ``hmc`` kernel vmapped, each chain one ``lax.scan``:
+the reference the async schedule is tested against, and how :class:`~slt_relu.samplers.HMC`
+runs (a fixed number of leapfrog steps wastes nothing in lockstep).  Both go through
+:func:`slt_relu.samplers.run_sharded` / ``run_blocks``; settings are
+:class:`~slt_relu.samplers.NUTS` and :class:`~slt_relu.samplers.HMC`.
 """
 from __future__ import annotations
 
 import math
 import time
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import PartitionSpec as P
 
-SCHEDULES = ("async", "lockstep")
+from .samplers import HMC, NUTS, Draws, StaticPartial, chain_mesh, pad_chains, run_blocks, run_sharded
+
 CPU_SLOTS = 16        # default slots per CPU device (benchmarks/bench_posterior.py); accelerators: all chains
-ALGORITHMS = ("nuts", "hmc")
-
-
-class SamplerSettings(NamedTuple):
-    """MCMC settings (numpyro's names and defaults where numpyro has them).
-
-    num_warmup, num_samples: iterations per chain; ``thin`` keeps every thin-th sample
-    (num_samples counts kept samples).  algorithm: "nuts" or "hmc" (``num_steps`` leapfrog
-    steps, or ``trajectory_length / step_size`` when num_steps is None).  schedule: "async"
-    or "lockstep" (module docstring).  dense_mass: adapt a dense inverse mass matrix.
-    """
-
-    num_warmup: int = 1000
-    num_samples: int = 1000
-    thin: int = 1
-    algorithm: str = "nuts"
-    schedule: str = "async"
-    target_accept_prob: float = 0.8
-    max_tree_depth: int = 10
-    num_steps: int | None = None
-    trajectory_length: float = 2 * math.pi
-    dense_mass: bool = False
-    step_size: float = 1.0
-    max_delta_energy: float = 1000.0
-
-    def check(self) -> "SamplerSettings":
-        for name in ("num_warmup", "num_samples", "thin", "max_tree_depth"):
-            value = getattr(self, name)
-            low = 0 if name == "num_warmup" else 1
-            if not (isinstance(value, (int, np.integer)) and value >= low):
-                raise ValueError(f"{name}: expected an integer >= {low}, got {value!r}")
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm: expected one of {ALGORITHMS}, got {self.algorithm!r}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule: expected one of {SCHEDULES}, got {self.schedule!r}")
-        if self.algorithm == "hmc" and self.schedule == "async":
-            raise ValueError("schedule: 'async' is for NUTS; HMC takes a fixed number of steps, use 'lockstep'")
-        if not 0 < self.target_accept_prob < 1:
-            raise ValueError(f"target_accept_prob: expected a number in (0, 1), got {self.target_accept_prob!r}")
-        if self.num_steps is not None and not (isinstance(self.num_steps, int) and self.num_steps >= 1):
-            raise ValueError(f"num_steps: expected a positive integer or None, got {self.num_steps!r}")
-        if not self.step_size > 0:
-            raise ValueError(f"step_size: expected a positive number, got {self.step_size!r}")
-        return self
-
-
-class ChainSamples(NamedTuple):
-    """What :func:`run_chains` returns; C chains, S kept samples, D unconstrained coordinates.
-
-    z: (C, S, D) samples; potential_energy, accept_prob: (C, S); num_steps: (C, S) leapfrog
-    steps (gradient evaluations) of each kept iteration; diverging: (C, S) bool.
-    step_size: (C,) and inverse_mass_matrix: (C, D) or (C, D, D), as adapted.
-    grad_evals: (C,) gradient evaluations of each chain, warmup included.
-    warmup_divergences: (C,).  ticks: vmapped gradient evaluations the program ran (async:
-    the longest chain's count; lockstep: the sum over iterations of the largest tree).
-    wall_s: seconds of sampling (compilation included).
-    """
-
-    z: np.ndarray
-    potential_energy: np.ndarray
-    num_steps: np.ndarray
-    accept_prob: np.ndarray
-    diverging: np.ndarray
-    step_size: np.ndarray
-    inverse_mass_matrix: np.ndarray
-    grad_evals: np.ndarray
-    warmup_divergences: np.ndarray
-    ticks: int
-    wall_s: float
 
 
 # ----------------------------------------------------------------------------------------
@@ -227,7 +160,7 @@ def _fresh_tree(z, r, pe, g, energy) -> _Tree:
                  jnp.bool_(False), jnp.zeros((), dt), jnp.int32(0))
 
 
-def _adapters(s: SamplerSettings, potential_fn):
+def _adapters(s: NUTS, potential_fn):
     """numpyro's warmup adapter: (init with the step-size heuristic, update without it)."""
     from numpyro.infer.hmc import momentum_generator
     from numpyro.infer.hmc_util import euclidean_kinetic_energy, find_reasonable_step_size, warmup_adapter
@@ -240,7 +173,7 @@ def _adapters(s: SamplerSettings, potential_fn):
     return wa_init, wa_update
 
 
-def _init_chain(s: SamplerSettings, potential_gen, z0, key, args) -> _Chain:
+def _init_chain(s: NUTS, potential_gen, z0, key, args) -> _Chain:
     from numpyro.infer.hmc import momentum_generator
 
     U = potential_gen(*args)
@@ -257,7 +190,7 @@ def _init_chain(s: SamplerSettings, potential_gen, z0, key, args) -> _Chain:
                   jnp.int32(0), jnp.int32(0))
 
 
-def _tick(s: SamplerSettings, potential_gen, c: _Chain, args) -> tuple[_Chain, _Draw]:
+def _tick(s: NUTS, potential_gen, c: _Chain, args) -> tuple[_Chain, _Draw]:
     """One leapfrog step of one chain's NUTS tree, and whatever bookkeeping it finishes."""
     from numpyro.infer.hmc import momentum_generator
     from numpyro.infer.hmc_util import IntegratorState, euclidean_kinetic_energy, velocity_verlet
@@ -327,20 +260,6 @@ def _tick(s: SamplerSettings, potential_gen, c: _Chain, args) -> tuple[_Chain, _
 # running many chains
 
 
-def _mesh(devices):
-    devices = list(devices) if devices is not None else jax.devices()
-    return jax.sharding.Mesh(np.array(devices), ("chains",)), len(devices)
-
-
-def _pad(tree, total: int):
-    """Pad the leading (chain) axis to `total` by repeating the last chain."""
-    def pad(x):
-        x = jnp.asarray(x)
-        extra = total - x.shape[0]
-        return x if extra == 0 else jnp.concatenate([x, jnp.repeat(x[-1:], extra, axis=0)])
-    return jax.tree.map(pad, tree)
-
-
 class _Queue(NamedTuple):
     """One device's async run: `slots` chains tick together; a slot whose chain has finished
     takes the next task (chain) of the device's queue.  Draws go straight to per-task buffers."""
@@ -361,32 +280,11 @@ class _Queue(NamedTuple):
     warmup_divergences: jax.Array
 
 
-_COMPILED: dict = {}
-
-
-def _compiled(kind: str, s: SamplerSettings, potential_gen, mesh, extra=()):
-    """jit(shard_map(...)) per (kind, settings, potential_gen, mesh, extra), built once."""
-    cache_key = (kind, s, potential_gen, mesh, extra)
-    if cache_key not in _COMPILED:
-        spec = P("chains")
-        if kind == "lockstep":
-            fn = _lockstep_program(s, potential_gen, mesh)
-        elif kind == "start":
-            fn = jax.jit(jax.shard_map(partial(_start, s, potential_gen, extra[0]), mesh=mesh,
-                                       in_specs=(spec, spec, spec), out_specs=spec, check_vma=False))
-        else:
-            fn = jax.jit(jax.shard_map(partial(_advance, s, potential_gen, extra[0]), mesh=mesh,
-                                       in_specs=(spec, spec, spec, spec), out_specs=(spec, spec), check_vma=False),
-                         donate_argnums=0)
-        _COMPILED[cache_key] = fn
-    return _COMPILED[cache_key]
-
-
 def _take(tree, idx):
     return jax.tree.map(lambda a: a[idx], tree)
 
 
-def _start(s: SamplerSettings, potential_gen, slots: int, z0, keys, args) -> _Queue:
+def _start(s: NUTS, potential_gen, slots: int, z0, keys, args) -> _Queue:
     """A device's queue (its T tasks) with the first `slots` tasks started."""
     T, D = z0.shape
     S = s.num_samples
@@ -401,7 +299,7 @@ def _start(s: SamplerSettings, potential_gen, slots: int, z0, keys, args) -> _Qu
                   jnp.zeros((T,) + imm.shape[1:], dt), jnp.zeros(T, jnp.int32), jnp.zeros(T, jnp.int32))
 
 
-def _refill(s: SamplerSettings, potential_gen, q: _Queue, z0, keys, args) -> _Queue:
+def _refill(s: NUTS, potential_gen, q: _Queue, z0, keys, args) -> _Queue:
     """Store the results of the slots whose chains finished and start the next tasks in them."""
     total = s.num_warmup + s.num_samples * s.thin
     T = q.done.shape[0]
@@ -423,7 +321,7 @@ def _refill(s: SamplerSettings, potential_gen, q: _Queue, z0, keys, args) -> _Qu
                       next_task=jnp.minimum(q.next_task + jnp.sum(fin), T).astype(jnp.int32))
 
 
-def _advance(s: SamplerSettings, potential_gen, max_ticks: int, q: _Queue, z0, keys, args):
+def _advance(s: NUTS, potential_gen, max_ticks: int, q: _Queue, z0, keys, args):
     """Up to max_ticks ticks of one device's queue; returns (queue, ticks run (1,))."""
     tick = jax.vmap(lambda c, a: _tick(s, potential_gen, c, a))
     T = q.done.shape[0]
@@ -447,90 +345,71 @@ def _advance(s: SamplerSettings, potential_gen, max_ticks: int, q: _Queue, z0, k
     return q, t[None]
 
 
-def _lockstep_program(s: SamplerSettings, potential_gen, mesh):
+def _lockstep_chain(s, potential_gen, z0, key, args):
+    """One chain of numpyro's own kernel (NUTS or HMC), warm-up and draws in one lax.scan."""
     from numpyro.infer.hmc import hmc
 
-    init_kernel, sample_kernel = hmc(potential_fn_gen=potential_gen, algo=s.algorithm.upper())
+    init_kernel, sample_kernel = hmc(potential_fn_gen=potential_gen, algo=s.name.upper())
     total = s.num_warmup + s.num_samples * s.thin
+    k_init, _ = jax.random.split(key)
+    state = init_kernel(z0, s.num_warmup, step_size=s.step_size, dense_mass=s.dense_mass,
+                        target_accept_prob=s.target_accept_prob, num_steps=getattr(s, "num_steps", None),
+                        trajectory_length=getattr(s, "trajectory_length", 2 * math.pi),
+                        max_tree_depth=getattr(s, "max_tree_depth", 10), model_args=args, rng_key=k_init)
 
-    def one(z0, key, args):
-        k_init, k_run = jax.random.split(key)
-        state = init_kernel(z0, s.num_warmup, step_size=s.step_size, dense_mass=s.dense_mass,
-                            target_accept_prob=s.target_accept_prob, num_steps=s.num_steps,
-                            trajectory_length=s.trajectory_length, max_tree_depth=s.max_tree_depth,
-                            model_args=args, rng_key=k_init)
-        return state
+    def body(st, _):
+        st = sample_kernel(st, model_args=args)
+        return st, (st.z, st.potential_energy, st.num_steps, st.accept_prob, st.diverging)
 
-    def run(z0, keys, args):
-        states = jax.vmap(one)(z0, keys, args)
-        step = jax.vmap(lambda st, a: sample_kernel(st, model_args=a))
-
-        def body(st, _):
-            st = step(st, args)
-            return st, (st.z, st.potential_energy, st.num_steps, st.accept_prob, st.diverging)
-
-        states, (z, pe, ns, acc, div) = jax.lax.scan(body, states, None, length=total)
-        warm = slice(0, s.num_warmup)
-        keep = slice(s.num_warmup, total, s.thin)
-        sw = lambda x: jnp.swapaxes(x, 0, 1)
-        ticks = jnp.sum(jnp.max(ns, axis=1))[None]
-        return (sw(z[keep]), sw(pe[keep]), sw(ns[keep]), sw(acc[keep]), sw(div[keep]),
-                states.adapt_state.step_size, states.adapt_state.inverse_mass_matrix,
-                jnp.sum(ns, 0), jnp.sum(div[warm], 0), ticks)
-
-    spec = P("chains")
-    return jax.jit(jax.shard_map(run, mesh=mesh, in_specs=(spec, spec, spec), out_specs=spec, check_vma=False))
+    state, (z, pe, ns, acc, div) = jax.lax.scan(body, state, None, length=total)
+    keep = slice(s.num_warmup, total, s.thin)
+    return (z[keep], pe[keep], ns[keep], acc[keep], div[keep], state.adapt_state.step_size,
+            state.adapt_state.inverse_mass_matrix, ns, jnp.sum(div[:s.num_warmup]))
 
 
-def run_chains(keys: jax.Array, potential_gen: Callable, init_z: jax.Array, args: tuple,
-               settings: SamplerSettings = SamplerSettings(), *, devices=None, slots: int | None = None,
-               ticks_per_call: int = 2000, progress: Callable | None = None) -> ChainSamples:
-    """Run C MCMC chains, chain c on the potential ``potential_gen(*args_c)``.
-
-    keys: (C, 2) PRNG keys, one per chain (a chain's numbers depend on its key alone, not on
-    which other chains share the program); potential_gen: args -> (z (D,) -> scalar), the
-    negative log density in unconstrained coordinates; it must be a hashable function that is
-    the same object across calls (the compiled program is cached on it).  init_z: (C, D)
-    starting points; args: tuple of arrays with a leading axis C (each chain's data, tempering).
-    devices: the devices to shard chains over (default ``jax.devices()``); chains are padded
-    to a multiple of their number.  slots (async schedule): how many chains tick at once (default:
-    all on an accelerator, 16 per CPU device); with fewer slots than chains, a slot whose chain has finished starts the next one, so
-    no slot idles while chains wait (on a CPU, where a tick costs in proportion to the slots,
-    this removes most of the wait for the slowest chain).  progress: called as
-    progress(done_fraction) between compiled calls of ``ticks_per_call`` ticks (async schedule).
-    """
-    s = settings.check()
-    init_z = jnp.asarray(init_z)
-    if init_z.ndim != 2:
-        raise ValueError(f"init_z: expected shape (chains, D), got {init_z.shape}")
-    C = init_z.shape[0]
-    keys = jnp.asarray(keys)
-    if keys.shape[0] != C:
-        raise ValueError(f"keys: expected one key per chain ({C}), got shape {keys.shape}")
-    for a in jax.tree.leaves(args):
-        if jnp.shape(a)[:1] != (C,):
-            raise ValueError(f"args: every array needs a leading chain axis of {C}, got shape {jnp.shape(a)}")
-    if slots is not None and not (isinstance(slots, (int, np.integer)) and slots >= 1):
-        raise ValueError(f"slots: expected a positive integer or None, got {slots!r}")
-    mesh, nd = _mesh(devices)
-    Cp = -(-C // nd) * nd
-    z0, keys, args_p = _pad((init_z, keys, tuple(args)), Cp)
+def _lockstep(keys, potential_gen, init_z, args, s, devices) -> Draws:
     start = time.time()
+    out = run_sharded(StaticPartial(_lockstep_chain, (s, potential_gen)), (init_z, keys, args), devices=devices)
+    z, pe, ns, acc, div, eps, imm, ns_all, wdiv = (np.asarray(o) for o in out)
+    stats = {"num_steps": ns, "accept_prob": acc, "diverging": div, "step_size": eps, "inverse_mass_matrix": imm,
+             "warmup_divergences": wdiv}
+    # lockstep: every iteration costs the largest tree among the chains
+    return Draws(z, pe, stats, ns_all.sum(1), None, int(ns_all.max(0).sum()), time.time() - start)
+
+
+def run_hmc(keys, potential_gen, init_z, args, settings: HMC, *, devices=None, progress=None) -> Draws:
+    """HMC chains (numpyro's kernel, a fixed number of leapfrog steps) in lockstep; see
+    :func:`slt_relu.samplers.sample`."""
+    return _lockstep(keys, potential_gen, init_z, args, settings, devices)
+
+
+def run_nuts(keys, potential_gen, init_z, args, settings: NUTS, *, devices=None, progress=None,
+             ticks_per_call: int = 2000) -> Draws:
+    """NUTS chains, desynchronised (``schedule="async"``, module docstring) or numpyro's kernel in
+    lockstep; see :func:`slt_relu.samplers.sample`.  With fewer slots than chains, a slot whose
+    chain has finished starts the next one, so no slot idles while chains wait (on a CPU, where a
+    tick costs in proportion to the slots, this removes most of the wait for the slowest chain).
+    progress(done_fraction) is called between compiled calls of ``ticks_per_call`` ticks."""
+    s = settings
     if s.schedule == "lockstep":
-        out = _compiled("lockstep", s, potential_gen, mesh)(z0, keys, args_p)
-        z, pe, ns, acc, div, eps, imm, grads, wdiv, ticks = (np.asarray(o)[:C] for o in out)
-        return ChainSamples(z, pe, ns, acc, div, eps, imm, grads, wdiv, int(np.asarray(out[-1]).max()),
-                            time.time() - start)
+        return _lockstep(keys, potential_gen, init_z, args, s, devices)
+    mesh = chain_mesh(devices)
+    nd = mesh.devices.size
+    C = init_z.shape[0]
+    Cp = -(-C // nd) * nd
+    z0, keys_p, args_p = pad_chains((init_z, keys, tuple(args)), Cp)
+    start = time.time()
     per_device = Cp // nd
+    slots = s.slots
     if slots is None:                                 # a CPU device's tick costs in proportion to its slots
         slots = CPU_SLOTS * nd if mesh.devices.flat[0].platform == "cpu" else C
     slots_d = min(per_device, -(-slots // nd))
-    q = _compiled("start", s, potential_gen, mesh, (slots_d,))(z0, keys, args_p)
-    advance = _compiled("advance", s, potential_gen, mesh, (int(ticks_per_call),))
+    q = run_blocks(StaticPartial(_start, (s, potential_gen, slots_d)), (z0, keys_p, args_p), mesh)
+    advance = StaticPartial(_advance, (s, potential_gen, int(ticks_per_call)))
     total = s.num_warmup + s.num_samples * s.thin
     ticks = 0
     while True:
-        q, t = advance(q, z0, keys, args_p)
+        q, t = run_blocks(advance, (z0, keys_p, args_p), mesh, donate_state=q)
         ticks += int(np.max(np.asarray(t)))
         done = np.asarray(q.done)
         if progress is not None:
@@ -541,6 +420,7 @@ def run_chains(keys: jax.Array, potential_gen: Callable, init_z: jax.Array, args
             break
     q = jax.tree.map(lambda x: np.asarray(x), q)
     # tasks are laid out device by device: device k holds chains k * per_device ... (k + 1) * per_device - 1
-    return ChainSamples(q.z[:C], q.pe[:C], q.steps[:C], q.accept[:C], q.diverging[:C], q.step_size[:C],
-                        q.inverse_mass_matrix[:C], q.grad_evals[:C], q.warmup_divergences[:C], ticks,
-                        time.time() - start)
+    stats = {"num_steps": q.steps[:C], "accept_prob": q.accept[:C], "diverging": q.diverging[:C],
+             "step_size": q.step_size[:C], "inverse_mass_matrix": q.inverse_mass_matrix[:C],
+             "warmup_divergences": q.warmup_divergences[:C]}
+    return Draws(q.z[:C], q.pe[:C], stats, q.grad_evals[:C], None, ticks, time.time() - start)

@@ -25,6 +25,9 @@ because their kinks cancel.  Equality is on all of R^n_in; on a bounded input bo
 (a boundary outside the box), DSLT3's caveat.
 
 DSLT4's rules on effective weights |q_i| w_i: :func:`radius_rule` and :func:`sector_rule`.
+
+(Slightly over ~450 lines: the enumeration of phases and their classification share the label
+type and the annihilation equation, so they stay one module.)
 """
 from __future__ import annotations
 
@@ -125,7 +128,7 @@ class PhaseAssignment(NamedTuple):
     orientation: np.ndarray
 
 
-def _check_truth(truth: TwoLayer, tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
+def check_truth(truth: TwoLayer, tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
     """Unit boundaries h0 (m, n+1) = (w0, b0)/|(w0, b0)| and kinks Q (m,) = q0 |(w0, b0)| of a
     minimal, activation-distinguished truth; ValueError otherwise."""
     check_params(truth)
@@ -147,6 +150,18 @@ def _check_truth(truth: TwoLayer, tol: float = 1e-9) -> tuple[np.ndarray, np.nda
             raise ValueError(f"truth: expected an activation-distinguished truth (pairwise different boundaries); "
                              f"nodes {i} and {j} share a boundary (reduce the truth first)")
     return h, q * norm
+
+
+def reduced_truth(truth: TwoLayer) -> TwoLayer:
+    """The truth in irreducible form (Petzka's R1-R3, :func:`slt_relu.symmetry.reduce`): DSLT4 PT1
+    at t = pi/2 has two nodes on one boundary, which reduce to one; ValueError if the reduced
+    network has a linear part (no two-layer truth of this module's kind)."""
+    from .symmetry import reduce
+
+    red = reduce(truth)
+    if np.any(np.abs(np.asarray(red.linear)) > 1e-9):
+        raise ValueError("truth: its irreducible form has a linear part")
+    return red.params
 
 
 def _split(total: float, k: int, margin: float) -> np.ndarray | None:
@@ -302,7 +317,7 @@ def true_set_representatives(truth: TwoLayer, width: int) -> list[Representative
     is checked to be functionally equal to the truth (are_equivalent).  Sorted by
     (degenerate, hidden, truth).
     """
-    h0, _ = _check_truth(truth)
+    h0, _ = check_truth(truth)
     w0, b0, q0, c0 = _numpy(truth)
     m = len(q0)
     if not (isinstance(width, (int, np.integer)) and width >= m):
@@ -415,7 +430,7 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, tol: float = 0.1, inputs=N
     is linear (active on all of it, label field ``linear``) or inactive (counted degenerate).
     """
     check_params(params)
-    h0, Q0 = _check_truth(truth)
+    h0, Q0 = check_truth(truth)
     c0 = float(truth.c)
     _, _, q0, _ = _numpy(truth)
     scale = float(np.min(np.abs(q0) * np.linalg.norm(np.asarray(truth.w, np.float64), axis=1)))

@@ -1,4 +1,9 @@
-"""Matplotlib figures for results folders (Agg backend; every function saves one PNG)."""
+"""Matplotlib figures for results folders (Agg backend; every function saves one PNG).
+
+Every function takes plain arrays and labels (never a kind's settings) and writes one figure.
+The module is longer than ~450 lines on purpose: it is the one place that imports matplotlib and
+holds the shared styles (phase colours, panel grids); its functions do not depend on each other.
+"""
 from __future__ import annotations
 
 import math
@@ -373,96 +378,61 @@ _PHASE_COLOURS = {"degenerate": "tab:red", "non_degenerate": "tab:blue", "true_o
                   "reversed": "tab:red", "other": "tab:gray"}
 
 
-def _axis_label(key: str) -> str:
-    return {"posterior.beta": "beta", "truth.t": "t", "truth.v": "v", "posterior.n": "n"}.get(key, key)
+def phase_mass_figure(path: Path, xs, xlabel: str, panels, *, title: str, shades=None, crossover=None):
+    """Phase masses against the swept value with error bars, one panel per labelling.
 
-
-def phase_mass_figure(path: Path, s: dict, metrics: dict, *, title: str):
-    """Phase mass against the swept value with error bars (standard error across trials): the
-    rule's phases (left) and the largest classify_phase labels (right).  With two sweep axes,
-    one line per value of the first axis (shades), the crossover axis along x."""
-    axes_keys = list(s["sweep"])
-    xkey = s.get("crossover_axis") or (axes_keys[-1] if axes_keys else None)
-    panels = [("mass", "mass_se", "DSLT4 rule: " + s["rule"])] if s["rule"] != "none" else []
-    if "classify_phase" in metrics:
-        panels.append(("classify", None, "classify_phase (on the input box)"))
+    xs: (X,) the swept values; panels: list of (panel title, {phase: (mass (L, X), se (L, X))}),
+    L lines per phase (one per value of a second sweep axis, light to dark: shades = (its label,
+    first value, last value)); crossover: (value, se) marked on the first panel."""
+    xs = np.asarray(xs, float)
     fig, axs = plt.subplots(1, max(len(panels), 1), figsize=(6.4 * max(len(panels), 1), 4.6), squeeze=False)
-    if xkey is None:
-        xs = np.array([0.0])
-        shape, xi = (1,), 0
-    else:
-        xs = np.asarray(s["sweep"][xkey], float)
-        shape = tuple(len(v) for v in s["sweep"].values())
-        xi = axes_keys.index(xkey)
-    for ax, (field, se_field, ptitle) in zip(axs.flat, panels):
-        if field == "classify":
-            data = metrics["classify_phase"]["mass"]
-            ses = metrics["classify_phase"]["mass_se"]
-            names = list(data)[:6]
-        else:
-            data, ses = metrics[field], metrics[se_field]
-            names = list(data)
-        for k, nm in enumerate(names):
-            m = np.moveaxis(np.asarray(data[nm], float).reshape(shape), xi, -1).reshape(-1, len(xs))
-            e = np.moveaxis(np.asarray(ses[nm], float).reshape(shape), xi, -1).reshape(-1, len(xs))
-            colour = _PHASE_COLOURS.get(nm) if field != "classify" else f"C{k}"
+    for p, (ax, (ptitle, phases)) in enumerate(zip(axs.flat, panels)):
+        for k, (nm, (m, e)) in enumerate(phases.items()):
+            m, e = np.atleast_2d(m), np.atleast_2d(e)
+            colour = _PHASE_COLOURS.get(nm, f"C{k}") if p == 0 else f"C{k}"
             for j in range(m.shape[0]):
                 alpha = 0.35 + 0.65 * (j + 1) / m.shape[0]
                 ax.errorbar(xs, m[j], yerr=np.nan_to_num(e[j]), color=colour, alpha=alpha, marker="o", ms=3,
                             capsize=2, lw=1.2, label=nm if j == m.shape[0] - 1 else None)
-        ax.set_xlabel(_axis_label(xkey) if xkey else "")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("posterior mass")
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-        extra = ""
-        if len(axes_keys) == 2:
-            other = axes_keys[1 - xi]
-            extra = f"\n(shades: {_axis_label(other)} from light = {s['sweep'][other][0]} to dark = {s['sweep'][other][-1]})"
+        extra = f"\n(shades: {shades[0]} from light = {shades[1]} to dark = {shades[2]})" if shades else ""
         ax.set_title(ptitle + extra, fontsize=9)
-        if field == "mass" and s.get("crossover") and len(axes_keys) == 1:
-            name = xkey.split(".")[-1]
-            c, se = metrics.get(f"crossover_{name}"), metrics.get(f"crossover_{name}_se")
-            if c is not None and np.isfinite(c):
-                ax.axvline(c, color="k", ls="--", lw=1)
-                ax.axvspan(c - (se or 0), c + (se or 0), color="k", alpha=0.08)
-                ax.text(c, 1.0, f" crossover {c:.3f} +- {se:.3f}", fontsize=8, va="top")
+        if p == 0 and crossover is not None and crossover[0] is not None and np.isfinite(crossover[0]):
+            c, se = crossover
+            ax.axvline(c, color="k", ls="--", lw=1)
+            ax.axvspan(c - (se or 0), c + (se or 0), color="k", alpha=0.08)
+            ax.text(c, 1.0, f" crossover {c:.3f} +- {se:.3f}", fontsize=8, va="top")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
-def phase_diagram_figure(path: Path, s: dict, metrics: dict, *, title: str):
-    """Two sweep axes: the mass of each rule phase over the grid (heat maps) and the crossover of
-    the two named phases along the crossover axis against the other axis, with bootstrap errors."""
-    axes_keys = list(s["sweep"])
-    xkey = s["crossover_axis"] or axes_keys[-1]
-    ykey = axes_keys[1 - axes_keys.index(xkey)]
-    xs = np.asarray(s["sweep"][xkey], float)
-    ys = np.asarray(metrics["n_beta"] if ykey == "posterior.beta" else s["sweep"][ykey], float)
-    names = list(metrics["mass"])
+def phase_diagram_figure(path: Path, xs, ys, masses: dict, crossover, crossover_se, *, xlabel: str, ylabel: str,
+                         crossover_label: str, title: str):
+    """Two sweep axes: heat maps of each phase's mass, masses[phase]: (Y, X) (rows: ys), and the
+    crossover along x against y with its bootstrap error, crossover, crossover_se: (Y,)."""
+    xs, ys = np.asarray(xs, float), np.asarray(ys, float)
+    names = list(masses)
     fig, axs = plt.subplots(1, len(names) + 1, figsize=(4.3 * (len(names) + 1), 4.2), squeeze=False)
-    transpose = axes_keys.index(xkey) == 0
     for ax, nm in zip(axs.flat, names):
-        m = np.asarray(metrics["mass"][nm], float)
-        m = m if not transpose else m.T          # rows: y, columns: x
-        im = ax.pcolormesh(np.arange(len(xs) + 1) - 0.5, np.arange(len(ys) + 1) - 0.5, m, vmin=0, vmax=1,
-                           cmap="magma", shading="flat")
+        im = ax.pcolormesh(np.arange(len(xs) + 1) - 0.5, np.arange(len(ys) + 1) - 0.5, np.asarray(masses[nm], float),
+                           vmin=0, vmax=1, cmap="magma", shading="flat")
         ax.set_xticks(range(len(xs)), [f"{v:.3g}" for v in xs], rotation=90, fontsize=7)
         ax.set_yticks(range(len(ys)), [f"{v:.4g}" for v in ys], fontsize=7)
-        ax.set_xlabel(_axis_label(xkey))
-        ax.set_ylabel("n beta" if ykey == "posterior.beta" else _axis_label(ykey))
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
         ax.set_title(f"mass: {nm}", fontsize=9)
         fig.colorbar(im, ax=ax, fraction=0.046)
     ax = axs.flat[len(names)]
-    name = xkey.split(".")[-1]
-    c = np.asarray(metrics.get(f"crossover_{name}", [np.nan] * len(ys)), float).reshape(-1)
-    se = np.asarray(metrics.get(f"crossover_{name}_se", [np.nan] * len(ys)), float).reshape(-1)
-    ax.errorbar(ys, c, yerr=np.nan_to_num(se), marker="o", capsize=3)
+    ax.errorbar(ys, crossover, yerr=np.nan_to_num(crossover_se), marker="o", capsize=3)
     ax.set_xscale("log" if ys.min() > 0 and ys.max() / ys.min() > 5 else "linear")
-    ax.set_xlabel("n beta" if ykey == "posterior.beta" else _axis_label(ykey))
-    ax.set_ylabel(f"crossover {_axis_label(xkey)} ({' = '.join(s['crossover'])})")
+    ax.set_xlabel(ylabel)
+    ax.set_ylabel(crossover_label)
     ax.grid(alpha=0.3)
     ax.set_title("crossover", fontsize=9)
     fig.suptitle(title, fontsize=10)

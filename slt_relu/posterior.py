@@ -11,10 +11,10 @@ and 3.4).
 
 :func:`posterior_model` is the numpyro model; :func:`sample_posterior` runs many chains of it
 at once, each chain with its own data set (DSLT4's trials) or several chains per data set,
-through :func:`slt_relu.nuts.run_chains` (vmapped, sharded over devices, NUTS chains
-desynchronised).  :func:`phase_masses` turns per-sample phase labels into masses with
-standard errors; :func:`grid_posterior` is the exact posterior of a model with one or two free
-parameters, by quadrature on a grid, to check the sampler against.
+through :func:`slt_relu.samplers.sample` (vmapped, sharded over devices; any sampler whose
+settings it is given).  :func:`grid_posterior` is the exact posterior of a model with one or
+two free parameters, by quadrature on a grid, to check samplers against.  Phase masses and
+their analysis are in ``slt_relu.analysis``.
 """
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .network import Restriction, TwoLayer, forward_columns, from_flat, num_params, to_flat
-from .nuts import ChainSamples, SamplerSettings, run_chains
+from .loss import check_sigma, empirical_loss_columns, gaussian_nll
+from .network import Restriction, TwoLayer, forward, from_flat, to_flat
+from .samplers import NUTS, Draws, sample
 
 GROUPS = ("w", "b", "q", "c")
 PRIOR_KINDS = ("normal", "uniform")
@@ -98,47 +99,47 @@ def posterior_model(x_cols, y, n_beta, *, model: Restriction, prior: Prior = Pri
     pieces = [numpyro.sample(g, prior.distribution(g, idx.size)) for g, idx in _free_groups(model)]
     flat = to_flat(model.base).astype(x_cols.dtype).at[np.flatnonzero(model.free)].set(jnp.concatenate(pieces))
     params = from_flat(flat, model.base.width, model.base.n_in)
-    resid = y - forward_columns(params, x_cols)
-    loss = jnp.mean(resid**2) / (2.0 * sigma**2) + jnp.log(sigma * jnp.sqrt(2.0 * jnp.pi))
-    numpyro.factor("tempered_likelihood", -n_beta * loss)
-
-
-class _TargetKey(NamedTuple):
-    width: int
-    n_in: int
-    base: tuple
-    free: tuple
-    prior: Prior
-    sigma: float
-    dtype: str
+    numpyro.factor("tempered_likelihood", -n_beta * empirical_loss_columns(params, x_cols, y, sigma))
 
 
 class Target(NamedTuple):
-    """The compiled pieces of one posterior family (one model, prior, sigma; any data):
-    potential_gen(x_cols, y, n_beta) -> U(z) on flat unconstrained z (k,); constrain(z) -> the
-    free coordinates (k,); size k."""
+    """The pieces of one posterior family (one model, prior, sigma; any data): ``potential``, a
+    hashable potential_gen(x_cols, y, n_beta) -> U(z) on flat unconstrained z (k,) for
+    :func:`slt_relu.samplers.sample`; ``constrain(z)`` -> the free coordinates (k,); size k."""
 
-    potential_gen: Callable
+    potential: Callable
     constrain: Callable
     size: int
 
 
+class PosteriorPotential(NamedTuple):
+    """U(z) = -log phi(constrain(z)) - log|det J| + n_beta L_n, numpyro's potential of
+    :func:`posterior_model`, from a chain's (x_cols, y, n_beta); hashable by value."""
+
+    model: Restriction
+    prior: Prior
+    sigma: float
+    dtype: str
+
+    def __call__(self, x_cols, y, n_beta):
+        return _numpyro_pieces(self).potential_fn(x_cols, y, n_beta)
+
+
 @lru_cache(maxsize=32)
-def _target(key: _TargetKey) -> Target:
+def _numpyro_pieces(key: PosteriorPotential):
+    """numpyro's initialize_model for the family (traced once per family; bounded cache of values)."""
     from jax.flatten_util import ravel_pytree
     from numpyro.infer.util import initialize_model
 
     dtype = jnp.dtype(key.dtype)
-    base = from_flat(jnp.asarray(key.base, dtype), key.width, key.n_in)
-    restriction = Restriction(base, np.asarray(key.free, bool))
-    fn = partial(posterior_model, model=restriction, prior=key.prior, sigma=key.sigma)
-    dummy = (jnp.zeros((key.n_in, 2), dtype), jnp.zeros(2, dtype), jnp.asarray(1.0, dtype))
+    fn = partial(posterior_model, model=key.model, prior=key.prior, sigma=key.sigma)
+    dummy = (jnp.zeros((key.model.base.n_in, 2), dtype), jnp.zeros(2, dtype), jnp.asarray(1.0, dtype))
     info = initialize_model(jax.random.PRNGKey(0), fn, model_args=dummy, dynamic_args=True)
     z, unravel = ravel_pytree(info.param_info.z)
-    order = [g for g, _ in _free_groups(restriction)]
+    order = [g for g, _ in _free_groups(key.model)]
     post = info.postprocess_fn(*dummy)
 
-    def potential_gen(x_cols, y, n_beta):
+    def potential_fn(x_cols, y, n_beta):
         U = info.potential_fn(x_cols, y, n_beta)
         return lambda flat: U(unravel(flat))
 
@@ -146,32 +147,36 @@ def _target(key: _TargetKey) -> Target:
         values = post(unravel(flat))
         return jnp.concatenate([jnp.reshape(values[g], (-1,)) for g in order])
 
-    return Target(potential_gen, constrain, int(z.size))
+    return _Pieces(potential_fn, constrain, int(z.size))
+
+
+class _Pieces(NamedTuple):
+    potential_fn: Callable
+    constrain: Callable
+    size: int
 
 
 def target(model: Restriction, prior: Prior = Prior(), sigma: float = 1.0) -> Target:
-    """The (cached) potential and constraining map of :func:`posterior_model` for ``model``."""
+    """The potential and constraining map of :func:`posterior_model` for ``model``."""
     prior.check()
-    free = np.asarray(model.free, bool)
-    base = np.where(free, 0.0, np.asarray(to_flat(model.base), np.float64))     # free coordinates do not matter
-    key = _TargetKey(model.base.width, model.base.n_in, tuple(base.tolist()), tuple(free.tolist()), prior,
-                     float(sigma), str(jnp.zeros(()).dtype))
-    return _target(key)
+    potential = PosteriorPotential(model, prior, float(check_sigma(sigma)), str(jnp.zeros(()).dtype))
+    pieces = _numpyro_pieces(potential)
+    return Target(potential, pieces.constrain, pieces.size)
 
 
 class PosteriorSamples(NamedTuple):
     """Samples of C chains, S kept draws each.
 
     params: TwoLayer whose leaves carry leading axes (C, S); loss: (C, S) L_n(w) on the chain's
-    own data set; dataset: (C,) data set index of each chain; n_beta: (C,); chains: the
-    sampler's ChainSamples (unconstrained draws, step counts, acceptance, divergences).
+    own data set; dataset: (C,) data set index of each chain; n_beta: (C,); draws: the sampler's
+    :class:`~slt_relu.samplers.Draws` (unconstrained draws and the sampler's statistics).
     """
 
     params: TwoLayer
     loss: np.ndarray
     dataset: np.ndarray
     n_beta: np.ndarray
-    chains: ChainSamples
+    draws: Draws
 
 
 def draw_datasets(keys, truth: TwoLayer, inputs, n: int, sigma: float = 1.0):
@@ -181,27 +186,31 @@ def draw_datasets(keys, truth: TwoLayer, inputs, n: int, sigma: float = 1.0):
     return jax.vmap(lambda k: sample_dataset(k, truth, inputs, n, sigma))(jnp.asarray(keys))
 
 
-def _empirical_losses(params_flat, x_cols, y, width, n_in, sigma):
-    """L_n at every draw: params_flat (C, S, D), x_cols (C, n_in, n), y (C, n) -> (C, S)."""
+@partial(jax.jit, static_argnums=0)
+def _constrain_all(constrain, z):
+    return jax.vmap(jax.vmap(constrain))(z)
+
+
+@partial(jax.jit, static_argnums=(3, 4, 5))
+def _losses(flat, x_cols, y, width: int, n_in: int, sigma: float):
+    """L_n of every draw on its chain's data: flat (C, S, D), x_cols (C, n_in, n), y (C, n) -> (C, S)."""
     def per_chain(thetas, xc, yc):
-        def one(th):
-            r = yc - forward_columns(from_flat(th, width, n_in), xc)
-            return jnp.mean(r**2) / (2.0 * sigma**2) + jnp.log(sigma * jnp.sqrt(2.0 * jnp.pi))
-        return jax.lax.map(one, thetas, batch_size=64)
-    return np.asarray(jax.jit(jax.vmap(per_chain))(params_flat, x_cols, y))
+        return jax.lax.map(lambda th: empirical_loss_columns(from_flat(th, width, n_in), xc, yc, sigma), thetas,
+                           batch_size=64)
+    return jax.vmap(per_chain)(flat, x_cols, y)
 
 
 def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = Prior(), sigma: float = 1.0,
-                     settings: SamplerSettings = SamplerSettings(), chains_per_dataset: int = 1,
-                     init_radius: float = 2.0, devices=None, slots: int | None = None, progress=None,
-                     ticks_per_call: int = 2000) -> PosteriorSamples:
+                     settings=None, chains_per_dataset: int = 1, init_radius: float = 2.0, devices=None,
+                     progress=None) -> PosteriorSamples:
     """Sample p(w | D_n) for K data sets, ``chains_per_dataset`` chains each, in one program.
 
     keys: (K * chains_per_dataset, 2), one PRNG key per chain (chain c samples data set
     c // chains_per_dataset); x: (K, n, n_in), y: (K, n), n_beta: (K,) or a scalar (n * beta of
-    each data set).  Chains start uniformly in [-init_radius, init_radius] in unconstrained
-    coordinates (numpyro's ``init_to_uniform``).  devices, slots, progress, ticks_per_call: see
-    :func:`slt_relu.nuts.run_chains`.  Returns :class:`PosteriorSamples`.
+    each data set).  settings: a sampler's settings (:class:`~slt_relu.samplers.NUTS` by default,
+    or :class:`~slt_relu.samplers.HMC`).  Chains start uniformly in [-init_radius, init_radius]
+    in unconstrained coordinates (numpyro's ``init_to_uniform``).  devices, progress: see
+    :func:`slt_relu.samplers.sample`.  Returns :class:`PosteriorSamples`.
     """
     tg = target(model, prior, sigma)
     x = jnp.asarray(x)
@@ -222,129 +231,14 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     nb = n_beta[dataset]
     k_init, k_run = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)
     z0 = jax.vmap(lambda k: jax.random.uniform(k, (tg.size,), x.dtype, -init_radius, init_radius))(k_init)
-    out = run_chains(k_run, tg.potential_gen, z0, (x_cols, yc, nb), settings, devices=devices, slots=slots,
-                     progress=progress, ticks_per_call=ticks_per_call)
-    free_vals = jax.jit(jax.vmap(jax.vmap(tg.constrain)))(jnp.asarray(out.z))
+    out = sample(k_run, tg.potential, z0, (x_cols, yc, nb), settings or NUTS(), devices=devices, progress=progress)
+    free_vals = _constrain_all(tg.constrain, jnp.asarray(out.z))
     base = to_flat(model.base).astype(x.dtype)
     flat = jnp.broadcast_to(base, free_vals.shape[:2] + base.shape).at[..., np.flatnonzero(model.free)].set(free_vals)
     width, n_in = model.base.width, model.base.n_in
-    loss = _empirical_losses(flat, x_cols, yc, width, n_in, sigma)
+    loss = _losses(flat, x_cols, yc, width, n_in, float(sigma))
     params = jax.tree.map(np.asarray, jax.vmap(jax.vmap(lambda f: from_flat(f, width, n_in)))(flat))
-    return PosteriorSamples(params, loss, dataset, np.asarray(nb), out)
-
-
-# ----------------------------------------------------------------------------------------
-# phase masses, trials, crossovers
-
-
-class PhaseMasses(NamedTuple):
-    """Posterior mass of each phase.
-
-    names: the P phase names; mass: (P,) the mean over data sets of each data set's mass (each
-    data set's chains pooled); se: (P,) standard error of that mean across data sets
-    (std / sqrt(K), DSLT4's error bars across trials; NaN with one data set); mcse: (P,) Monte
-    Carlo standard error within data sets, sqrt(p (1 - p) / ESS) of the phase indicator,
-    combined over data sets; per_dataset: (K, P); per_chain: (C, P).
-    """
-
-    names: tuple
-    mass: np.ndarray
-    se: np.ndarray
-    mcse: np.ndarray
-    per_dataset: np.ndarray
-    per_chain: np.ndarray
-
-    def as_dict(self) -> dict:
-        return {name: float(m) for name, m in zip(self.names, self.mass)}
-
-
-def phase_masses(labels, names: Sequence | None = None, dataset=None) -> PhaseMasses:
-    """Masses of the phases in labels: (C, S) per-draw phase labels (ints indexing ``names``,
-    or hashable labels such as strings or PhaseLabels, then names default to the sorted
-    distinct labels).  dataset: (C,) data set of each chain (default: each chain its own)."""
-    from .diagnostics import ess
-
-    labels = np.asarray(labels, dtype=object if names is None else None)
-    if labels.ndim != 2:
-        raise ValueError(f"labels: expected shape (chains, draws), got {labels.shape}")
-    C, S = labels.shape
-    if names is None:
-        names = sorted({v for v in labels.reshape(-1)}, key=str)
-        codes = np.vectorize({v: k for k, v in enumerate(names)}.get, otypes=[int])(labels)
-    else:
-        if not np.issubdtype(labels.dtype, np.integer):
-            raise ValueError(f"labels: with names given, expected integer codes, got dtype {labels.dtype}")
-        codes = labels
-        if codes.size and (codes.min() < 0 or codes.max() >= len(names)):
-            raise ValueError(f"labels: expected codes in [0, {len(names)}), got {codes.min()}..{codes.max()}")
-    dataset = np.arange(C) if dataset is None else np.asarray(dataset)
-    if dataset.shape != (C,):
-        raise ValueError(f"dataset: expected shape ({C},), got {dataset.shape}")
-    P = len(names)
-    onehot = codes[..., None] == np.arange(P)
-    per_chain = onehot.mean(1)
-    groups = np.unique(dataset)
-    per_dataset = np.array([per_chain[dataset == g].mean(0) for g in groups])
-    K = len(groups)
-    mass = per_dataset.mean(0)
-    se = per_dataset.std(0, ddof=1) / np.sqrt(K) if K > 1 else np.full(P, np.nan)
-    var = np.zeros(P)
-    for gi, g in enumerate(groups):
-        ind = onehot[dataset == g]
-        for p in range(P):
-            m = per_dataset[gi, p]
-            if 0 < m < 1 and S >= 4:
-                var[p] += m * (1 - m) / ess(ind[..., p].astype(float))
-    mcse = np.sqrt(var) / K
-    return PhaseMasses(tuple(str(nm) for nm in names), mass, se, mcse, per_dataset, per_chain)
-
-
-def trial_filter(mean_loss, z: float = 1.5) -> np.ndarray:
-    """DSLT4's trial filter: keep trials whose mean L_n has |z-score| <= z across trials.
-
-    mean_loss: (T,) each trial's posterior mean of L_n.  z-scores use the population standard
-    deviation (numpy's and scipy's default); with T trials no |z| can exceed sqrt(T - 1), which
-    one trial far from all the others reaches: with 4 trials (bound 1.73) the filter at 1.5
-    removes only such a lone outlier, with 3 (bound 1.41) none.  Returns a (T,) bool mask of the
-    trials kept.
-    """
-    v = np.asarray(mean_loss, np.float64)
-    sd = v.std()
-    if v.size < 2 or sd == 0:
-        return np.ones(v.shape, bool)
-    return np.abs(v - v.mean()) / sd <= z
-
-
-def crossover(xs, a, b) -> float:
-    """The first x where a(x) - b(x) changes sign, by linear interpolation (NaN if never)."""
-    xs, diff = np.asarray(xs, np.float64), np.asarray(a, np.float64) - np.asarray(b, np.float64)
-    for i in range(len(xs) - 1):
-        if diff[i] == 0:
-            return float(xs[i])
-        if diff[i] * diff[i + 1] < 0:
-            return float(xs[i] + (xs[i + 1] - xs[i]) * diff[i] / (diff[i] - diff[i + 1]))
-    return float(xs[-1]) if len(diff) and diff[-1] == 0 else float("nan")
-
-
-def crossover_bootstrap(xs, trials_a, trials_b, rng: np.random.Generator, n_boot: int = 2000):
-    """Crossover of two phase masses with a bootstrap standard error over trials.
-
-    trials_a, trials_b: per x, the per-trial masses of the two phases (lists of arrays, same
-    trials for a and b).  Each bootstrap replicate resamples the trials of every x with
-    replacement.  Returns (crossover of the means, std of the replicates, fraction of replicates
-    with a crossover)."""
-    xs = np.asarray(xs, np.float64)
-    ta = [np.asarray(t, np.float64) for t in trials_a]
-    tb = [np.asarray(t, np.float64) for t in trials_b]
-    point = crossover(xs, [t.mean() for t in ta], [t.mean() for t in tb])
-    reps = []
-    for _ in range(n_boot):
-        idx = [rng.integers(0, len(t), len(t)) for t in ta]
-        reps.append(crossover(xs, [t[i].mean() for t, i in zip(ta, idx)], [t[i].mean() for t, i in zip(tb, idx)]))
-    reps = np.asarray(reps)
-    ok = np.isfinite(reps)
-    se = float(reps[ok].std(ddof=1)) if ok.sum() > 1 else float("nan")
-    return point, se, float(ok.mean())
+    return PosteriorSamples(params, np.asarray(loss), dataset, np.asarray(nb), out)
 
 
 # ----------------------------------------------------------------------------------------
@@ -378,6 +272,13 @@ class GridPosterior(NamedTuple):
         return float(np.sum(self.density[np.asarray(mask, bool)]) * self.cell)
 
 
+@partial(jax.jit, static_argnums=(3, 4, 5))
+def _grid_losses(flat, x, y, width: int, n_in: int, sigma: float):
+    """L_n at every flat parameter (B, D) on one data set x (n, n_in), y (n,) -> (B,)."""
+    return jax.lax.map(lambda th: gaussian_nll(y - forward(from_flat(th, width, n_in), x), sigma), flat,
+                       batch_size=256)
+
+
 def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Prior(), sigma: float = 1.0,
                    ranges: Sequence, resolution: int = 401) -> GridPosterior:
     """The exact tempered posterior of a model with k = 1 or 2 free coordinates on a grid.
@@ -387,8 +288,6 @@ def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Pr
     the grid (the integrand is smooth between ReLU kinks; halving the spacing changes phase
     masses by far less than the sampler's error, tests/test_posterior.py).
     """
-    from .loss import empirical_loss, map_params
-
     k = model.num_free
     if k not in (1, 2):
         raise ValueError(f"model: grid posteriors need 1 or 2 free coordinates, got {k} ({model.free_names})")
@@ -403,8 +302,7 @@ def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Pr
     base = to_flat(model.base).astype(x.dtype)
     flat = jnp.broadcast_to(base, (pts.shape[0], base.shape[0])).at[:, np.flatnonzero(model.free)].set(
         jnp.asarray(pts, x.dtype))
-    loss = np.asarray(map_params(lambda p: empirical_loss(p, x, y, sigma), flat, model.base.width, model.base.n_in),
-                      np.float64)
+    loss = np.asarray(_grid_losses(flat, x, y, model.base.width, model.base.n_in, float(sigma)), np.float64)
     logp = -float(n_beta) * loss
     for (g, idx) in _free_groups(model):
         cols = [int(np.flatnonzero(np.flatnonzero(model.free) == i)[0]) for i in idx]

@@ -1,16 +1,30 @@
-"""Run one experiment config into a results folder, atomically.
+"""Run one experiment config into a results folder, atomically, without ever destroying data.
 
-``run_config(path, out)`` validates the whole config first (a ConfigError leaves nothing
-on disk), computes in a temporary sibling folder ``.<name>.partial-<pid>``, writes
-``metrics.json``, ``manifest.json`` (resolved config, seed, package versions, JAX devices,
-git commit, wall time), array files and PNG plots there, and only then renames it to
-``out`` (replacing an older result).  An interrupted run leaves no ``out`` folder.  Kinds
-with ``RESUMABLE = True`` (sweeps) also get ``checkpoints=<out's parent>/.<name>.checkpoints``:
-they save each finished sweep point there atomically and reuse it on the next run of the
-same config; the folder is removed once the results folder is in place.
+``run_config(config, out)``:
+
+1. reads the config (a path, or the name of a shipped config as ``slt-relu list`` prints it),
+   validates it against its kind's schema and resolves it (truths, models, samplers): any
+   mistake is a one-line :class:`ConfigError`, raised before anything is computed or written;
+2. checks the output folder (default ``runs/NAME/``, untracked): a file, a symlink, or a
+   non-empty folder that is not an earlier results folder of this tool is refused, and so is
+   an earlier results folder holding files its manifest does not list (someone put them
+   there); an unwritable place is refused too;
+3. takes a lock (``.NAME.lock``: one run per folder at a time), removes what killed runs left
+   (``.NAME.partial-PID`` folders, and restores ``.NAME.old-PID`` when the swap below was cut
+   short), by name and only for processes that are gone;
+4. computes in ``.NAME.partial-PID`` next to the folder, where the kind writes its files;
+   sweeps checkpoint every finished point in ``.NAME.checkpoints`` (``slt_relu.sweep``);
+5. writes ``metrics.json`` and ``manifest.json`` (resolved settings, seed, package versions,
+   JAX devices, git commit, wall time, the list of files), then swaps the folder into place:
+   the old results folder is renamed aside, the new one renamed in, the old one deleted.  The
+   checkpoints are removed once the results are in place.
+
+An interrupted run leaves the old results folder (if any) untouched, its checkpoints (to
+resume), and nothing else once the next run has started.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -23,10 +37,14 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config as cfg
-from .kinds import KINDS
+from .config import ConfigError, load
+from .settings import parse
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parent.parent / "experiments"
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+TOOL = "slt_relu"
+OWN_FILES = ("metrics.json", "manifest.json")                  # besides the files a manifest lists
+OWN_SUFFIXES = (".png", ".npz", ".nc", ".json")              # of results folders written before file lists
 
 
 def to_json(value):
@@ -37,6 +55,8 @@ def to_json(value):
         return [to_json(v) for v in value]
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
         return to_json(np.asarray(value).tolist())
+    if hasattr(value, "model_dump"):
+        return to_json(value.model_dump(mode="json"))
     if isinstance(value, float) and not np.isfinite(value):
         return None
     return value
@@ -48,7 +68,7 @@ def write_json(path: Path, data) -> None:
 
 def _versions() -> dict:
     out = {"python": platform.python_version()}
-    for pkg in ("slt_relu", "jax", "jaxlib", "numpy", "optax", "numpyro", "matplotlib"):
+    for pkg in ("slt_relu", "jax", "jaxlib", "numpy", "optax", "numpyro", "pydantic", "matplotlib"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -57,11 +77,11 @@ def _versions() -> dict:
 
 
 def _git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
     try:
-        res = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
-                             capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=10)
+        res = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=10)
         if res.returncode == 0:
             return res.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
@@ -69,19 +89,55 @@ def _git_commit() -> str | None:
     return None
 
 
-def prepare(path: str | Path, overrides: dict | None = None):
-    """Validate a config fully; returns (kind module, resolved settings, root table)."""
-    root = cfg.load(path, overrides)
-    kind = root.get("kind", "str", choices=sorted(KINDS))
-    root.get("name", "str", Path(path).stem)
-    root.get("description", "str", "")
-    root.get("seed", "int", 0, low=0)
-    dtype = root.get("dtype", "str", "float64", choices=["float64", "float32"])
-    _set_dtype(dtype)
-    module = KINDS[kind]
-    settings = module.validate(root)
-    root.done()
-    return module, settings, root
+# ----------------------------------------------------------------------------------------
+# configs
+
+
+def shipped_configs() -> list[Path]:
+    return sorted(EXPERIMENTS_DIR.glob("*.toml"))
+
+
+def config_path(config: str | Path) -> Path:
+    """A config file's path: the path itself, or a shipped config's name (``dslt4_pt1_smc`` or
+    ``dslt4_pt1_smc.toml``, as ``slt-relu list`` prints them)."""
+    path = Path(config)
+    if str(config) == "":
+        raise ConfigError("config: expected a TOML file or a shipped config's name, got ''")
+    if path.exists() or path.suffix == ".toml" and path.parent != Path("."):
+        return path
+    shipped = EXPERIMENTS_DIR / (path.name if path.suffix == ".toml" else path.name + ".toml")
+    if shipped.is_file():
+        return shipped
+    if path.suffix != ".toml" and "/" not in str(config):
+        names = ", ".join(p.stem for p in shipped_configs())
+        raise ConfigError(f"{config}: no such config file or shipped config; expected a path or one of {names}")
+    return path
+
+
+class Prepared:
+    """A validated and resolved config: kind module, typed settings, resolved objects, name."""
+
+    def __init__(self, path: Path, raw: dict, overrides: dict):
+        from .kinds import KINDS
+
+        self.path, self.raw, self.overrides = path, raw, overrides
+        kind = raw.get("kind")
+        if kind not in KINDS:
+            expected = ", ".join(repr(k) for k in sorted(KINDS))
+            raise ConfigError(f"kind: {'missing; ' if kind is None else ''}expected one of {expected}"
+                              + (f", got {kind!r}" if kind is not None else ""))
+        self.module = KINDS[kind]
+        self.settings = parse(self.module.Settings, raw)
+        self.name = self.settings.name or path.stem
+        _set_dtype(self.settings.dtype)
+        self.resolved = self.module.resolve(self.settings, raw)
+
+
+def prepare(config, overrides: dict | None = None) -> Prepared:
+    """Read, validate and resolve a config (ConfigError on any mistake; nothing written)."""
+    path = config_path(config)
+    overrides = overrides or {}
+    return Prepared(path, load(path, overrides), overrides)
 
 
 def _set_dtype(dtype: str) -> None:
@@ -90,70 +146,250 @@ def _set_dtype(dtype: str) -> None:
     jax.config.update("jax_enable_x64", dtype == "float64")
 
 
-def run_config(path: str | Path, out: str | Path | None = None, progress: bool = True,
-               overrides: dict | None = None) -> Path:
-    """Run the config at ``path`` (with dotted-key ``overrides``); returns the results folder
-    (default ``results/<name>``). The config's ``dtype`` holds for the run only: JAX's x64
-    flag is restored afterwards, so a float32 config does not change later computations
-    in the same process."""
+# ----------------------------------------------------------------------------------------
+# the output folder
+
+
+def is_results_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds an earlier results folder of this tool and nothing else: its
+    manifest names the tool and every file in it is one the tool wrote."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(manifest, dict) or not (manifest.get("tool") == TOOL or "slt_relu" in manifest.get(
+            "versions", {})):
+        return False
+    listed = manifest.get("files")
+    for entry in folder.iterdir():
+        if entry.is_symlink() or not entry.is_file():
+            return False
+        if listed is not None:
+            if entry.name not in listed and entry.name not in OWN_FILES:
+                return False
+        elif entry.suffix not in OWN_SUFFIXES:
+            return False
+    return True
+
+
+def check_output(out: str | Path) -> Path:
+    """The results folder ``out`` if writing it destroys nothing; ConfigError otherwise."""
+    if str(out) == "":
+        raise ConfigError("--out: expected a folder path, got ''")
+    out = Path(out)
+    if out.is_symlink():
+        raise ConfigError(f"--out {out}: is a symbolic link; expected a folder path (nothing written)")
+    if out.exists():
+        if not out.is_dir():
+            raise ConfigError(f"--out {out}: is a file; expected a folder (nothing written)")
+        if any(out.iterdir()) and not is_results_folder(out):
+            raise ConfigError(f"--out {out}: holds files that are not an earlier slt-relu results folder; "
+                              "expected a new or empty folder or an earlier results folder (nothing written)")
+    ancestor = out.absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"--out {out}: {ancestor} is a file; expected a folder path (nothing written)")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {out}: {ancestor} is not writable (nothing written)")
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _pid_of(path: Path, marker: str) -> int | None:
+    tail = path.name.rsplit(marker, 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def clean_stale(out: Path) -> list[Path]:
+    """Remove ``.NAME.partial-PID`` folders of dead processes; restore ``.NAME.old-PID`` when its
+    process died between renaming the old folder aside and the new one in (else remove it).
+    Only this tool's own names are touched.  Returns what was removed."""
+    removed = []
+    for marker in (".partial-", ".old-"):
+        for entry in out.parent.glob(f".{out.name}{marker}*"):
+            pid = _pid_of(entry, marker)
+            if pid is None or _alive(pid) or not entry.is_dir():
+                continue
+            if marker == ".old-" and not out.exists():
+                entry.rename(out)                      # the swap was cut short: keep the old results
+                continue
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
+class _Lock:
+    """``.NAME.lock`` holding the pid of the run writing NAME; a stale one (dead pid) is taken over."""
+
+    def __init__(self, out: Path):
+        self.path = out.parent / f".{out.name}.lock"
+
+    def __enter__(self):
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                try:
+                    pid = int(self.path.read_text().strip() or 0)
+                except (OSError, ValueError):
+                    pid = 0
+                if pid and _alive(pid) and pid != os.getpid():
+                    raise ConfigError(f"--out {self.path.parent / self.path.name[1:-5]}: another run (pid {pid}) "
+                                      "is writing this folder") from None
+                self.path.unlink(missing_ok=True)
+                continue
+            with os.fdopen(fd, "w") as fh:
+                fh.write(str(os.getpid()))
+            return self
+        raise ConfigError(f"--out: cannot lock {self.path}")
+
+    def __exit__(self, *exc):
+        self.path.unlink(missing_ok=True)
+
+
+# ----------------------------------------------------------------------------------------
+
+
+class RunContext:
+    """What a kind's run gets besides its settings: where to checkpoint and whether to show progress."""
+
+    def __init__(self, checkpoints: Path, progress: bool, seed: int):
+        self.checkpoints, self.progress, self.seed = checkpoints, progress, seed
+
+
+def default_output(name: str) -> Path:
+    return Path("runs") / name
+
+
+def run_config(config, out: str | Path | None = None, progress: bool = True, overrides: dict | None = None,
+               cache: bool | str | Path = False) -> Path:
+    """Run a config (a path or a shipped config's name, with dotted-key ``overrides``); returns
+    the results folder (default ``runs/<name>``).  cache: use JAX's persistent compilation cache
+    (True: :func:`cache_dir_default`; a path: that folder).  The config's ``dtype`` holds for the
+    run only: JAX's x64 flag is restored afterwards."""
     import jax
 
     x64_before = bool(jax.config.read("jax_enable_x64"))
     try:
-        return _run_config(path, out, progress, overrides)
+        prep = prepare(config, overrides)
+        if cache is not False:
+            enable_compilation_cache(None if cache is True else cache)
+        return _run(prep, out, progress)
     finally:
         jax.config.update("jax_enable_x64", x64_before)
 
 
-def _run_config(path, out, progress, overrides) -> Path:
+def _run(prep: Prepared, out, progress: bool) -> Path:
     import jax
 
-    module, settings, root = prepare(path, overrides)
-    name = root.data.get("name", Path(path).stem)
-    out = Path(out) if out is not None else Path("results") / name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    start = time.time()
-    checkpoints = out.parent / f".{out.name}.checkpoints"
-    extra = {"checkpoints": checkpoints} if getattr(module, "RESUMABLE", False) else {}
+    out = check_output(default_output(prep.name) if out is None else out)
     try:
-        seed = root.data.get("seed", 0)
-        metrics = module.run(settings, tmp, jax.random.PRNGKey(seed), progress=progress, **extra)
-        wall = time.time() - start
-        write_json(tmp / "metrics.json", metrics)
-        write_json(tmp / "manifest.json", {
-            "config_path": str(Path(path)),
-            "config": root.data,
-            "overrides": overrides or {},
-            "resolved": module.describe(settings),
-            "seed": seed,
-            "kind": root.data["kind"],
-            "versions": _versions(),
-            "jax_devices": [str(d) for d in jax.devices()],
-            "jax_backend": jax.default_backend(),
-            "x64": bool(jax.config.read("jax_enable_x64")),
-            "git_commit": _git_commit(),
-            "command": " ".join(sys.argv),
-            "wall_time_s": round(wall, 3),
-            "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        })
-        if out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"--out {out}: cannot create {out.parent} ({err.strerror})") from None
+    with _Lock(out):
+        clean_stale(out)
+        check_output(out)
+        tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        checkpoints = out.parent / f".{out.name}.checkpoints"
+        start = time.time()
+        try:
+            ctx = RunContext(checkpoints, progress, prep.settings.seed)
+            metrics = prep.module.run(prep.resolved, tmp, jax.random.PRNGKey(prep.settings.seed), ctx)
+            wall = time.time() - start
+            write_json(tmp / "metrics.json", metrics)
+            files = sorted(p.name for p in tmp.iterdir()) + ["manifest.json"]
+            write_json(tmp / "manifest.json", {
+                "tool": TOOL,
+                "name": prep.name,
+                "kind": prep.settings.kind,
+                "config_path": str(prep.path),
+                "config": prep.raw,
+                "overrides": prep.overrides,
+                "resolved": prep.settings.model_dump(mode="json"),
+                "seed": prep.settings.seed,
+                "versions": _versions(),
+                "jax_devices": [str(d) for d in jax.devices()],
+                "jax_backend": jax.default_backend(),
+                "x64": bool(jax.config.read("jax_enable_x64")),
+                "git_commit": _git_commit(),
+                "command": " ".join(sys.argv),
+                "wall_time_s": round(wall, 3),
+                "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "files": files,
+            })
+            _swap_in(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        shutil.rmtree(checkpoints, ignore_errors=True)
+    return out
+
+
+def _swap_in(tmp: Path, out: Path) -> None:
+    """Rename tmp to out; an earlier results folder goes aside first and is deleted last."""
+    if out.exists():
+        if any(out.iterdir()):
             old = out.parent / f".{out.name}.old-{os.getpid()}"
             out.rename(old)
             tmp.rename(out)
             shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-        if extra:
-            shutil.rmtree(checkpoints, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+            return
+        out.rmdir()
+    try:
+        tmp.rename(out)
+    except OSError as err:
+        if err.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            raise ConfigError(f"--out {out}: appeared during the run (nothing replaced)") from None
         raise
-    return out
 
 
-def shipped_configs() -> list[Path]:
-    return sorted(EXPERIMENTS_DIR.glob("*.toml"))
+# ----------------------------------------------------------------------------------------
+# persistent compilation cache
+
+
+def cache_dir_default() -> Path:
+    """``$SLT_RELU_CACHE_DIR``, else ``$XDG_CACHE_HOME/slt_relu/jax`` (``~/.cache/slt_relu/jax``)."""
+    env = os.environ.get("SLT_RELU_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "slt_relu" / "jax"
+
+
+def enable_compilation_cache(folder: str | Path | None = None) -> Path:
+    """JAX's persistent compilation cache in ``folder``: a rerun of a config on this machine
+    loads its compiled programs instead of compiling them again.  Every program is cached
+    (no minimum compile time or size)."""
+    import jax
+
+    folder = Path(folder) if folder is not None else cache_dir_default()
+    folder.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return folder
+
+
+def expected_runtime(path: Path) -> str:
+    """The committed results' wall time of a shipped config (``results/NAME/manifest.json``)."""
+    try:
+        m = json.loads((RESULTS_DIR / path.stem / "manifest.json").read_text())
+        s = float(m["wall_time_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "?"
+    backend = m.get("jax_backend", "cpu")
+    text = f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
+    return text + ("" if backend == "cpu" else f" ({backend})")

@@ -11,7 +11,7 @@ import pytest
 import slt_relu as S
 from slt_relu.llc import (estimate_llc, llc_two_layer, minimize_loss, normal_crossing_expectation,
                           rlct_from_beta_sweep, tempered_losses, two_layer_loss_for, wbic)
-from slt_relu.nuts import SamplerSettings
+from slt_relu.samplers import NUTS as SamplerSettings
 
 DUMMY = jnp.zeros((10,))
 
@@ -135,6 +135,26 @@ def test_localized_beta_sweep_matches_the_gaussian_closed_form():
         tempered_losses(jax.random.PRNGKey(1), loss, jnp.zeros(3), jnp.zeros(n), [1.0], localization=-1.0)
 
 
+def test_second_calls_compile_nothing(compiles):
+    """The hot paths are compiled once per (loss, settings, shapes): a second call of
+    tempered_losses, estimate_llc and minimize_loss with equal arguments compiles no program
+    (each builds its potential anew; they are equal by value)."""
+    truth = S.truths.dslt4_pt2(2.0)
+    x, y = S.sample_dataset(jax.random.PRNGKey(2), truth, S.UniformBox(1.0, 2), 200, 1.0)
+    s = SamplerSettings(num_warmup=10, num_samples=10)
+    calls = [lambda: tempered_losses(jax.random.PRNGKey(0), two_layer_loss_for(1.0), truth, (x, y), [10.0, 20.0],
+                                     chains_per_beta=2, settings=s),
+             lambda: estimate_llc(jax.random.PRNGKey(0), two_layer_loss_for(1.0), truth, (x, y), num_chains=2,
+                                  num_steps=20, step_size=1e-5),
+             lambda: minimize_loss(two_layer_loss_for(1.0), truth, (x, y), num_steps=5)]
+    for call in calls:
+        first = call()
+        compiles()
+        again = call()
+        assert compiles() == 0
+        np.testing.assert_array_equal(np.asarray(jax.tree.leaves(first)[0]), np.asarray(jax.tree.leaves(again)[0]))
+
+
 def test_minimize_loss_reaches_the_least_squares_fit_and_a_two_layer_minimum():
     n = 500
     x = jax.random.normal(jax.random.PRNGKey(0), (n, 2))
@@ -154,7 +174,7 @@ def test_minimize_loss_reaches_the_least_squares_fit_and_a_two_layer_minimum():
 def test_bad_arguments():
     for kwargs, message in [({"num_chains": 0}, "num_chains: expected a positive integer"),
                             ({"num_burnin": 10, "num_steps": 10}, "num_burnin: expected an integer in"),
-                            ({"step_size": 0.0}, "step_size: expected a positive number"),
+                            ({"step_size": 0.0}, "step_size: expected a number > 0"),
                             ({"localization": -1.0}, "localization: expected a number >= 0"),
                             ({"batch_size": 11}, "batch_size: expected None or an integer in"),
                             ({"nbeta": -2.0}, "nbeta: expected a positive number")]:

@@ -1,5 +1,6 @@
-"""The many-chain sampler: Gaussian targets with known moments, async vs numpyro's lockstep
-NUTS, the task queue, determinism, sharding over 4 host devices, bad arguments."""
+"""The sampler interface and NUTS / HMC on it: Gaussian targets with known moments, async vs
+numpyro's lockstep NUTS, the task queue, determinism, compilation cached, sharding over 4 host
+devices, bad arguments."""
 import json
 import os
 import subprocess
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from slt_relu import diagnostics as dg
-from slt_relu.nuts import SamplerSettings, run_chains
+from slt_relu.samplers import HMC, NUTS, sample
 
 C, D = 6, 3
 MU = jnp.arange(C * D, dtype=jnp.float64).reshape(C, D) / 10
@@ -24,9 +25,9 @@ def gaussian(mu, scale):
     return lambda z: 0.5 * jnp.sum(((z - mu) / scale) ** 2)
 
 
-def run(settings, slots=None, keys=None, mu=MU, scale=SCALE):
+def run(settings, keys=None, mu=MU, scale=SCALE):
     keys = jax.random.split(jax.random.PRNGKey(0), mu.shape[0]) if keys is None else keys
-    return run_chains(keys, gaussian, jnp.zeros(mu.shape), (mu, scale), settings, slots=slots)
+    return sample(keys, gaussian, jnp.zeros(mu.shape), (mu, scale), settings)
 
 
 def check_moments(out, mu=MU, scale=SCALE):
@@ -43,26 +44,31 @@ def check_moments(out, mu=MU, scale=SCALE):
 
 @pytest.mark.parametrize("schedule", ["async", "lockstep"])
 def test_nuts_recovers_each_chains_gaussian(schedule):
-    out = run(SamplerSettings(num_warmup=300, num_samples=1500, schedule=schedule))
-    assert out.z.shape == (C, 1500, D) and out.num_steps.shape == (C, 1500)
+    out = run(NUTS(num_warmup=300, num_samples=1500, schedule=schedule))
+    st = out.stats
+    assert out.z.shape == (C, 1500, D) and st["num_steps"].shape == (C, 1500) and out.log_evidence is None
     check_moments(out)
-    assert not out.diverging.any()
-    assert 0 < out.warmup_divergences.sum() < 100 * C      # early warm-up, identity mass on a 1:100 target
+    assert not st["diverging"].any()
+    assert 0 < st["warmup_divergences"].sum() < 100 * C      # early warm-up, identity mass on a 1:100 target
     # the adapted diagonal inverse mass matrix is the target's variance (Welford over the last window)
-    np.testing.assert_allclose(out.inverse_mass_matrix / SCALE**2, 1.0, rtol=0.5)
-    assert (out.grad_evals >= out.num_steps.sum(1)).all()
+    np.testing.assert_allclose(st["inverse_mass_matrix"] / SCALE**2, 1.0, rtol=0.5)
+    assert (out.grad_evals >= st["num_steps"].sum(1)).all()
+    # the potential energy of each draw is the target's
+    np.testing.assert_allclose(out.potential_energy, 0.5 * np.sum(((out.z - MU[:, None]) / SCALE[:, None]) ** 2, -1),
+                               rtol=1e-10)
 
 
 def test_async_is_numpyros_nuts_and_wastes_less():
     """Same algorithm: the same distribution of trajectory lengths and acceptance (both on the
     same targets, many draws); but in lockstep every iteration costs the largest tree."""
-    s = SamplerSettings(num_warmup=300, num_samples=2000)
+    s = NUTS(num_warmup=300, num_samples=2000)
     a = run(s)
-    b = run(s._replace(schedule="lockstep"))
-    assert a.num_steps.mean() == pytest.approx(b.num_steps.mean(), rel=0.1)
-    assert a.accept_prob.mean() == pytest.approx(b.accept_prob.mean(), abs=0.03)
-    np.testing.assert_allclose(a.step_size, b.step_size, rtol=0.25)
-    assert abs(a.warmup_divergences.mean() - b.warmup_divergences.mean()) < 5
+    b = run(s.model_copy(update={"schedule": "lockstep"}))
+    sa, sb = a.stats, b.stats
+    assert sa["num_steps"].mean() == pytest.approx(sb["num_steps"].mean(), rel=0.1)
+    assert sa["accept_prob"].mean() == pytest.approx(sb["accept_prob"].mean(), abs=0.03)
+    np.testing.assert_allclose(sa["step_size"], sb["step_size"], rtol=0.25)
+    assert abs(sa["warmup_divergences"].mean() - sb["warmup_divergences"].mean()) < 5
     # the tick count is the longest chain's gradient count (async) or the sum of per-iteration maxima
     assert a.ticks == a.grad_evals.max()
     assert a.ticks < 0.8 * b.ticks
@@ -71,51 +77,59 @@ def test_async_is_numpyros_nuts_and_wastes_less():
 def test_queue_gives_each_chain_the_same_draws():
     """A chain's numbers depend on its key only: 6 slots or 2 slots (a queue of 3 rounds) agree to
     rounding; the queue runs each slot's chains back to back."""
-    s = SamplerSettings(num_warmup=30, num_samples=20)
-    full = run(s, slots=C)
-    queued = run(s, slots=2)
+    s = NUTS(num_warmup=30, num_samples=20)
+    full = run(s.model_copy(update={"slots": C}))
+    queued = run(s.model_copy(update={"slots": 2}))
     np.testing.assert_allclose(queued.z, full.z, atol=1e-6)
-    np.testing.assert_array_equal(queued.num_steps, full.num_steps)
+    np.testing.assert_array_equal(queued.stats["num_steps"], full.stats["num_steps"])
     assert queued.ticks >= full.grad_evals.sum() / 2 and full.ticks == full.grad_evals.max()
 
 
-def test_same_keys_same_numbers_and_hmc():
-    s = SamplerSettings(num_warmup=50, num_samples=50)
-    a, b = run(s), run(s)
+def test_same_keys_same_numbers_no_second_compile_and_hmc(compiles):
+    s = NUTS(num_warmup=50, num_samples=50)
+    a = run(s)
+    compiles()
+    b = run(NUTS(num_warmup=50, num_samples=50))            # equal settings, equal potential: no new program
+    assert compiles() == 0
     np.testing.assert_array_equal(a.z, b.z)
     other = run(s, keys=jax.random.split(jax.random.PRNGKey(1), C))
     assert not np.allclose(a.z, other.z)
-    h = run(SamplerSettings(num_warmup=300, num_samples=1500, algorithm="hmc", schedule="lockstep", num_steps=8))
-    assert (h.num_steps == 8).all()
+    h = run(HMC(num_warmup=300, num_samples=1500, num_steps=8))
+    assert (h.stats["num_steps"] == 8).all()
     check_moments(h)
+    compiles()
+    run(HMC(num_warmup=300, num_samples=1500, num_steps=8))
+    assert compiles() == 0
 
 
 def test_bad_arguments():
-    s = SamplerSettings(num_warmup=5, num_samples=5)
+    from pydantic import ValidationError
+
+    s = NUTS(num_warmup=5, num_samples=5)
     with pytest.raises(ValueError, match="keys: expected one key per chain"):
-        run_chains(jax.random.split(jax.random.PRNGKey(0), 2), gaussian, jnp.zeros((C, D)), (MU, SCALE), s)
+        sample(jax.random.split(jax.random.PRNGKey(0), 2), gaussian, jnp.zeros((C, D)), (MU, SCALE), s)
     with pytest.raises(ValueError, match="args: every array needs a leading chain axis of 6"):
-        run_chains(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros((C, D)), (MU[:2], SCALE), s)
+        sample(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros((C, D)), (MU[:2], SCALE), s)
     with pytest.raises(ValueError, match="init_z: expected shape"):
-        run_chains(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros(D), (MU, SCALE), s)
-    with pytest.raises(ValueError, match="schedule: 'async' is for NUTS"):
-        run(SamplerSettings(algorithm="hmc"))
-    with pytest.raises(ValueError, match="num_samples: expected an integer >= 1"):
-        run(SamplerSettings(num_samples=0))
-    with pytest.raises(ValueError, match="slots: expected a positive integer"):
-        run(s, slots=0)
+        sample(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros(D), (MU, SCALE), s)
+    with pytest.raises(TypeError, match="settings: expected NUTS, HMC or SGLD settings, got dict"):
+        sample(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros((C, D)), (MU, SCALE), {})
+    with pytest.raises(ValidationError, match="num_samples"):
+        NUTS(num_samples=0)
+    with pytest.raises(ValidationError, match="slots"):
+        NUTS(slots=0)
 
 
 SCRIPT = textwrap.dedent("""
     import json, sys
     import jax, jax.numpy as jnp, numpy as np
     jax.config.update("jax_enable_x64", True)
-    from slt_relu.nuts import SamplerSettings, run_chains
+    from slt_relu.samplers import HMC, NUTS, sample
     C = 8
     mu = jnp.arange(C * 2, dtype=float).reshape(C, 2)
     gen = lambda m: (lambda z: 0.5 * jnp.sum((z - m) ** 2))
-    out = run_chains(jax.random.split(jax.random.PRNGKey(0), C), gen, jnp.zeros((C, 2)), (mu,),
-                     SamplerSettings(num_warmup=200, num_samples=1000), slots=int(sys.argv[1]))
+    out = sample(jax.random.split(jax.random.PRNGKey(0), C), gen, jnp.zeros((C, 2)), (mu,),
+                 NUTS(num_warmup=200, num_samples=1000, slots=int(sys.argv[1])))
     print(json.dumps({"devices": len(jax.devices()), "mean": out.z.mean(1).tolist()}))
 """)
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import slt_relu as S
-from slt_relu.nuts import SamplerSettings
-from slt_relu.posterior import (Prior, crossover, crossover_bootstrap, draw_datasets, grid_posterior, phase_masses,
-                                resolve_beta, sample_posterior, target, trial_filter)
+from slt_relu.analysis import crossover, crossover_bootstrap, phase_masses, trial_filter
+from slt_relu.posterior import Prior, draw_datasets, grid_posterior, resolve_beta, sample_posterior, target
+from slt_relu.samplers import NUTS as SamplerSettings
 
 
 def test_resolve_beta():
@@ -37,7 +37,7 @@ def test_potential_is_prior_plus_tempered_loss_by_hand():
     log_prior = sum(float(jnp.sum(-0.5 * (v / s) ** 2 - jnp.log(s * jnp.sqrt(2 * jnp.pi))))
                     for v, s in ((w, 1.0), (b, 2.0), (q, 0.5), (c, 3.0)))
     want = -log_prior + nb * float(S.empirical_loss(params, x, y, 0.7))
-    assert float(tg.potential_gen(x.T, y, nb)(z)) == pytest.approx(want, rel=1e-12)
+    assert float(tg.potential(x.T, y, nb)(z)) == pytest.approx(want, rel=1e-12)
     np.testing.assert_allclose(tg.constrain(z), S.to_flat(params), rtol=1e-12)
     # uniform prior on q only (a = 2)
     prior = Prior(q=("uniform", 2.0))
@@ -49,7 +49,7 @@ def test_potential_is_prior_plus_tempered_loss_by_hand():
     log_prior = sum(float(jnp.sum(-0.5 * v**2 - 0.5 * jnp.log(2 * jnp.pi))) for v in (w, b, c))
     log_prior += float(jnp.sum(-jnp.log(4.0) + jnp.log(4.0) + jnp.log(sig) + jnp.log1p(-sig)))   # U density x Jacobian
     want = -log_prior + nb * float(S.empirical_loss(params, x, y, 0.7))
-    assert float(tg.potential_gen(x.T, y, nb)(z)) == pytest.approx(want, rel=1e-10)
+    assert float(tg.potential(x.T, y, nb)(z)) == pytest.approx(want, rel=1e-10)
     assert np.all(np.abs(tg.constrain(z)[6:9]) < 2.0)
 
 
@@ -154,13 +154,17 @@ def test_crossover_interpolates_and_bootstraps():
     assert point == pytest.approx(2 + 0.2 / 0.7) and 0 < se < 0.2 and frac == 1.0
 
 
-def test_same_keys_same_draws_and_bad_arguments():
+def test_same_keys_same_draws_and_bad_arguments(compiles):
     ex = S.truths.get("dslt4_pt1", t=1.2)
     x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), 2), ex.truth, ex.inputs, 100, 1.0)
     s = SamplerSettings(num_warmup=30, num_samples=20)
     keys = jax.random.split(jax.random.PRNGKey(1), 2)
     a = sample_posterior(keys, x, y, 20.0, model=ex.model, settings=s)
-    b = sample_posterior(keys, x, y, 20.0, model=ex.model, settings=s)
+    compiles()
+    other = S.truths.get("dslt4_pt1", t=1.3).model          # another truth's full model: an equal Restriction
+    assert other == ex.model and hash(other) == hash(ex.model)
+    b = sample_posterior(keys, x, y, 20.0, model=other, settings=SamplerSettings(num_warmup=30, num_samples=20))
+    assert compiles() == 0                                   # equal model, settings, shapes: no new program
     np.testing.assert_array_equal(a.params.w, b.params.w)
     assert a.params.w.shape == (2, 20, 2, 2) and a.dataset.tolist() == [0, 1]
     with pytest.raises(ValueError, match="keys: expected 4 keys"):

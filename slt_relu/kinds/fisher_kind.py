@@ -1,39 +1,32 @@
 """Experiment kind ``fisher``: rank, spectrum and null-direction accounting of I(w) at sets of points.
 
-Top level: [inputs] (or a [truth] whose inputs are used), optional ``sigma``, and
-[fisher] with ``rtol`` (default D * eps) and one or more [[fisher.points]] tables, each
-with ``source`` and a ``label``:
-
-  source = "random"       widths = [...], count (per width, default 4), placement = "iid" (default:
-                          every coordinate N(0, scale^2), scale default 1) or "crossing" (every
-                          activation boundary through the central half of the box / within one std
-                          of the origin): generic parameters, rank D - d expected.  With "iid", a
-                          node whose boundary lies far out in the tails (or off the box) is
-                          numerically inactive or linear on the inputs and adds excess directions.
-  source = "m_symmetric"  m = [...], bias (default -0.3), q (default 1): the m-symmetric truths
-  source = "truth"        the [truth] example's model base parameter (restricted model if it has one)
-  source = "true_set"     count points along the [truth] example's W0 (restricted model)
-  source = "degenerate"   width, cases = names from DEGENERATE_CASES, each a generic network (every
-                          boundary crossing the input box) with node 0 made degenerate; the excess
-                          is checked against the hand count
-Any group may carry its own [fisher.points.inputs] table (same keys as [inputs]).
-  source = "path"         width, start, end (flat parameter lists of length D), steps
-  source = "points"       width, params = list of flat parameter lists
+Inputs: [inputs], or a [truth] whose inputs are used (and sigma).  Each [[fisher.points]] group
+names its ``source`` (below) and may carry its own [fisher.points.inputs].  With source =
+"random" and placement = "iid" on a bounded box, a node whose boundary misses the box is
+inactive or fully active there and adds excess directions (counted by hand in
+:func:`box_excess_count`); "crossing" puts every boundary through the central half of the box.
+"degenerate" makes node 0 of a generic network degenerate in the named ways of
+:func:`_excess_counts` and checks the excess against the hand count.
 
 Outputs: rank_vs_bound.png, spectrum.png, arrays.npz (spectra), metrics.json.
 """
 from __future__ import annotations
 
-import numpy as np
+from typing import Annotated, Literal, Union
 
-from ..config import ConfigError, Table, read_example
+import numpy as np
+from pydantic import Field
+
+from ..config import ConfigError
 from ..fisher import default_rtol, null_accounting
 from ..inputs import UniformBox
 from ..network import TwoLayer, from_flat, init_params, make_params, num_params, to_flat
 from ..plots import rank_vs_bound_figure, spectrum_figure
+from ..settings import Section
 from ..truths import m_symmetric
+from .common import Experiment, InputsSettings, TruthSettings, example_of, resolve_inputs
 
-SOURCES = ["random", "m_symmetric", "truth", "true_set", "degenerate", "path", "points"]
+Width = Annotated[int, Field(ge=1, le=256)]
 
 
 def _excess_counts(n_in: int) -> dict:
@@ -60,6 +53,75 @@ def _excess_counts(n_in: int) -> dict:
 
 
 DEGENERATE_CASES = list(_excess_counts(1))
+
+
+class _Group(Section):
+    label: str | None = Field(None, description="the group's name in plots and metrics (default: its source)")
+    inputs: InputsSettings | None = Field(None, description="this group's own input distribution")
+
+
+class RandomPoints(_Group):
+    source: Literal["random"]
+    widths: tuple[Width, ...] = Field(min_length=1, description="network widths")
+    count: int = Field(4, ge=1, description="networks per width")
+    scale: float = Field(1.0, gt=0, description="every coordinate N(0, scale^2) (placement = \"iid\")")
+    placement: Literal["iid", "crossing"] = Field("iid", description="i.i.d. coordinates, or every boundary "
+                                                  "through the central half of the box / one std of the origin")
+
+
+class MSymmetricPoints(_Group):
+    source: Literal["m_symmetric"]
+    m: tuple[Width, ...] = Field(min_length=1, description="the m-symmetric truths")
+    bias: float = Field(-0.3, description="their bias")
+    q: float = Field(1.0, description="their output weight")
+
+
+class TruthPoint(_Group):
+    source: Literal["truth"]
+
+
+class TrueSetPoints(_Group):
+    source: Literal["true_set"]
+    count: int = Field(11, ge=2, description="points along the [truth] example's W0")
+    x_range: tuple[float, float] = Field((-2.0, 2.0), description="box of the first free coordinate")
+    y_range: tuple[float, float] = Field((-2.0, 2.0), description="box of the second free coordinate")
+
+
+class DegeneratePoints(_Group):
+    source: Literal["degenerate"]
+    width: int = Field(ge=2, le=256, description="network width")
+    cases: tuple[Literal[tuple(DEGENERATE_CASES)], ...] = Field(min_length=1, description="ways node 0 degenerates")
+
+
+class PathPoints(_Group):
+    source: Literal["path"]
+    width: Width = Field(description="network width")
+    start: tuple[float, ...] = Field(description="flat parameters (length D) at the start")
+    end: tuple[float, ...] = Field(description="flat parameters at the end")
+    steps: int = Field(11, ge=2, description="points on the segment")
+
+
+class ListedPoints(_Group):
+    source: Literal["points"]
+    width: Width = Field(description="network width")
+    params: tuple[tuple[float, ...], ...] = Field(min_length=1, description="flat parameter lists")
+
+
+PointGroup = Annotated[Union[RandomPoints, MSymmetricPoints, TruthPoint, TrueSetPoints, DegeneratePoints, PathPoints,
+                             ListedPoints], Field(discriminator="source")]
+
+
+class FisherSettings(Section):
+    rtol: float | None = Field(None, ge=0, description="rank threshold (default D * eps)")
+    points: tuple[PointGroup, ...] = Field(min_length=1, description="groups of points ([[fisher.points]])")
+
+
+class Settings(Experiment):
+    kind: Literal["fisher"]
+    truth: TruthSettings | None = None
+    inputs: InputsSettings | None = None
+    sigma: float | None = Field(None, gt=0, description="noise standard deviation (default: the example's, or 1)")
+    fisher: FisherSettings
 
 
 def box_excess_count(params: TwoLayer, half_width: float) -> int:
@@ -101,17 +163,6 @@ def make_degenerate(case: str, params: TwoLayer, inputs) -> TwoLayer:
     return make_params(w, b, q, c, dtype=params.w.dtype)
 
 
-def _group_inputs(p: Table, default):
-    """A group's own [fisher.points.inputs] table (same keys as [inputs]), or the default."""
-    if not p.has("inputs"):
-        return default
-    sub = Table({"inputs": p.data["inputs"]}, p.path)
-    p.used.add("inputs")
-    _, inputs, _ = read_example(sub, required=False)
-    sub.done()
-    return inputs
-
-
 def generic_crossing_params(key, width: int, n_in: int, half_width: float = 1.0, dtype=None) -> TwoLayer:
     """Generic parameters whose every activation boundary crosses the box [-a/2, a/2]^n_in:
     w_i ~ N(0, I), b_i = -<w_i, p_i> with p_i uniform in the box, q_i ~ N(0, 1), c ~ N(0, 1)."""
@@ -124,76 +175,43 @@ def generic_crossing_params(key, width: int, n_in: int, half_width: float = 1.0,
     return make_params(w, -(w * anchor).sum(1), q, jax.random.normal(kc, (), dtype), dtype=dtype)
 
 
-def validate(root: Table) -> dict:
-    example, inputs, sigma = read_example(root, required=False)
-    t = root.table("fisher", required=True)
-    s = {"example": example, "inputs": inputs, "sigma": sigma, "rtol": t.get("rtol", "float", None, low=0.0)}
+def resolve(s: Settings, raw=None) -> dict:
+    example = example_of(s.truth) if s.truth is not None else None
+    if s.inputs is not None:
+        inputs = resolve_inputs(s.inputs, example.truth.n_in if example else None)
+    elif example is not None:
+        inputs = example.inputs
+    else:
+        raise ConfigError("inputs: missing; expected an [inputs] table (no [truth] gives a default)")
+    sigma = s.sigma if s.sigma is not None else (example.sigma if example else 1.0)
     groups = []
-    for p in t.tables("points"):
-        g = {"source": p.get("source", "str", choices=SOURCES)}
-        g["label"] = p.get("label", "str", g["source"])
-        g["inputs"] = _group_inputs(p, inputs)
-        src = g["source"]
-        if src == "random":
-            g["widths"] = p.get("widths", "list[int]", low=1, high=256)
-            g["count"] = p.get("count", "int", 4, low=1)
-            g["scale"] = p.get("scale", "float", 1.0, low=1e-12)
-            g["placement"] = p.get("placement", "str", "iid", choices=["iid", "crossing"])
-        elif src == "m_symmetric":
-            if g["inputs"].n_in != 2:
-                p.fail("source", "an input dimension of 2 for m-symmetric truths", src)
-            g["m"] = p.get("m", "list[int]", low=1, high=256)
-            g["bias"] = p.get("bias", "float", -0.3)
-            g["q"] = p.get("q", "float", 1.0)
-        elif src in ("truth", "true_set"):
-            if example is None:
-                p.fail("source", f"a [truth] table for source = {src!r}", src)
-            if src == "true_set":
-                if example.true_set is None:
-                    p.fail("source", f"an example with a known W0 (not {example.name})", src)
-                g["count"] = p.get("count", "int", 11, low=2)
-                g["box"] = [p.get("x_range", "range", [-2.0, 2.0]), p.get("y_range", "range", [-2.0, 2.0])]
-        elif src == "degenerate":
-            g["width"] = p.get("width", "int", low=2, high=256)
-            g["cases"] = p.get("cases", "list[str]")
-            for case in g["cases"]:
-                if case not in DEGENERATE_CASES:
-                    p.fail("cases", "names from " + ", ".join(DEGENERATE_CASES), g["cases"])
+    for i, p in enumerate(s.fisher.points):
+        key = f"fisher.points[{i}]"
+        g = {**p.model_dump(exclude={"inputs"}), "label": p.label or p.source,
+             "inputs": resolve_inputs(p.inputs, inputs.n_in) if p.inputs is not None else inputs}
+        src = p.source
+        if src == "m_symmetric" and g["inputs"].n_in != 2:
+            raise ConfigError(f"{key}.source: expected an input dimension of 2 for m-symmetric truths, got {src!r}")
+        if src in ("truth", "true_set") and example is None:
+            raise ConfigError(f"{key}.source: expected a [truth] table for source = {src!r}")
+        if src == "true_set":
+            if example.true_set is None:
+                raise ConfigError(f"{key}.source: expected an example with a known W0 (not {example.name})")
+            g["box"] = [p.x_range, p.y_range]
+        if src == "degenerate":
+            for case in p.cases:
                 if case.endswith("_on_box") and not isinstance(g["inputs"], UniformBox):
-                    p.fail("cases", f"uniform inputs for {case!r} (a Gaussian has no box)", g["cases"])
-        elif src in ("path", "points"):
-            g["width"] = p.get("width", "int", low=1, high=256)
-            D = num_params(g["width"], inputs.n_in)
-            if src == "path":
-                g["start"] = p.get("start", "list[float]")
-                g["end"] = p.get("end", "list[float]")
-                g["steps"] = p.get("steps", "int", 11, low=2)
-                vectors = {"start": g["start"], "end": g["end"]}
-            else:
-                vectors = {}
-                raw = p.data.get("params")
-                p.used.add("params")
-                if not (isinstance(raw, list) and raw and all(isinstance(r, list) for r in raw)):
-                    p.fail("params", "a non-empty list of flat parameter lists", raw)
-                g["params"] = [Table({"v": r}, p.key("params")).get("v", "list[float]") for r in raw]
-                vectors = {f"params[{i}]": v for i, v in enumerate(g["params"])}
-            for name, vec in vectors.items():
-                if len(vec) != D:
-                    raise ConfigError(f"{p.key(name)}: expected {D} numbers (D for width {g['width']}, "
-                                      f"n_in {inputs.n_in}), got {len(vec)}")
-        p.done()
+                    raise ConfigError(f"{key}.cases: expected uniform inputs for {case!r} (a Gaussian has no box), "
+                                      f"got {list(p.cases)}")
+        vectors = {"path": lambda: {"start": p.start, "end": p.end},
+                   "points": lambda: {f"params[{j}]": v for j, v in enumerate(p.params)}}.get(src, dict)()
+        for name, vec in vectors.items():
+            D = num_params(p.width, g["inputs"].n_in)
+            if len(vec) != D:
+                raise ConfigError(f"{key}.{name}: expected {D} numbers (D for width {p.width}, "
+                                  f"n_in {g['inputs'].n_in}), got {len(vec)}")
         groups.append(g)
-    if not groups:
-        raise ConfigError("fisher.points: expected at least one [[fisher.points]] table")
-    t.done()
-    s["groups"] = groups
-    return s
-
-
-def describe(s: dict) -> dict:
-    return {"inputs": repr(s["inputs"]), "sigma": s["sigma"], "rtol": s["rtol"],
-            "truth": s["example"].name if s["example"] else None,
-            "groups": [{**g, "inputs": repr(g["inputs"])} for g in s["groups"]]}
+    return {"example": example, "inputs": inputs, "sigma": sigma, "rtol": s.fisher.rtol, "groups": groups}
 
 
 def _points(g, s, key):
@@ -245,7 +263,7 @@ def _max_finite(values) -> float | None:
     return float(finite.max()) if finite.size else None
 
 
-def run(s: dict, outdir, key, progress: bool = True) -> dict:
+def run(s: dict, outdir, key, ctx) -> dict:
     import jax
     from tqdm.auto import tqdm
 
@@ -253,7 +271,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
     todo = []
     for gi, g in enumerate(s["groups"]):
         todo += [(g["label"], g["inputs"], *pt) for pt in _points(g, s, jax.random.fold_in(key, gi))]
-    for group, inputs, label, params, free, expected in tqdm(todo, desc="fisher", disable=not progress, leave=False):
+    for group, inputs, label, params, free, expected in tqdm(todo, desc="fisher", disable=not ctx.progress, leave=False):
         acc = null_accounting(params, inputs, s["sigma"], s["rtol"], free=free)
         D = acc.num_params
         d = params.width

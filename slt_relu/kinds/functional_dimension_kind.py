@@ -1,46 +1,43 @@
 """Experiment kind ``functional_dimension``: batch functional dimension at initialisation (Grigsby et al. 2023).
 
-[functional_dimension] keys:
-  n_in           input dimensions n0; the hidden widths equal n0 (default [5, 10, 15])
-  depths         numbers of weight layers (default [2, 3, 4, 5, 6]); architecture (n0, .., n0, 1)
-  networks       He-initialised networks per (n0, depth) (default 20)
-  point_factors  numbers of points as multiples of the bound, p = ceil(factor * bound) (default [1.0, 2.0])
-  bias_std       biases N(0, bias_std^2) (default 0.1)
-  rtol           rank threshold (default max(shape) * eps)
-
-Points are i.i.d. N(0, I) in R^n0 (as in the paper).  For every cell: the bound (parameters minus
-hidden neurons), the functional dimensions, bound - dimension per network, the fraction at the
-bound with a 95% Wilson interval, and the mean numbers of hidden neurons that are dead (never active)
-or always active on the points (two mechanisms of hidden symmetries, Grigsby et al. section 6;
-Petzka et al. Example 2).  Outputs: functional_dimension.png, metrics.json, arrays.npz.
+Architectures (n0, .., n0, 1), He-initialised, at i.i.d. N(0, I) points in R^n0 (as in the
+paper).  For every cell: the bound (parameters minus hidden neurons), the functional dimensions,
+bound - dimension per network, the fraction at the bound with a 95% Wilson interval, and the mean
+numbers of hidden neurons that are dead (never active) or always active on the points (two
+mechanisms of hidden symmetries, Grigsby et al. section 6; Petzka et al. Example 2).  Outputs:
+functional_dimension.png, metrics.json, arrays.npz.
 """
 from __future__ import annotations
 
 import math
+from typing import Annotated, Literal
 
 import numpy as np
+from pydantic import Field
 
-from ..config import Table
-
-
-def validate(root: Table) -> dict:
-    t = root.table("functional_dimension", required=True)
-    s = {"n_in": t.get("n_in", "list[int]", [5, 10, 15]), "depths": t.get("depths", "list[int]", [2, 3, 4, 5, 6]),
-         "networks": t.get("networks", "int", 20, low=1, high=10000),
-         "point_factors": t.get("point_factors", "list[float]", [1.0, 2.0]),
-         "bias_std": t.get("bias_std", "float", 0.1, low=0.0), "rtol": t.get("rtol", "float", None, low=0.0)}
-    if not s["n_in"] or min(s["n_in"]) < 1:
-        t.fail("n_in", "a non-empty list of positive integers", s["n_in"])
-    if not s["depths"] or min(s["depths"]) < 2:
-        t.fail("depths", "a non-empty list of integers >= 2 (weight layers; 2 = one hidden layer)", s["depths"])
-    if not s["point_factors"] or min(s["point_factors"]) <= 0:
-        t.fail("point_factors", "a non-empty list of positive numbers", s["point_factors"])
-    t.done()
-    return s
+from ..settings import Section
+from .common import Experiment
 
 
-def describe(s: dict) -> dict:
-    return dict(s)
+class FunctionalDimensionSettings(Section):
+    n_in: tuple[Annotated[int, Field(ge=1)], ...] = Field((5, 10, 15), min_length=1, description="input "
+                                                          "dimensions n0; the hidden widths equal n0")
+    depths: tuple[Annotated[int, Field(ge=2)], ...] = Field((2, 3, 4, 5, 6), min_length=1, description="numbers of "
+                                                            "weight layers (2 = one hidden layer)")
+    networks: int = Field(20, ge=1, le=10000, description="He-initialised networks per (n0, depth)")
+    point_factors: tuple[Annotated[float, Field(gt=0)], ...] = Field((1.0, 2.0), min_length=1, description="numbers "
+                                                                     "of points as multiples of the bound")
+    bias_std: float = Field(0.1, ge=0, description="biases N(0, bias_std^2)")
+    rtol: float | None = Field(None, ge=0, description="rank threshold (default max(shape) * eps)")
+
+
+class Settings(Experiment):
+    kind: Literal["functional_dimension"]
+    functional_dimension: FunctionalDimensionSettings
+
+
+def resolve(s: Settings, raw=None) -> dict:
+    return s.functional_dimension.model_dump()
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -60,7 +57,7 @@ def _fraction_clean(dims, bound, dead, always):
     return float(np.mean(np.array(clean) == bound)) if clean else None
 
 
-def run(s: dict, outdir, key, progress: bool = True) -> dict:
+def run(s: dict, outdir, key, ctx) -> dict:
     import jax
     from tqdm.auto import tqdm
 
@@ -70,7 +67,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
 
     cells = [(n, dep) for n in s["n_in"] for dep in s["depths"]]
     rows, arrays = [], {}
-    for n, dep in tqdm(cells, desc="architectures", disable=not progress, leave=False):
+    for n, dep in tqdm(cells, desc="architectures", disable=not ctx.progress, leave=False):
         widths = (n,) * dep + (1,)
         bound = functional_dimension_bound(widths)
         dims = {f: [] for f in s["point_factors"]}

@@ -1,84 +1,75 @@
-"""Experiment kind ``landscape``: K(w) or L_n(w) over a 2-D slice of parameter space.
+"""Experiment kind ``landscape``: K(w) or L_n(w) over a 2-D slice of parameter space (DSLT3).
 
-[landscape] keys:
-  loss          "population" (K, default) or "empirical" (L_n on a data set of size n)
-  n             int, data set size for loss = "empirical" (default 1000)
-  mode          "coordinates" (default): two named coordinates, the rest at the model's base;
-                "directions": two random orthonormal directions (in the free coordinates)
-                through the model's base parameter
-  axes          two coordinate names, e.g. ["w[0,0]", "q[0]"] (default: the example's two free ones)
-  ranges        [[x0, x1], [y0, y1]]: coordinate values (or offsets along the directions)
-  resolution    grid points per axis (default 201)
-  fisher_points points along W0 at which the restricted model's Fisher rank is computed (default 0)
-  n_beta        inverse temperature n * beta for the posterior mass across the valley along W0 (default 100)
-  valley_halfwidth  half-length of the normal segments that mass is integrated over (default 0.5)
-
-Outputs: landscape.png, arrays.npz (xs, ys, loss), metrics.json.
+Outputs: landscape.png (the slice, W0 where the example knows it, the posterior mass across the
+valley and the restricted Fisher rank along W0), arrays.npz (xs, ys, loss), metrics.json.
 """
 from __future__ import annotations
 
-import numpy as np
+from typing import Literal
 
-from ..config import ConfigError, Table, read_example
+import numpy as np
+from pydantic import Field
+
+from ..config import ConfigError
 from ..fisher import null_accounting
 from ..loss import empirical_loss, loss_slice, population_loss, sample_dataset
 from ..network import coordinate_index, from_flat, num_params, to_flat
 from ..plots import landscape_figure
+from ..settings import Section
+from .common import TruthExperiment, resolve_setup
 
 
-def validate(root: Table) -> dict:
-    example, inputs, sigma = read_example(root)
-    t = root.table("landscape", required=True)
-    s = {"example": example, "inputs": inputs, "sigma": sigma}
-    s["loss"] = t.get("loss", "str", "population", choices=["population", "empirical"])
-    s["n"] = t.get("n", "int", 1000, low=1)
-    s["mode"] = t.get("mode", "str", "coordinates", choices=["coordinates", "directions"])
+class LandscapeSettings(Section):
+    loss: Literal["population", "empirical"] = Field("population", description="K(w), or L_n(w) on a data set of size n")
+    n: int = Field(1000, ge=1, description="data set size for loss = \"empirical\"")
+    mode: Literal["coordinates", "directions"] = Field(
+        "coordinates", description="two named coordinates (the rest at the model's base), or two random orthonormal "
+        "directions in the free coordinates through the base")
+    axes: tuple[str, str] | None = Field(None, description="two coordinate names, e.g. [\"w[0,0]\", \"q[0]\"] "
+                                         "(default: the example's two free ones)")
+    ranges: tuple[tuple[float, float], tuple[float, float]] = Field(
+        description="[[x0, x1], [y0, y1]]: coordinate values (or offsets along the directions)")
+    resolution: int = Field(201, ge=3, le=4001, description="grid points per axis")
+    fisher_points: int = Field(0, ge=0, le=2000, description="points along W0 where the restricted model's Fisher "
+                               "rank is computed")
+    n_beta: float = Field(100.0, ge=0, description="n beta of the posterior mass across the valley along W0")
+    valley_halfwidth: float = Field(0.5, gt=0, description="half-length of the normal segments that mass "
+                                    "is integrated over")
+
+
+class Settings(TruthExperiment):
+    kind: Literal["landscape"]
+    landscape: LandscapeSettings
+
+
+def resolve(s: Settings, raw=None) -> dict:
+    setup = resolve_setup(s)
+    example = setup.example
+    t = s.landscape
+    out = {**t.model_dump(), "example": example, "inputs": setup.inputs, "sigma": setup.sigma}
     base = example.model.base
-    if s["mode"] == "coordinates":
-        default_axes = example.model.free_names if example.model.num_free == 2 else None
-        axes = t.get("axes", "list[str]", default_axes if default_axes else ...)
-        if axes is ... or len(axes) != 2:
-            t.fail("axes", "two coordinate names like \"w[0,0]\", \"q[0]\"", axes if axes is not ... else [])
+    if t.mode == "coordinates":
+        axes = t.axes or (tuple(example.model.free_names) if example.model.num_free == 2 else None)
+        if axes is None:
+            raise ConfigError("landscape.axes: missing; expected two coordinate names like \"w[0,0]\", \"q[0]\"")
         try:
             idx = [coordinate_index(a, base.width, base.n_in) for a in axes]
         except ValueError as err:
             raise ConfigError(f"landscape.axes: {err}") from None
         if idx[0] == idx[1]:
-            t.fail("axes", "two different coordinates", axes)
-        s["axes"] = [a.replace(" ", "") for a in axes]
+            raise ConfigError(f"landscape.axes: expected two different coordinates, got {list(axes)}")
+        out["axes"] = [a.replace(" ", "") for a in axes]
     else:
-        s["axes"] = ["direction 1", "direction 2"]
-    ranges = t.data.get("ranges")
-    t.used.add("ranges")
-    ok = isinstance(ranges, list) and len(ranges) == 2
-    if ok:
-        try:
-            s["ranges"] = [Table({"r": r}, "landscape").get("r", "range") for r in ranges]
-        except ConfigError:
-            ok = False
-    if not ok:
-        t.fail("ranges", "[[x0, x1], [y0, y1]] with x0 < x1 and y0 < y1", ranges if ranges is not None else [])
-    s["resolution"] = t.get("resolution", "int", 201, low=3, high=4001)
-    s["fisher_points"] = t.get("fisher_points", "int", 0, low=0, high=2000)
-    s["n_beta"] = t.get("n_beta", "float", 100.0, low=0.0)
-    s["valley_halfwidth"] = t.get("valley_halfwidth", "float", 0.5, low=1e-9)
-    t.done()
-    s["w0_drawable"] = (s["mode"] == "coordinates" and example.true_set is not None
-                        and s["axes"] == example.model.free_names)
-    if s["fisher_points"] and not s["w0_drawable"]:
-        t.fail("fisher_points", "0 unless the axes are the example's free coordinates with a known W0",
-               s["fisher_points"])
-    return s
-
-
-def describe(s: dict) -> dict:
-    ex = s["example"]
-    return {
-        "truth": ex.name, "truth_description": ex.description, "inputs": repr(s["inputs"]), "sigma": s["sigma"],
-        "model_width": ex.model.base.width, "free": ex.model.free_names,
-        **{k: s[k] for k in ("loss", "n", "mode", "axes", "ranges", "resolution", "fisher_points", "n_beta",
-                             "valley_halfwidth")},
-    }
+        out["axes"] = ["direction 1", "direction 2"]
+    for i, (lo, hi) in enumerate(t.ranges):
+        if not lo < hi:
+            raise ConfigError(f"landscape.ranges[{i}]: expected [low, high] with low < high, got {[lo, hi]}")
+    out["w0_drawable"] = (t.mode == "coordinates" and example.true_set is not None
+                          and out["axes"] == example.model.free_names)
+    if t.fisher_points and not out["w0_drawable"]:
+        raise ConfigError(f"landscape.fisher_points: expected 0 unless the axes are the example's free coordinates "
+                          f"with a known W0, got {t.fisher_points}")
+    return out
 
 
 def _plane(s, key):
@@ -100,7 +91,7 @@ def _plane(s, key):
     return base, u, v
 
 
-def run(s: dict, outdir, key, progress: bool = True) -> dict:
+def run(s: dict, outdir, key, ctx) -> dict:
     import jax
     from tqdm.auto import tqdm
 
@@ -119,7 +110,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
     ys = np.linspace(*s["ranges"][1], res)
     block = max(1, 4096 // res)
     rows = []
-    for start in tqdm(range(0, res, block), desc="landscape", disable=not progress, leave=False):
+    for start in tqdm(range(0, res, block), desc="landscape", disable=not ctx.progress, leave=False):
         chunk = xs[start:start + block]
         padded = np.concatenate([chunk, np.full(block - chunk.size, chunk[-1])])
         rows.append(np.asarray(loss_slice(fn, center, u, v, padded, ys))[: chunk.size])
@@ -148,7 +139,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
         if curves:
             along += _valley_mass(s, fn, curves[0], metrics)
         if s["fisher_points"] and curves:
-            along += _fisher_along(s, curves[0], metrics, progress)
+            along += _fisher_along(s, curves[0], metrics, ctx.progress)
     title = f"{ex.description}\n{zlabel} over ({s['axes'][0]}, {s['axes'][1]})"
     landscape_figure(outdir / "landscape.png", xs, ys, Z, xlabel=s["axes"][0], ylabel=s["axes"][1], title=title,
                      zlabel=zlabel, curves=curves, markers=markers, along=along)

@@ -1,68 +1,80 @@
 """Experiment kind ``regions``: linear regions and local affine maps (Sattelberg et al. 2020).
 
-[regions] keys:
-  half_width   the picture box [-a, a]^2 (default 1.5)
-  resolution   grid points per axis for pictures, grid counts and dual points (default 401)
-  clusters     numbers of k-means centres for the XOR network's dual points (default [1, 2, 3])
-[regions.xor_wide]  a second network trained on XOR data for the affine map between networks (Fig. 11):
-  width (20), steps (2000), learning_rate (0.02), samples (400)
-[regions.annulus]   a 3-layer network trained on circle (r < inner) vs annulus (r in annulus) (Fig. 5):
-  widths ([2, 8, 8, 8, 1]), samples (2000), steps (4000), learning_rate (0.01), inner (0.5),
-  annulus ([0.7, 1.0])
-[regions.lines]     regions along random segments vs neurons (Hanin & Rolnick 2019): n_in (4), widths
-  ([8, 16, 32, 64]), hidden_layers (3), lines (30), bias_std (0.3), length (4.0)
-
-The XOR network is relu(x + y + 1) - 2 relu(x + y) - 1 (Sattelberg eq. 3.2).  Training: full-batch
-Adam (optax) on the squared error to labels +-1.  Outputs: xor_regions.png, xor_affine_map.png,
-annulus_regions.png, annulus_layers.png, lines.png, arrays.npz, metrics.json.
+The XOR network is relu(x + y + 1) - 2 relu(x + y) - 1 (Sattelberg eq. 3.2): its regions,
+dual points and k-means clusters; a wider network trained on XOR data and the affine map between
+the two (Fig. 11); a 3-layer network trained on circle (r < inner) vs annulus (Fig. 5); regions
+along random segments against the number of neurons (Hanin & Rolnick 2019).  Training:
+full-batch Adam (optax) on the squared error to labels +-1.  Outputs: xor_regions.png,
+xor_affine_map.png, annulus_regions.png, annulus_layers.png, lines.png, arrays.npz, metrics.json.
 """
 from __future__ import annotations
 
-import numpy as np
+from typing import Annotated, Literal
 
-from ..config import Table
+import numpy as np
+from pydantic import Field, model_validator
+
+from ..settings import Section
+from .common import Experiment
 
 XOR_WEIGHTS = ([[1.0, 1.0], [1.0, 1.0]], [1.0, 0.0], [[1.0, -2.0]], [-1.0])
+Positive = Annotated[int, Field(ge=1)]
 
 
-def validate(root: Table) -> dict:
-    t = root.table("regions", required=True)
-    s = {"half_width": t.get("half_width", "float", 1.5, low=1e-6),
-         "resolution": t.get("resolution", "int", 401, low=5, high=2001),
-         "clusters": t.get("clusters", "list[int]", [1, 2, 3])}
-    if not s["clusters"] or min(s["clusters"]) < 1:
-        t.fail("clusters", "a non-empty list of positive integers", s["clusters"])
-    x = t.table("xor_wide")
-    s["xor_wide"] = {"width": x.get("width", "int", 20, low=1, high=4096), "steps": x.get("steps", "int", 2000, low=0),
-                     "learning_rate": x.get("learning_rate", "float", 0.02, low=0.0),
-                     "samples": x.get("samples", "int", 400, low=4)}
-    x.done()
-    a = t.table("annulus")
-    s["annulus"] = {"widths": a.get("widths", "list[int]", [2, 8, 8, 8, 1]),
-                    "samples": a.get("samples", "int", 2000, low=10), "steps": a.get("steps", "int", 4000, low=0),
-                    "learning_rate": a.get("learning_rate", "float", 0.01, low=0.0),
-                    "inner": a.get("inner", "float", 0.5, low=1e-6),
-                    "annulus": a.get("annulus", "range", [0.7, 1.0])}
-    w = s["annulus"]["widths"]
-    if len(w) < 3 or w[0] != 2 or w[-1] != 1 or min(w) < 1:
-        a.fail("widths", "[2, hidden widths..., 1] with at least one hidden layer", w)
-    if not s["annulus"]["inner"] < s["annulus"]["annulus"][0]:
-        a.fail("inner", f"a radius below the annulus' inner radius {s['annulus']['annulus'][0]}", s["annulus"]["inner"])
-    a.done()
-    ln = t.table("lines")
-    s["lines"] = {"n_in": ln.get("n_in", "int", 4, low=1), "widths": ln.get("widths", "list[int]", [8, 16, 32, 64]),
-                  "hidden_layers": ln.get("hidden_layers", "int", 3, low=1, high=20),
-                  "lines": ln.get("lines", "int", 30, low=2), "bias_std": ln.get("bias_std", "float", 0.3, low=0.0),
-                  "length": ln.get("length", "float", 4.0, low=1e-9)}
-    if not s["lines"]["widths"] or min(s["lines"]["widths"]) < 1:
-        ln.fail("widths", "a non-empty list of positive integers", s["lines"]["widths"])
-    ln.done()
-    t.done()
-    return s
+class XorWide(Section):
+    width: int = Field(20, ge=1, le=4096, description="width of the network trained on XOR data")
+    steps: int = Field(2000, ge=0, description="Adam steps")
+    learning_rate: float = Field(0.02, ge=0, description="Adam's learning rate")
+    samples: int = Field(400, ge=4, description="training points")
 
 
-def describe(s: dict) -> dict:
-    return dict(s)
+class Annulus(Section):
+    widths: tuple[Positive, ...] = Field((2, 8, 8, 8, 1), description="[2, hidden widths..., 1]")
+    samples: int = Field(2000, ge=10, description="training points")
+    steps: int = Field(4000, ge=0, description="Adam steps")
+    learning_rate: float = Field(0.01, ge=0, description="Adam's learning rate")
+    inner: float = Field(0.5, gt=0, description="radius of the inner disc")
+    annulus: tuple[float, float] = Field((0.7, 1.0), description="[inner, outer] radii of the annulus")
+
+    @model_validator(mode="after")
+    def _shape(self):
+        w = self.widths
+        if len(w) < 3 or w[0] != 2 or w[-1] != 1:
+            raise ValueError(f"widths: expected [2, hidden widths..., 1] with at least one hidden layer, got {list(w)}")
+        if not self.annulus[0] < self.annulus[1]:
+            raise ValueError(f"annulus: expected [low, high] with low < high, got {list(self.annulus)}")
+        if not self.inner < self.annulus[0]:
+            raise ValueError(f"inner: expected a radius below the annulus' inner radius {self.annulus[0]}, "
+                             f"got {self.inner}")
+        return self
+
+
+class Lines(Section):
+    n_in: int = Field(4, ge=1, description="input dimension")
+    widths: tuple[Positive, ...] = Field((8, 16, 32, 64), min_length=1, description="hidden widths")
+    hidden_layers: int = Field(3, ge=1, le=20, description="hidden layers")
+    lines: int = Field(30, ge=2, description="random segments per width")
+    bias_std: float = Field(0.3, ge=0, description="biases N(0, bias_std^2)")
+    length: float = Field(4.0, gt=0, description="segment length")
+
+
+class RegionsSettings(Section):
+    half_width: float = Field(1.5, gt=0, description="the picture box [-a, a]^2")
+    resolution: int = Field(401, ge=5, le=2001, description="grid points per axis (pictures, grid counts, dual points)")
+    clusters: tuple[Positive, ...] = Field((1, 2, 3), min_length=1, description="k-means centres for the XOR "
+                                           "network's dual points")
+    xor_wide: XorWide = XorWide()
+    annulus: Annulus = Annulus()
+    lines: Lines = Lines()
+
+
+class Settings(Experiment):
+    kind: Literal["regions"]
+    regions: RegionsSettings
+
+
+def resolve(s: Settings, raw=None) -> dict:
+    return s.regions.model_dump()
 
 
 def _train(key, widths, x, y, steps, lr):
@@ -108,7 +120,7 @@ def _grid_data(params, half_width, resolution):
     return pts, np.asarray(pts).reshape(shape + (2,)), pre, pats, vals
 
 
-def run(s: dict, outdir, key, progress: bool = True) -> dict:
+def run(s: dict, outdir, key, ctx) -> dict:
     import jax
     import jax.numpy as jnp
 

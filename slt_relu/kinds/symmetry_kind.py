@@ -1,60 +1,57 @@
 """Experiment kind ``symmetry``: the phases of W0 for a truth and models of several widths.
 
-Top level: [truth] (a minimal, activation-distinguished truth; its inputs and sigma are used
-unless [inputs] / sigma are given) and [symmetry] with:
-
-  widths   model widths d >= m (list of ints)
-  rtol     rank threshold of the Fisher spectrum (default D * eps)
-  checks   random compositions pi . rho applied to every representative; each must keep the
-           label (classify_phase), K and the Fisher rank (default 3).  (psi^J moves a point to
-           another phase: the orientation labels of J flip.)
-  tol      classify_phase tolerance used for those checks (default 1e-6)
-
 For every width: one representative per phase (true_set_representatives), its label, K, the
-Fisher rank against D - d and the excess null directions (null_accounting).  Outputs:
+Fisher rank against D - d and the excess null directions (null_accounting); random compositions
+pi . rho applied to every representative must keep its label (classify_phase), K and the Fisher
+rank (psi^J moves a point to another phase: the orientation labels of J flip).  Outputs:
 true_set_width{d}.png (boundaries with arrows into the active side, DSLT3 style),
 effective_weights_width{d}.png (|q_i| w_i, DSLT4 style; n_in = 2), arrays.npz (the
 representatives, flat), metrics.json.
 """
 from __future__ import annotations
 
-import numpy as np
+from typing import Annotated, Literal
 
-from ..config import ConfigError, Table, read_example
+import numpy as np
+from pydantic import Field
+
+from ..config import ConfigError
 from ..fisher import null_accounting
 from ..loss import population_loss
 from ..network import num_params, to_flat
-from ..phases import _check_truth, classify_phase, true_set_representatives
+from ..phases import check_truth, classify_phase, true_set_representatives
 from ..plots import effective_weights_figure, phase_gallery_figure
+from ..settings import Section
 from ..symmetry import permute, rescale
+from .common import TruthExperiment, resolve_setup
 
 
-def validate(root: Table) -> dict:
-    example, inputs, sigma = read_example(root)
+class SymmetrySettings(Section):
+    widths: tuple[Annotated[int, Field(ge=1, le=8)], ...] = Field(min_length=1, description="model widths d >= m")
+    rtol: float | None = Field(None, ge=0, description="rank threshold of the Fisher spectrum (default D * eps)")
+    checks: int = Field(3, ge=0, le=100, description="random compositions pi . rho per representative")
+    tol: float = Field(1e-6, ge=0, le=1, description="classify_phase tolerance of those checks")
+
+
+class Settings(TruthExperiment):
+    kind: Literal["symmetry"]
+    symmetry: SymmetrySettings
+
+
+def resolve(s: Settings, raw=None) -> dict:
+    setup = resolve_setup(s)
     try:
-        _check_truth(example.truth)
+        check_truth(setup.example.truth)
     except ValueError as err:
         raise ConfigError(f"truth: {err}") from None
-    m = example.truth.width
-    t = root.table("symmetry", required=True)
-    s = {"example": example, "inputs": inputs, "sigma": sigma}
-    s["widths"] = t.get("widths", "list[int]")
-    if not s["widths"] or any(d < m or d > 8 for d in s["widths"]):
-        t.fail("widths", f"a non-empty list of widths between m = {m} (the truth's nodes) and 8", s["widths"])
-    s["rtol"] = t.get("rtol", "float", None, low=0.0)
-    s["checks"] = t.get("checks", "int", 3, low=0, high=100)
-    s["tol"] = t.get("tol", "float", 1e-6, low=0.0, high=1.0)
-    t.done()
-    return s
+    m = setup.example.truth.width
+    if min(s.symmetry.widths) < m:
+        raise ConfigError(f"symmetry.widths: expected a non-empty list of widths between m = {m} (the truth's "
+                          f"nodes) and 8, got {list(s.symmetry.widths)}")
+    return {**s.symmetry.model_dump(), "example": setup.example, "inputs": setup.inputs, "sigma": setup.sigma}
 
 
-def describe(s: dict) -> dict:
-    ex = s["example"]
-    return {"truth": ex.name, "truth_description": ex.description, "inputs": repr(s["inputs"]), "sigma": s["sigma"],
-            **{k: s[k] for k in ("widths", "rtol", "checks", "tol")}}
-
-
-def run(s: dict, outdir, key, progress: bool = True) -> dict:
+def run(s: dict, outdir, key, ctx) -> dict:
     import jax
     from tqdm.auto import tqdm
 
@@ -65,7 +62,7 @@ def run(s: dict, outdir, key, progress: bool = True) -> dict:
     for d in s["widths"]:
         reps = true_set_representatives(truth, d)
         rows = []
-        for k, rep in enumerate(tqdm(reps, desc=f"width {d}", disable=not progress, leave=False)):
+        for k, rep in enumerate(tqdm(reps, desc=f"width {d}", disable=not ctx.progress, leave=False)):
             acc = null_accounting(rep.params, inputs, sigma, s["rtol"])
             K = float(population_loss(rep.params, truth, inputs, sigma))
             own = classify_phase(rep.params, truth, s["tol"])

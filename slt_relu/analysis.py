@@ -1,0 +1,275 @@
+"""Phase masses and their analysis: per data set, per sweep point, across a sweep (DSLT4).
+
+Pure functions of arrays (labels, losses, sampler statistics): testable without running a
+sampler, and shared by every sampler's output.
+
+* :func:`phase_masses`: masses of labelled phases, their spread across data sets (``se``,
+  DSLT4's error bars across trials) and their Monte Carlo error within data sets (``mcse``);
+* :func:`trial_filter`: DSLT4's filter on trials' mean L_n;
+* :func:`crossover`, :func:`crossover_bootstrap`: where two phases' masses cross along a sweep
+  axis, with a bootstrap error over trials;
+* :func:`chain_diagnostics`, :func:`sampler_warnings`: R-hat, ESS, divergences and tree depths of
+  a point's chains, within data sets (never pooled), and what of them deserves a warning;
+* :func:`point_summary`, :func:`sweep_summary`: the rows and grids of a posterior sweep's
+  ``metrics.json``.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from . import diagnostics as dg
+
+class PhaseMasses(NamedTuple):
+    """Posterior mass of each phase.
+
+    names: the P phase names; mass: (P,) the mean over data sets of each data set's mass (each
+    data set's chains pooled); se: (P,) standard error of that mean across data sets
+    (std / sqrt(K), DSLT4's error bars across trials; NaN with one data set); mcse: (P,) Monte
+    Carlo standard error within data sets, sqrt(p (1 - p) / ESS) of the phase indicator,
+    combined over data sets; per_dataset: (K, P); per_chain: (C, P).
+    """
+
+    names: tuple
+    mass: np.ndarray
+    se: np.ndarray
+    mcse: np.ndarray
+    per_dataset: np.ndarray
+    per_chain: np.ndarray
+
+    def as_dict(self) -> dict:
+        return {name: float(m) for name, m in zip(self.names, self.mass)}
+
+
+def phase_masses(labels, names: Sequence | None = None, dataset=None) -> PhaseMasses:
+    """Masses of the phases in labels: (C, S) per-draw phase labels (ints indexing ``names``,
+    or hashable labels such as strings or PhaseLabels, then names default to the sorted
+    distinct labels).  dataset: (C,) data set of each chain (default: each chain its own)."""
+    labels = np.asarray(labels, dtype=object if names is None else None)
+    if labels.ndim != 2:
+        raise ValueError(f"labels: expected shape (chains, draws), got {labels.shape}")
+    C, S = labels.shape
+    if names is None:
+        names = sorted({v for v in labels.reshape(-1)}, key=str)
+        codes = np.vectorize({v: k for k, v in enumerate(names)}.get, otypes=[int])(labels)
+    else:
+        if not np.issubdtype(labels.dtype, np.integer):
+            raise ValueError(f"labels: with names given, expected integer codes, got dtype {labels.dtype}")
+        codes = labels
+        if codes.size and (codes.min() < 0 or codes.max() >= len(names)):
+            raise ValueError(f"labels: expected codes in [0, {len(names)}), got {codes.min()}..{codes.max()}")
+    dataset = np.arange(C) if dataset is None else np.asarray(dataset)
+    if dataset.shape != (C,):
+        raise ValueError(f"dataset: expected shape ({C},), got {dataset.shape}")
+    P = len(names)
+    onehot = codes[..., None] == np.arange(P)
+    per_chain = onehot.mean(1)
+    groups = np.unique(dataset)
+    per_dataset = np.array([per_chain[dataset == g].mean(0) for g in groups])
+    K = len(groups)
+    mass = per_dataset.mean(0)
+    se = per_dataset.std(0, ddof=1) / np.sqrt(K) if K > 1 else np.full(P, np.nan)
+    var = np.zeros(P)
+    for gi, g in enumerate(groups):
+        ind = onehot[dataset == g]
+        for p in range(P):
+            m = per_dataset[gi, p]
+            if 0 < m < 1 and S >= 4:
+                var[p] += m * (1 - m) / dg.ess(ind[..., p].astype(float))
+    mcse = np.sqrt(var) / K
+    return PhaseMasses(tuple(str(nm) for nm in names), mass, se, mcse, per_dataset, per_chain)
+
+
+def trial_filter(mean_loss, z: float = 1.5) -> np.ndarray:
+    """DSLT4's trial filter: keep trials whose mean L_n has |z-score| <= z across trials.
+
+    mean_loss: (T,) each trial's posterior mean of L_n.  z-scores use the population standard
+    deviation (numpy's and scipy's default); with T trials no |z| can exceed sqrt(T - 1), which
+    one trial far from all the others reaches: with 4 trials (bound 1.73) the filter at 1.5
+    removes only such a lone outlier, with 3 (bound 1.41) none.  Returns a (T,) bool mask of the
+    trials kept.
+    """
+    v = np.asarray(mean_loss, np.float64)
+    sd = v.std()
+    if v.size < 2 or sd == 0:
+        return np.ones(v.shape, bool)
+    return np.abs(v - v.mean()) / sd <= z
+
+
+def crossover(xs, a, b) -> float:
+    """The first x where a(x) - b(x) changes sign, by linear interpolation (NaN if never)."""
+    xs, diff = np.asarray(xs, np.float64), np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    for i in range(len(xs) - 1):
+        if diff[i] == 0:
+            return float(xs[i])
+        if diff[i] * diff[i + 1] < 0:
+            return float(xs[i] + (xs[i + 1] - xs[i]) * diff[i] / (diff[i] - diff[i + 1]))
+    return float(xs[-1]) if len(diff) and diff[-1] == 0 else float("nan")
+
+
+def crossover_bootstrap(xs, trials_a, trials_b, rng: np.random.Generator, n_boot: int = 2000):
+    """Crossover of two phase masses with a bootstrap standard error over trials.
+
+    trials_a, trials_b: per x, the per-trial masses of the two phases (lists of arrays, same
+    trials for a and b).  Each bootstrap replicate resamples the trials of every x with
+    replacement.  Returns (crossover of the means, std of the replicates, fraction of replicates
+    with a crossover)."""
+    xs = np.asarray(xs, np.float64)
+    ta = [np.asarray(t, np.float64) for t in trials_a]
+    tb = [np.asarray(t, np.float64) for t in trials_b]
+    point = crossover(xs, [t.mean() for t in ta], [t.mean() for t in tb])
+    reps = []
+    for _ in range(n_boot):
+        idx = [rng.integers(0, len(t), len(t)) for t in ta]
+        reps.append(crossover(xs, [t[i].mean() for t, i in zip(ta, idx)], [t[i].mean() for t, i in zip(tb, idx)]))
+    reps = np.asarray(reps)
+    ok = np.isfinite(reps)
+    se = float(reps[ok].std(ddof=1)) if ok.sum() > 1 else float("nan")
+    return point, se, float(ok.mean())
+
+
+# ----------------------------------------------------------------------------------------
+# a posterior sweep's points
+
+
+def chain_diagnostics(loss, dataset, coordinates, stats: dict, max_steps: int | None = None) -> dict:
+    """Diagnostics of one point's chains, computed within each data set and reported for the worst.
+
+    loss: (C, S) L_n of each draw; dataset: (C,); coordinates: (C, S, k) the free coordinates;
+    stats: the sampler's statistics (``Draws.stats`` plus ``grad_evals``); max_steps: NUTS's
+    2^max_tree_depth - 1 (None: no tree depth)."""
+    coord_rhat = [dg.grouped(dg.rhat, coordinates[..., i], dataset) for i in range(coordinates.shape[-1])]
+    out = {"rhat_loss": dg.grouped(dg.rhat, loss, dataset),
+           "ess_bulk_loss": dg.grouped(dg.ess_bulk, loss, dataset, worst=min),
+           "rhat_coordinates_max": float(np.max(coord_rhat))}
+    if "diverging" in stats:
+        out["divergences"] = int(np.sum(stats["diverging"]))
+        out["warmup_divergences"] = int(np.sum(stats["warmup_divergences"]))
+    if "accept_prob" in stats:
+        out["accept_prob_mean"] = float(np.mean(stats["accept_prob"]))
+    if "step_size" in stats:
+        out["step_size"] = np.asarray(stats["step_size"]).tolist()
+    if "num_steps" in stats:
+        steps = np.asarray(stats["num_steps"])
+        out["steps_per_draw_mean"] = float(steps.mean())
+        out["max_tree_depth_fraction"] = float(np.mean(steps >= max_steps)) if max_steps else 0.0
+    out["grad_evals"] = int(np.sum(stats["grad_evals"]))
+    return out
+
+
+def sampler_warnings(d: dict, where: str, n_draws: int, target_accept: float | None) -> list[str]:
+    """What in :func:`chain_diagnostics` makes a point's numbers doubtful, one line each."""
+    out = []
+    if d.get("divergences"):
+        out.append(f"{where}: {d['divergences']} divergent transitions of {n_draws} draws")
+    if d["rhat_loss"] > 1.05:
+        out.append(f"{where}: R-hat of L_n within a data set is {d['rhat_loss']:.3f} (> 1.05): chains not stationary")
+    if d["ess_bulk_loss"] < 100:
+        out.append(f"{where}: bulk ESS of L_n is {d['ess_bulk_loss']:.0f} in the worst data set (< 100)")
+    if target_accept is not None and d.get("accept_prob_mean", 1.0) < target_accept - 0.15:
+        out.append(f"{where}: mean acceptance {d['accept_prob_mean']:.2f} far below the target {target_accept}")
+    if d.get("max_tree_depth_fraction", 0.0) > 0.01:
+        out.append(f"{where}: {100 * d['max_tree_depth_fraction']:.1f}% of draws hit the maximum tree depth")
+    return out
+
+
+def _zscores(v) -> list:
+    return ((v - v.mean()) / (v.std() or 1.0)).tolist()
+
+
+def point_summary(loss, dataset, truth_loss, *, filter_z: float, apply_filter: bool, rule=None,
+                  classified=None) -> dict:
+    """One sweep point's row: per-trial mean L_n and its excess over L_n(truth) on the same data,
+    DSLT4's trial filter on both, and the masses of each labelling.
+
+    loss: (C, S); dataset: (C,); truth_loss: (K,) L_n(truth) per data set; rule: (codes (C, S),
+    names) of DSLT4's rule or None; classified: (labels (C, S') of classify_phase) or None.
+    DSLT4's filter reads mean L_n, which differs between trials mostly through their data sets'
+    noise (L_n(truth) itself varies by ~ sigma^2 sqrt(2/n)); the excess over the truth on the
+    same data isolates the posterior's own part, so it is reported beside it."""
+    ds = np.asarray(dataset)
+    mean_loss = np.array([loss[ds == g].mean() for g in np.unique(ds)])
+    keep_trials = trial_filter(mean_loss, filter_z)
+    excess = mean_loss - np.asarray(truth_loss, np.float64)
+    row = {"trials": int(len(mean_loss)), "mean_loss_per_trial": mean_loss, "excess_loss_per_trial": excess,
+           "trial_filter": {"applied": apply_filter, "z": filter_z, "z_scores": _zscores(mean_loss),
+                            "dropped_trials": np.flatnonzero(~keep_trials).tolist(),
+                            "excess_z_scores": _zscores(excess),
+                            "dropped_by_excess": np.flatnonzero(~trial_filter(excess, filter_z)).tolist()}}
+    use = keep_trials[ds] if apply_filter else np.ones(len(ds), bool)
+    if rule is not None:
+        codes, names = rule
+        pm = phase_masses(codes[use], names, ds[use])
+        row["mass"] = dict(zip(names, pm.mass.tolist()))
+        row["mass_se"] = dict(zip(names, pm.se.tolist()))
+        row["mass_mcse"] = dict(zip(names, pm.mcse.tolist()))
+        row["mass_per_trial"] = {nm: pm.per_dataset[:, k].tolist() for k, nm in enumerate(names)}
+        if apply_filter:
+            row["mass_unfiltered"] = dict(zip(names, phase_masses(codes, names, ds).mass.tolist()))
+    if classified is not None:
+        pm = phase_masses(classified[use], dataset=ds[use])
+        row["classify_phase"] = {"mass": dict(zip(pm.names, pm.mass.tolist())),
+                                 "mass_se": dict(zip(pm.names, pm.se.tolist())),
+                                 "mass_per_trial": {nm: pm.per_dataset[:, k].tolist() for k, nm in enumerate(pm.names)}}
+    return row
+
+
+def _grid_index(shape, axis: int, k: int, other) -> int:
+    full = list(other)
+    full.insert(axis, k)
+    return int(np.ravel_multi_index(tuple(full), shape))
+
+
+def sweep_summary(sweep: dict, rows: Sequence[dict], *, crossover_phases=None, crossover_axis=None) -> dict:
+    """The sweep-level part of metrics.json: each axis' values, the masses of every phase on
+    the sweep's grid (axes in the order of ``sweep``), and the crossover of ``crossover_phases``
+    along ``crossover_axis`` for every combination of the other axes (bootstrap over trials)."""
+    axes = list(sweep)
+    shape = tuple(len(v) for v in sweep.values())
+    metrics = {}
+    for key in axes:
+        metrics[key.split(".")[-1]] = sweep[key]
+    if "posterior.beta" in axes or "posterior.n" in axes:
+        metrics["n_beta_per_point"] = [r["n_beta"] for r in rows]
+    if "posterior.beta" in axes:
+        b = axes.index("posterior.beta")
+        metrics["n_beta"] = [rows[_grid_index(shape, b, k, [0] * (len(axes) - 1))]["n_beta"]
+                             for k in range(shape[b])]
+    if rows and "mass" in rows[0]:
+        names = list(rows[0]["mass"])
+        for field in ("mass", "mass_se", "mass_mcse"):
+            metrics[field] = {nm: np.array([r[field][nm] for r in rows]).reshape(shape).tolist() for nm in names}
+    if rows and "classify_phase" in rows[0]:
+        totals: dict = {}
+        for r in rows:
+            for nm, m in r["classify_phase"]["mass"].items():
+                totals[nm] = totals.get(nm, 0.0) + m
+        cnames = sorted(totals, key=lambda nm: -totals[nm])
+        metrics["classify_phase"] = {
+            "mass": {nm: np.array([r["classify_phase"]["mass"].get(nm, 0.0) for r in rows]).reshape(shape).tolist()
+                     for nm in cnames},
+            "mass_se": {nm: np.array([r["classify_phase"]["mass_se"].get(nm, np.nan) for r in rows]).reshape(
+                shape).tolist() for nm in cnames}}
+    if crossover_phases is not None:
+        a, b = crossover_phases
+        ax = axes.index(crossover_axis)
+        xs = np.asarray(sweep[crossover_axis], np.float64)
+        rng = np.random.default_rng(0)
+        others = [range(n) for i, n in enumerate(shape) if i != ax]
+        cross, cross_se, cross_frac = [], [], []
+        for other in itertools.product(*others):
+            idx = [_grid_index(shape, ax, k, other) for k in range(len(xs))]
+            c, se, frac = crossover_bootstrap(xs, [rows[i]["mass_per_trial"][a] for i in idx],
+                                              [rows[i]["mass_per_trial"][b] for i in idx], rng)
+            cross.append(c)
+            cross_se.append(se)
+            cross_frac.append(frac)
+        name = crossover_axis.split(".")[-1]
+        scalar = len(cross) == 1
+        metrics[f"crossover_{name}"] = cross[0] if scalar else cross
+        metrics[f"crossover_{name}_se"] = cross_se[0] if scalar else cross_se
+        metrics[f"crossover_{name}_bootstrap_fraction"] = cross_frac[0] if scalar else cross_frac
+        metrics["crossover_phases"] = [a, b]
+    return metrics

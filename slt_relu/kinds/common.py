@@ -1,0 +1,113 @@
+"""Schema pieces every kind shares: the top-level keys, [truth] and [inputs].
+
+``[truth]``: ``name`` picks a registered example (``slt_relu.truths``); its other keys are the
+example's options, typed from the example function's signature (so ``t`` for ``dslt4_pt1``,
+``m``, ``bias``, ``q``, ``c``, ``width`` for ``m_symmetric``).  ``[inputs]`` overrides the
+example's input distribution; top-level ``sigma`` its noise.
+"""
+from __future__ import annotations
+
+import inspect
+import typing
+from typing import Annotated, Literal, NamedTuple, Union
+
+from pydantic import Field, create_model
+
+from .. import truths
+from ..config import ConfigError
+from ..settings import Section
+
+DTYPES = ("float64", "float32")
+
+
+def _truth_schema(name: str):
+    fn = truths.REGISTRY[name]
+    hints = typing.get_type_hints(fn)
+    fields = {"name": (Literal[name], Field(description="a registered example (slt_relu.truths)"))}
+    for pname, p in inspect.signature(fn).parameters.items():
+        fields[pname] = (hints.get(pname, float), Field(p.default, description=f"option of {name}"))
+    return create_model(f"Truth_{name}", __base__=Section, **fields)
+
+
+TRUTH_SCHEMAS = {n: _truth_schema(n) for n in truths.names()}
+TruthSettings = Annotated[Union[tuple(TRUTH_SCHEMAS.values())],
+                          Field(discriminator="name", description="the truth f0 and its example's setup")]
+
+
+class _Inputs(Section):
+    n_in: int | None = Field(None, ge=1, description="input dimension (default: the truth's)")
+    cells: int = Field(96, ge=1, le=2048, description="cells per axis of the 2-D tensor rule (Gaussian inputs)")
+    order: int = Field(2, ge=1, le=16, description="Gauss nodes per cell and axis")
+
+
+class UniformInputs(_Inputs):
+    distribution: Literal["uniform"]
+    half_width: float = Field(gt=0, description="q(x) uniform on [-half_width, half_width]^n_in")
+
+
+class GaussianInputs(_Inputs):
+    distribution: Literal["gaussian"]
+    std: float = Field(gt=0, description="q(x) = N(0, std^2 I)")
+
+
+InputsSettings = Annotated[Union[UniformInputs, GaussianInputs],
+                           Field(discriminator="distribution", description="the input distribution q(x)")]
+
+
+class Experiment(Section):
+    """Keys of every config."""
+
+    kind: str = Field(description="the experiment kind")
+    name: str | None = Field(None, description="the run's name: its default folder is runs/NAME (default: the file's stem)")
+    description: str = Field("", description="one line shown by slt-relu list")
+    seed: int = Field(0, ge=0, description="the root PRNG key")
+    dtype: Literal["float64", "float32"] = Field("float64", description="JAX's float type for the run")
+
+
+class TruthExperiment(Experiment):
+    """Kinds built on a truth network."""
+
+    truth: TruthSettings
+    inputs: InputsSettings | None = None
+    sigma: float | None = Field(None, gt=0, description="noise standard deviation (default: the example's)")
+
+
+class Setup(NamedTuple):
+    """A resolved truth: the Example, its input distribution and sigma."""
+
+    example: truths.Example
+    inputs: object
+    sigma: float
+
+
+def example_of(truth) -> truths.Example:
+    """The Example of a [truth] table; ConfigError naming its bad option."""
+    options = truth.model_dump(exclude={"name"})
+    try:
+        return truths.get(truth.name, **options)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"truth: {err}") from None
+
+
+def resolve_inputs(spec, n_in_default: int | None):
+    """UniformBox / Gaussian from an [inputs] table."""
+    from ..inputs import Gaussian, UniformBox
+
+    n_in = spec.n_in or n_in_default
+    if n_in is None:
+        raise ConfigError("inputs.n_in: missing; expected a positive integer (no [truth] gives a default)")
+    if spec.distribution == "uniform":
+        return UniformBox(spec.half_width, n_in, spec.cells, spec.order)
+    return Gaussian(spec.std, n_in, spec.cells, spec.order)
+
+
+def resolve_setup(s: TruthExperiment) -> Setup:
+    """The example with the config's [inputs] and sigma applied."""
+    example = example_of(s.truth)
+    inputs = example.inputs
+    if s.inputs is not None:
+        if s.inputs.n_in is not None and s.inputs.n_in != example.truth.n_in:
+            raise ConfigError(f"inputs.n_in: expected {example.truth.n_in} (the truth's number of inputs), "
+                              f"got {s.inputs.n_in}")
+        inputs = resolve_inputs(s.inputs, example.truth.n_in)
+    return Setup(example, inputs, example.sigma if s.sigma is None else s.sigma)

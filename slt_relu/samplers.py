@@ -1,0 +1,209 @@
+"""One interface for every sampler, and one helper that runs many chains on all devices.
+
+A sampler takes a PRNG key per chain, a potential, initial points and its settings, and
+returns :class:`Draws`:
+
+    sample(keys (C, 2), potential_gen, init_z (C, D), args, settings) -> Draws
+
+``potential_gen(*args_c) -> U`` builds chain c's potential ``U(z) = -log density(z)`` on flat
+unconstrained coordinates z (D,) from that chain's slice of ``args`` (arrays with a leading
+chain axis C: each chain its own data set, tempering, localisation).  ``potential_gen`` and the
+settings must be hashable values (a NamedTuple of functions and numbers, a frozen settings
+model): they are static arguments of ``jax.jit``, so a second call with equal ones reuses the
+compiled program.  The settings' type picks the algorithm (``settings.name``): :class:`NUTS`
+(``slt_relu.nuts``; desynchronised or lockstep chains), :class:`HMC`, :class:`SGLD`
+(``slt_relu.sgld``).  A sampler that returns weighted particles and a log evidence (tempered
+SMC) fits the same result: its "chains" are independent runs, its "draws" the particles,
+equally weighted after the last resampling, and ``log_evidence`` its estimate of log Z.
+
+:func:`run_sharded` is the helper they share: it vmaps a per-chain function over the chains,
+shards them over ``jax.devices()`` (a ``chains`` mesh axis; chains padded to a multiple of the
+device count, padding dropped afterwards) and caches the compiled program through ``jax.jit``
+on the function's value.
+"""
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Callable, Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec as P
+from pydantic import Field
+
+from .settings import Section
+
+
+class Draws(NamedTuple):
+    """What every sampler returns; C chains (or independent runs), S draws (or particles) each.
+
+    z: (C, S, D) unconstrained draws; potential_energy: (C, S) U at each draw; stats: the
+    sampler's statistics by name, per draw (C, S) or per chain (C, ...) (NUTS: num_steps,
+    accept_prob, diverging, step_size, inverse_mass_matrix, warmup_divergences); grad_evals:
+    (C,) gradient evaluations of each chain, warmup included; log_evidence: (C,) log Z where the
+    sampler estimates it (SMC), else None; ticks: vmapped gradient evaluations the program ran
+    (the wall-clock work of all chains together); wall_s: seconds, compilation included.
+    """
+
+    z: np.ndarray
+    potential_energy: np.ndarray
+    stats: dict
+    grad_evals: np.ndarray
+    log_evidence: np.ndarray | None
+    ticks: int
+    wall_s: float
+
+
+class StaticPartial(NamedTuple):
+    """``fn`` with its first arguments bound, hashable by value (a ``functools.partial`` is hashed
+    by identity, so a new one per call would compile a new program)."""
+
+    fn: Callable
+    bound: tuple
+
+    def __call__(self, *args):
+        return self.fn(*self.bound, *args)
+
+
+class Unravel(NamedTuple):
+    """Flat (D,) -> the pytree it came from; hashable by value (jax's ``ravel_pytree`` returns a
+    closure), so potentials holding it can be static ``jax.jit`` arguments."""
+
+    treedef: object
+    shapes: tuple
+    dtypes: tuple
+
+    def __call__(self, flat):
+        sizes = [math.prod(s) for s in self.shapes]
+        parts = jnp.split(flat, np.cumsum(sizes)[:-1]) if len(sizes) > 1 else [flat]
+        leaves = [p.reshape(s).astype(d) for p, s, d in zip(parts, self.shapes, self.dtypes)]
+        return jax.tree.unflatten(self.treedef, leaves)
+
+
+def unravel_fn(tree) -> tuple[jax.Array, Unravel]:
+    """(flat (D,), :class:`Unravel`) of a pytree of arrays, leaves in tree order."""
+    leaves, treedef = jax.tree.flatten(tree)
+    leaves = [jnp.asarray(a) for a in leaves]
+    dtype = jnp.result_type(*leaves) if leaves else jnp.float32
+    flat = jnp.concatenate([a.reshape(-1).astype(dtype) for a in leaves]) if leaves else jnp.zeros(0, dtype)
+    return flat, Unravel(treedef, tuple(a.shape for a in leaves), tuple(str(a.dtype) for a in leaves))
+
+
+# ----------------------------------------------------------------------------------------
+# settings of the MCMC samplers (the schema of the config's [sampler] table too)
+
+
+class _MCMC(Section):
+    num_warmup: int = Field(1000, ge=0, description="warm-up iterations per chain (adaptation; not kept)")
+    num_samples: int = Field(1000, ge=4, description="kept draws per chain")
+    thin: int = Field(1, ge=1, description="keep every thin-th iteration (num_samples counts kept draws)")
+    target_accept_prob: float = Field(0.8, gt=0, lt=1, description="dual averaging's target acceptance")
+    dense_mass: bool = Field(False, description="adapt a dense inverse mass matrix")
+    step_size: float = Field(1.0, gt=0, description="initial step size")
+
+
+class NUTS(_MCMC):
+    """numpyro's NUTS, run by slt_relu.nuts."""
+
+    name: Literal["nuts"] = "nuts"
+    schedule: Literal["async", "lockstep"] = Field("async", description="async: each chain walks its own tree, "
+                                                   "one leapfrog step per tick; lockstep: numpyro's kernel vmapped")
+    max_tree_depth: int = Field(10, ge=1, le=20, description="NUTS's maximum tree depth")
+    max_delta_energy: float = Field(1000.0, gt=0, description="energy error counted as a divergence")
+    slots: int | None = Field(None, ge=1, description="async: chains ticking at once (default 16 per CPU device, "
+                              "all chains on an accelerator); a finished slot takes the next chain")
+
+
+class HMC(_MCMC):
+    """numpyro's HMC with a fixed number of leapfrog steps, chains in lockstep."""
+
+    name: Literal["hmc"] = "hmc"
+    num_steps: int | None = Field(10, ge=1, description="leapfrog steps (None: trajectory_length / step_size)")
+    trajectory_length: float = Field(2 * math.pi, gt=0, description="used when num_steps is None")
+
+
+def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, devices=None, progress=None) -> Draws:
+    """Run C chains of the sampler named by ``settings`` (:class:`NUTS`, :class:`HMC`,
+    :class:`SGLD`) on the potentials ``potential_gen(*args_c)`` (module docstring).
+
+    keys: (C, 2), one per chain: a chain's numbers depend on its key, not on which other chains
+    share the program; init_z: (C, D); args: tuple of arrays with a leading axis C; devices: to
+    shard the chains over (default ``jax.devices()``); progress: called as progress(fraction)
+    between compiled calls where the sampler has them.
+    """
+    from .nuts import run_hmc, run_nuts
+    from .sgld import SGLD, run_sgld
+
+    runners = {NUTS: run_nuts, HMC: run_hmc, SGLD: run_sgld}
+    if type(settings) not in runners:
+        raise TypeError(f"settings: expected NUTS, HMC or SGLD settings, got {type(settings).__name__}")
+    init_z = jnp.asarray(init_z)
+    if init_z.ndim != 2:
+        raise ValueError(f"init_z: expected shape (chains, D), got {init_z.shape}")
+    C = init_z.shape[0]
+    keys = jnp.asarray(keys)
+    if keys.shape[:1] != (C,):
+        raise ValueError(f"keys: expected one key per chain ({C}), got shape {keys.shape}")
+    for a in jax.tree.leaves(args):
+        if jnp.shape(a)[:1] != (C,):
+            raise ValueError(f"args: every array needs a leading chain axis of {C}, got shape {jnp.shape(a)}")
+    return runners[type(settings)](keys, potential_gen, init_z, tuple(args), settings, devices=devices,
+                                   progress=progress)
+
+
+# ----------------------------------------------------------------------------------------
+# many chains on many devices
+
+
+def chain_mesh(devices=None) -> jax.sharding.Mesh:
+    """A one-axis mesh ("chains") over ``devices`` (default ``jax.devices()``)."""
+    devices = list(devices) if devices is not None else jax.devices()
+    return jax.sharding.Mesh(np.array(devices), ("chains",))
+
+
+def pad_chains(tree, total: int):
+    """Pad the leading (chain) axis of every leaf to ``total`` by repeating the last chain."""
+    def pad(x):
+        x = jnp.asarray(x)
+        extra = total - x.shape[0]
+        return x if extra == 0 else jnp.concatenate([x, jnp.repeat(x[-1:], extra, axis=0)])
+    return jax.tree.map(pad, tree)
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def _vmapped(fn, mesh, args):
+    return jax.shard_map(jax.vmap(fn), mesh=mesh, in_specs=P("chains"), out_specs=P("chains"), check_vma=False)(*args)
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def _blocks(fn, mesh, args):
+    return jax.shard_map(fn, mesh=mesh, in_specs=P("chains"), out_specs=P("chains"), check_vma=False)(*args)
+
+
+@partial(jax.jit, static_argnums=(0, 1), donate_argnums=(2,))
+def _blocks_donating(fn, mesh, state, args):
+    return jax.shard_map(fn, mesh=mesh, in_specs=P("chains"), out_specs=P("chains"), check_vma=False)(state, *args)
+
+
+def run_sharded(fn: Callable, args: tuple, *, devices=None):
+    """``jax.vmap(fn)(*args)`` with the chains (leading axis of every array in args) sharded over
+    ``devices``; fn must be hashable by value (a module-level function, :class:`StaticPartial`).
+    Returns fn's outputs with the leading chain axis, padding removed."""
+    mesh = chain_mesh(devices)
+    nd = mesh.devices.size
+    C = jnp.shape(jax.tree.leaves(args)[0])[0]
+    padded = pad_chains(tuple(args), -(-C // nd) * nd)
+    out = _vmapped(fn, mesh, padded)
+    return jax.tree.map(lambda a: a[:C], out)
+
+
+def run_blocks(fn: Callable, args: tuple, mesh, *, donate_state=None):
+    """``fn`` on each device's block of the (already padded) chains, without vmap: for programs
+    that schedule their device's chains themselves (the async NUTS queue).  With
+    ``donate_state``, fn is called as fn(state_block, *arg_blocks) and the state's buffers are
+    donated (updated in place)."""
+    if donate_state is None:
+        return _blocks(fn, mesh, tuple(args))
+    return _blocks_donating(fn, mesh, donate_state, tuple(args))

@@ -1,0 +1,87 @@
+"""Stochastic gradient Langevin dynamics (Welling & Teh 2011), many chains at once.
+
+    z_{t+1} = z_t - (eps / 2) grad U_B(z_t) + N(0, eps I),
+
+U_B the chain's potential on a mini-batch B of its data (or on all of it).  The Euler step is
+not corrected; its bias is measured instead: the Metropolis-adjusted Langevin (MALA) acceptance
+of each proposal, min(1, exp(U(z) - U(z') + |z' - z + eps/2 g|^2/(2 eps) - |z - z' + eps/2 g'|^2/(2 eps))),
+computed with the gradients the chain needs anyway (near 1: the discretisation bias is small).
+The learning coefficient's estimator (``slt_relu.llc``) runs on it.
+
+Interface: :func:`slt_relu.samplers.sample` with :class:`SGLD` settings.  With ``batch_size``,
+``args[0]`` is the chain's data (a pytree whose leaves have a leading data axis n) and each step
+draws batch_size points with replacement: the potential is ``potential_gen(batch, *args[1:])``.
+"""
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from pydantic import Field
+
+from .samplers import Draws, StaticPartial, run_sharded
+from .settings import Section
+
+
+class SGLD(Section):
+    """SGLD settings (the learning coefficient's [llc.sgld] table adds its localization and n beta)."""
+
+    name: Literal["sgld"] = "sgld"
+    num_steps: int = Field(1000, ge=1, description="SGLD steps per chain")
+    num_burnin: int = Field(0, ge=0, description="first steps dropped")
+    thin: int = Field(1, ge=1, description="keep every thin-th step after the burn-in")
+    step_size: float = Field(1e-4, gt=0, description="eps")
+    batch_size: int | None = Field(None, ge=1, description="mini-batch size (None: full-batch gradients)")
+
+    def check(self) -> "SGLD":
+        if self.num_burnin >= self.num_steps:
+            raise ValueError(f"num_burnin: expected an integer in [0, num_steps = {self.num_steps}), "
+                             f"got {self.num_burnin}")
+        return self
+
+
+def _chain(s: SGLD, potential_gen, z0, key, args):
+    """One chain: (kept z (T, D), kept U (T,), mean MALA acceptance after the burn-in)."""
+    dt = z0.dtype
+    eps = jnp.asarray(s.step_size, dt)
+
+    def potential(z, k):
+        if s.batch_size is None:
+            return potential_gen(*args)(z)
+        data = args[0]
+        n = jax.tree.leaves(data)[0].shape[0]
+        idx = jax.random.randint(k, (s.batch_size,), 0, n)
+        return potential_gen(jax.tree.map(lambda a: a[idx], data), *args[1:])(z)
+
+    vg = jax.value_and_grad(potential)
+    k0, key = jax.random.split(key)
+    U0, g0 = vg(z0, k0)
+
+    def step(carry, k):
+        z, U, g = carry
+        k_noise, k_batch = jax.random.split(k)
+        z_new = z - 0.5 * eps * g + jnp.sqrt(eps) * jax.random.normal(k_noise, z.shape, dt)
+        U_new, g_new = vg(z_new, k_batch)
+        fwd = jnp.sum((z_new - z + 0.5 * eps * g) ** 2) / (2 * eps)
+        bwd = jnp.sum((z - z_new + 0.5 * eps * g_new) ** 2) / (2 * eps)
+        log_alpha = jnp.minimum(0.0, U - U_new + fwd - bwd)
+        return (z_new, U_new, g_new), (z_new, U_new, jnp.exp(jnp.where(jnp.isnan(log_alpha), -jnp.inf, log_alpha)))
+
+    _, (zs, Us, alpha) = jax.lax.scan(step, (z0, U0, g0), jax.random.split(key, s.num_steps))
+    keep = slice(s.num_burnin, None, s.thin)
+    return zs[keep], Us[keep], jnp.mean(alpha[s.num_burnin:])
+
+
+def run_sgld(keys, potential_gen, init_z, args, settings: SGLD, *, devices=None, progress=None) -> Draws:
+    """SGLD chains from init_z; see :func:`slt_relu.samplers.sample`.  stats: accept_prob (C,)
+    the mean MALA acceptance of each chain's proposals after the burn-in."""
+    s = settings.check()
+    start = time.time()
+    z, U, accept = (np.asarray(a) for a in run_sharded(StaticPartial(_chain, (s, potential_gen)),
+                                                       (init_z, keys, args), devices=devices))
+    C = z.shape[0]
+    grads = np.full(C, s.num_steps + 1)
+    return Draws(z, U, {"accept_prob": accept}, grads, None, s.num_steps + 1, time.time() - start)

@@ -1,0 +1,204 @@
+"""Sweeps: expansion into points, per-point checkpoints, programs of points, resume.
+
+A config's ``[sweep]`` table mirrors its other tables with lists of values
+(``truth.t = [1.0, 1.1]``, ``posterior.beta = ["wbic", 1.0]``); the sweep is the grid of all
+combinations, in the order the keys appear, the last key varying fastest.  Every point is
+validated up front against the kind's schema (a bad value is a config error naming the point).
+
+:func:`run_points` computes the points a kind hands it and checkpoints each one as it finishes:
+points that can share one compiled program (equal ``signature``) run together in programs of
+``batch`` points, and each program's points are saved atomically (``point-00007.json`` +
+``.npz``) in the checkpoint folder before the next program starts.  A rerun of the same config
+finds them (each file carries a fingerprint of everything that determines its numbers) and only
+computes the rest, saying ``resuming: k of N points done``.  The same module serves kinds whose
+points are not a grid (the learning coefficient's cases).
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from .config import ConfigError, apply_overrides
+
+
+class Point(NamedTuple):
+    """One point: its index in the sweep, its coordinates (dotted key -> value) and its settings."""
+
+    index: int
+    values: dict
+    settings: object
+
+
+def flatten_sweep(table: dict, prefix: str = "") -> dict:
+    """Nested [sweep] tables -> {dotted key: list of values}."""
+    out = {}
+    for name, value in table.items():
+        key = f"{prefix}.{name}" if prefix else name
+        if isinstance(value, dict):
+            out.update(flatten_sweep(value, key))
+        else:
+            out[key] = value
+    return out
+
+
+def expand(raw: dict, sweep: dict, validate: Callable[[dict], object], *, tables: Sequence[str],
+           scalars: Sequence[str] = ()) -> list[Point]:
+    """The points of ``sweep`` (dotted key -> non-empty list) applied to the raw config ``raw``;
+    ``validate(raw point config) -> settings`` (raising ConfigError).  A point may vary the keys
+    of the named ``tables`` and the top-level ``scalars``."""
+    for key, values in sweep.items():
+        head = key.split(".")[0]
+        if not (key in scalars or (head in tables and "." in key)):
+            names = [f"[{t}]" for t in tables] + list(scalars)
+            raise ConfigError(f"sweep.{key}: expected a key of " + ", ".join(names))
+        if not (isinstance(values, (list, tuple)) and values):
+            raise ConfigError(f"sweep.{key}: expected a non-empty list of values, got {values!r}")
+    base = {k: v for k, v in raw.items() if k != "sweep"}
+    combos = list(itertools.product(*sweep.values())) if sweep else [()]
+    points = []
+    for index, combo in enumerate(combos):
+        values = dict(zip(sweep, combo))
+        try:
+            settings = validate(apply_overrides(base, values))
+        except ConfigError as err:
+            where = ", ".join(f"{k} = {v!r}" for k, v in values.items())
+            raise ConfigError(f"sweep point {where}: {err}" if values else str(err)) from None
+        points.append(Point(index, values, settings))
+    return points
+
+
+def fingerprint(*parts) -> str:
+    """A short digest of JSON-able parts (settings dumps, seeds, versions)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------------------
+# checkpoint files: the structure as JSON, arrays beside it in an .npz
+
+
+def _split_arrays(value, arrays: list):
+    if isinstance(value, dict):
+        return {str(k): _split_arrays(v, arrays) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_split_arrays(v, arrays) for v in value]
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        a = np.asarray(value)
+        if a.ndim == 0:
+            return a.item()
+        arrays.append(a)
+        return {"__array__": len(arrays) - 1}
+    return value
+
+
+def _join_arrays(value, arrays):
+    if isinstance(value, dict):
+        if set(value) == {"__array__"}:
+            return arrays[f"a{value['__array__']}"]
+        return {k: _join_arrays(v, arrays) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_join_arrays(v, arrays) for v in value]
+    return value
+
+
+def save_result(path: Path, ident: str, result: dict) -> None:
+    """Write one point's result atomically: arrays to ``path.npz``, then ``path.json`` (the
+    structure and the fingerprint) by rename, so a file that exists is complete."""
+    arrays: list = []
+    structure = _split_arrays(result, arrays)
+    pid = os.getpid()
+    npz = path.with_suffix(".npz")
+    tmp = path.with_name(f"{path.stem}.tmp-{pid}.npz")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, **{f"a{i}": a for i, a in enumerate(arrays)})
+    os.replace(tmp, npz)
+    tmp = path.with_name(f"{path.stem}.tmp-{pid}.json")
+    tmp.write_text(json.dumps({"id": ident, "result": structure}))
+    os.replace(tmp, path.with_suffix(".json"))
+
+
+def load_result(path: Path, ident: str) -> dict | None:
+    """A saved result with this fingerprint, or None (missing, another config's, unreadable)."""
+    try:
+        data = json.loads(path.with_suffix(".json").read_text())
+        if data.get("id") != ident:
+            return None
+        with np.load(path.with_suffix(".npz"), allow_pickle=False) as z:
+            return _join_arrays(data["result"], {k: z[k] for k in z.files})
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _point_path(folder: Path, index: int) -> Path:
+    return folder / f"point-{index:05d}.json"
+
+
+def remove_temporary(folder: Path) -> None:
+    """Half-written files of killed runs (``*.tmp-PID.*``)."""
+    for f in folder.glob("*.tmp-*"):
+        f.unlink(missing_ok=True)
+
+
+# ----------------------------------------------------------------------------------------
+
+
+class SweepReport(NamedTuple):
+    """results: point index -> result; resumed: indices read from checkpoints; programs: the
+    point indices of each program that ran."""
+
+    results: dict
+    resumed: list
+    programs: list
+
+
+def run_points(points: Sequence[Point], run_program: Callable[[list], list], *, ident: Callable[[Point], str],
+               signature: Callable[[Point], object] = lambda p: p.index, batch: int = 1,
+               checkpoints: Path | None = None, cost: Callable[[Point], float] = lambda p: 1.0,
+               progress: bool = True, label: str = "points") -> SweepReport:
+    """Compute every point not yet checkpointed, ``batch`` points of equal ``signature`` per
+    ``run_program(points) -> [result per point]`` call (results are dicts of arrays, numbers,
+    strings, lists), checkpointing each program's points as it finishes."""
+    from tqdm.auto import tqdm
+
+    if not (isinstance(batch, int) and batch >= 1):
+        raise ValueError(f"batch: expected a positive integer, got {batch!r}")
+    ids = {p.index: ident(p) for p in points}
+    results, resumed = {}, []
+    if checkpoints is not None:
+        checkpoints.mkdir(parents=True, exist_ok=True)
+        remove_temporary(checkpoints)
+        for p in points:
+            got = load_result(_point_path(checkpoints, p.index), ids[p.index])
+            if got is not None:
+                results[p.index] = got
+                resumed.append(p.index)
+        if resumed:
+            print(f"resuming: {len(resumed)} of {len(points)} {label} done", file=sys.stderr, flush=True)
+    pending = [p for p in points if p.index not in results]
+    groups: dict = {}
+    for p in pending:
+        groups.setdefault(signature(p), []).append(p)
+    programs = [g[i:i + batch] for g in groups.values() for i in range(0, len(g), batch)]
+    total = sum(cost(p) for p in pending)
+    bar = tqdm(total=total, desc=label, disable=not progress or not pending, leave=False)
+    for program in programs:
+        start = time.time()
+        out = run_program(program)
+        if len(out) != len(program):
+            raise RuntimeError(f"run_program returned {len(out)} results for {len(program)} points")
+        for p, res in zip(program, out):
+            res = dict(res, program_wall_s=time.time() - start, program_points=len(program))
+            if checkpoints is not None:
+                save_result(_point_path(checkpoints, p.index), ids[p.index], res)
+                res = load_result(_point_path(checkpoints, p.index), ids[p.index])   # same types as a resume
+            results[p.index] = res
+        bar.update(sum(cost(p) for p in program))
+    bar.close()
+    return SweepReport(results, resumed, [[p.index for p in prog] for prog in programs])

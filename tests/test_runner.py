@@ -1,0 +1,228 @@
+"""The runner never destroys data: --out refuses files, users' folders and unwritable places (exit 2,
+one line, nothing computed); an earlier results folder is replaced whole; runs are atomic, locked,
+clean up after killed runs by name and pid only, resume after kill -9, and leave git status clean."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from slt_relu import cli, runner
+
+from test_cli import GOOD, ROOT
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / "cfg.toml"
+    path.write_text(GOOD)
+    return path
+
+
+@pytest.fixture
+def no_compute(monkeypatch):
+    """Fail if any kind starts computing."""
+    from slt_relu import kinds
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("computed although the run should have been refused")
+
+    for module in kinds.MODULES:
+        monkeypatch.setattr(module, "run", refuse)
+
+
+def refused(capsys, argv, message):
+    code = cli.main(argv + ["--no-progress", "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_out_refuses_a_file(tmp_path, config, capsys, no_compute):
+    target = tmp_path / "notes.txt"
+    target.write_text("my notes")
+    refused(capsys, ["run", str(config), "--out", str(target)], f"--out {target}: is a file")
+    assert target.read_text() == "my notes" and not list(tmp_path.glob(".notes*"))
+
+
+def test_out_refuses_a_users_folder_and_the_results_tree(tmp_path, config, capsys, no_compute):
+    users = tmp_path / "thesis"
+    (users / "chapter1").mkdir(parents=True)
+    (users / "draft.tex").write_text("\\section{}")
+    before = snapshot(users)
+    refused(capsys, ["run", str(config), "--out", str(users)], "holds files that are not an earlier slt-relu results")
+    assert snapshot(users) == before
+    # the folder of all results (results/README.md and one folder per config) is not a results folder
+    tree = tmp_path / "results"
+    shutil.copytree(ROOT / "results" / "dslt3_degenerate_node", tree / "dslt3_degenerate_node")
+    (tree / "README.md").write_text("the table")
+    before = snapshot(tree)
+    refused(capsys, ["run", str(config), "--out", str(tree)], "holds files that are not an earlier slt-relu results")
+    assert snapshot(tree) == before
+
+
+def test_out_refuses_a_results_folder_holding_a_users_file(tmp_path, config, capsys):
+    out = runner.run_config(config, tmp_path / "res", progress=False)
+    (out / "my_analysis.py").write_text("print(1)")
+    before = snapshot(out)
+    refused(capsys, ["run", str(config), "--out", str(out)], "holds files that are not an earlier slt-relu results")
+    assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("out,message", [
+    ("", "--out: expected a folder path, got ''"),
+    ("{tmp}/notes.txt/res", "notes.txt is a file; expected a folder path"),
+    ("/proc/slt_relu_nope/res", "--out /proc/slt_relu_nope/res: "),
+])
+def test_out_refuses_unwritable_places(tmp_path, config, capsys, no_compute, out, message):
+    (tmp_path / "notes.txt").write_text("x")
+    refused(capsys, ["run", str(config), "--out", out.format(tmp=tmp_path)], message.format(tmp=tmp_path))
+
+
+def test_config_mistakes_before_computing(tmp_path, capsys, no_compute):
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    refused(capsys, ["run", str(binary)], "model.bin: not a text file (expected a TOML config)")
+    refused(capsys, ["run", str(tmp_path / "missing.toml")], "missing.toml: no such config file")
+    refused(capsys, ["run", "no_such_experiment"], "no_such_experiment: no such config file or shipped config")
+    assert not list(tmp_path.glob(".*")) and not (Path.cwd() / "runs" / "no_such_experiment").exists()
+
+
+def test_an_earlier_results_folder_is_replaced_whole(tmp_path, config):
+    out = runner.run_config(config, tmp_path / "res", progress=False)
+    stamp = json.loads((out / "manifest.json").read_text())["finished_utc"]
+    (out / "stale_plot.png").write_bytes(b"from an older version")         # a file the tool wrote: not the user's
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["files"].append("stale_plot.png")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    runner.run_config(config, out, progress=False, overrides={"landscape.resolution": 11})
+    assert not (out / "stale_plot.png").exists() and stamp
+    assert json.loads((out / "manifest.json").read_text())["overrides"] == {"landscape.resolution": 11}
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_list_names_are_accepted_by_run(capsys):
+    assert cli.main(["list"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == len(runner.shipped_configs())
+    for line in lines:
+        name, kind = line.split()[:2]
+        prep = runner.prepare(name)                       # validates and resolves, computes nothing
+        assert prep.path == runner.EXPERIMENTS_DIR / f"{name}.toml" and prep.settings.kind == kind
+    assert any(" min " in line or " s " in line for line in lines)         # the committed run time
+    import jax
+    jax.config.update("jax_enable_x64", True)
+
+
+def test_stale_partials_of_dead_runs_are_removed_by_name_and_pid(tmp_path, config):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)                                  # a process that has exited
+    stale = tmp_path / f".res.partial-{pid}"
+    stale.mkdir()
+    (stale / "metrics.json").write_text("{}")
+    live = tmp_path / f".res.partial-{os.getppid()}"        # a live process's (the test runner's parent)
+    live.mkdir()
+    other = tmp_path / f".other.partial-{pid}"              # another folder's
+    other.mkdir()
+    users = tmp_path / ".res.partial-notes"                 # not a pid: not ours
+    users.mkdir()
+    runner.run_config(config, tmp_path / "res", progress=False)
+    assert not stale.exists() and live.exists() and other.exists() and users.exists()
+    # a run killed between moving the old results aside and the new ones in: the old ones come back
+    out = tmp_path / "res"
+    aside = tmp_path / f".res.old-{pid}"
+    out.rename(aside)
+    runner.check_output(out)
+    assert runner.clean_stale(out) == [] and out.is_dir() and not aside.exists()
+
+
+def test_a_second_run_on_the_same_folder_is_refused_while_the_first_runs(tmp_path, config, capsys, no_compute):
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / ".res.lock").write_text(str(sleeper.pid))
+        refused(capsys, ["run", str(config), "--out", str(tmp_path / "res")], "another run (pid")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert (tmp_path / ".res.lock").exists()              # the other run's lock is not ours to remove
+
+
+def _cli(args, cwd, **kw):
+    return subprocess.Popen([sys.executable, "-m", "slt_relu.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+# a shipped sweep shrunk with --set only: 12 points of 4 trials, programs of 8 and 4 points on one CPU device
+SHRUNK = ["--set", "posterior.n=200", "--set", "sampler.num_warmup=40", "--set", "sampler.num_samples=20",
+          "--set", "sweep.truth.t=[1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.35, 1.4, 1.45, 1.5, 1.55]",
+          "--set", "plots.trace_points=0", "--no-progress"]
+
+
+def test_kill_9_then_rerun_resumes_a_shipped_sweep(tmp_path):
+    env = dict(os.environ, SLT_RELU_CACHE_DIR=str(tmp_path / "cache"), JAX_PLATFORMS="cpu")
+    out = tmp_path / "pt1"
+    proc = _cli(["run", "dslt4_pt1_node_degeneracy", "--out", str(out), *SHRUNK], tmp_path, env=env)
+    checkpoints = tmp_path / ".pt1.checkpoints"
+    deadline = time.time() + 240
+    while not list(checkpoints.glob("point-*.json")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    assert proc.poll() is None, "the sweep finished before it could be killed: " + proc.stderr.read()[-2000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = len(list(checkpoints.glob("point-*.json")))
+    assert 1 <= done < 12 and not out.exists() and list(tmp_path.glob(".pt1.partial-*"))
+    again = _cli(["run", "dslt4_pt1_node_degeneracy", "--out", str(out), *SHRUNK], tmp_path, env=env)
+    stdout, stderr = again.communicate(timeout=600)
+    assert again.returncode == 0, stderr[-3000:]
+    assert f"resuming: {done} of 12 sweep points done" in stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["resumed_points"] == list(range(done)) and len(metrics["points"]) == 12
+    assert not list(tmp_path.glob(".pt1.*"))              # partial of the killed run, checkpoints, lock: all gone
+    # the points read back from the killed run's checkpoints are those of an uninterrupted run (same programs)
+    whole = _cli(["run", "dslt4_pt1_node_degeneracy", "--out", str(tmp_path / "whole"), *SHRUNK], tmp_path, env=env)
+    assert whole.wait(timeout=600) == 0
+    clean = json.loads((tmp_path / "whole" / "metrics.json").read_text())
+    for i in range(done):
+        for field in ("mass", "mass_per_trial", "mean_loss_per_trial", "classify_phase"):
+            assert clean["points"][i][field] == metrics["points"][i][field]
+
+
+def test_readme_first_command_leaves_git_status_clean(tmp_path):
+    """README's first command in a fresh clone (with this environment instead of a new one): the
+    default run writes runs/NAME/, which git ignores, and touches nothing tracked."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    for path in ("slt_relu", "experiments", "results", ".gitignore"):      # the working tree under test
+        src = ROOT / path
+        if src.is_dir():
+            shutil.rmtree(clone / path)
+            shutil.copytree(src, clone / path, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, clone / path)
+    subprocess.run(["git", "add", "-A"], cwd=clone, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tree under test",
+                    "--allow-empty"], cwd=clone, check=True)
+    readme = (ROOT / "README.md").read_text()
+    first = next(line for line in readme.splitlines() if "slt-relu run" in line and line.startswith("python3 -m venv"))
+    run_part = first.split("&&")[-1].strip()
+    assert run_part.startswith(".venv/bin/slt-relu run ")
+    env = dict(os.environ, PYTHONPATH=str(clone), SLT_RELU_CACHE_DIR=str(tmp_path / "cache"))
+    args = run_part.split()[1:] + ["--no-progress"]
+    res = subprocess.run([sys.executable, "-m", "slt_relu.cli", *args], cwd=clone, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert (clone / "runs" / "dslt3_degenerate_node" / "metrics.json").exists()
+    status = subprocess.run(["git", "status", "--porcelain", "--ignored=no"], cwd=clone, capture_output=True,
+                            text=True).stdout
+    assert status == "", status
+    manifest = json.loads((clone / "runs" / "dslt3_degenerate_node" / "manifest.json").read_text())
+    assert manifest["git_commit"] and not manifest["git_commit"].endswith("+dirty")
