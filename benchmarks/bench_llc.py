@@ -11,10 +11,12 @@ benchmarks/requirements-devinterp.txt; this script calls it as a subprocess:
 
     python3 -m venv benchmarks/.venv-devinterp
     benchmarks/.venv-devinterp/bin/pip install -r benchmarks/requirements-devinterp.txt
-    .venv/bin/python benchmarks/bench_llc.py [--chains 4] [--draws 300] [--jax-chains 64]
+    .venv/bin/python benchmarks/bench_llc.py [--chains 4] [--draws 300] [--jax-chains 64] [--cache-dir DIR]
 
 Prints both estimates (mean +- standard error across chains), the wall times and their ratio;
---jax-chains also times estimate_llc with that many chains (e.g. 64, the issue's GPU case).
+--jax-chains also times estimate_llc with that many chains (e.g. 64, the issue's GPU case);
+--cache-dir uses JAX's persistent compilation cache there: run twice to see the first call's
+compilation replaced by a load from the cache.
 """
 from __future__ import annotations
 
@@ -79,6 +81,8 @@ def main():
     ap.add_argument("--localization", type=float, default=100.0)
     ap.add_argument("--n", type=int, default=10000)
     ap.add_argument("--jax-chains", type=int, default=0)
+    ap.add_argument("--cache-dir", default=None, help="use JAX's persistent compilation cache in this folder "
+                    "(as slt-relu run does): a second run of the script loads the program instead of compiling it")
     ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -90,6 +94,11 @@ def main():
 
     import slt_relu as S
     from slt_relu.llc import llc_two_layer
+
+    if args.cache_dir:
+        from slt_relu.runner import enable_compilation_cache
+
+        enable_compilation_cache(args.cache_dir)
 
     ex = S.truths.get("dslt4_pt2", v=2.0)
     n = args.n
@@ -122,8 +131,9 @@ def main():
         return est
 
     start = time.time()
-    jax_run(args.chains)                                                              # compile + run
+    jax_run(args.chains)                                                              # compile (or load) + run
     first = time.time() - start
+    print(f"first call (compilation{' or the persistent cache' if args.cache_dir else ''} + sampling): {first:.2f} s")
     start = time.time()
     est = jax_run(args.chains)
     rows.append(("slt_relu.estimate_llc (JAX)", time.time() - start, est.estimate, est.se, args.chains))

@@ -39,7 +39,7 @@ import numpy as np
 
 import slt_relu as S
 from slt_relu import diagnostics as dg
-from slt_relu.samplers import NUTS
+from slt_relu.samplers import NUTSSettings
 from slt_relu.posterior import draw_datasets, posterior_model, sample_posterior
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ def sequential(keys, x, y, nb, model, warmup, samples):
 
 
 def runner(keys, x, y, nb, model, warmup, samples, schedule, slots=None):
-    s = NUTS(num_warmup=warmup, num_samples=samples, schedule=schedule, target_accept_prob=0.9, slots=slots)
+    s = NUTSSettings(num_warmup=warmup, num_samples=samples, schedule=schedule, target_accept_prob=0.9, slots=slots)
     start = time.time()
     ps = sample_posterior(keys, x, y, nb, model=model, settings=s)
     wall = time.time() - start
@@ -90,7 +90,7 @@ def matmul_lockstep(keys, x, y, nb, warmup, samples):
         return U
 
     z0 = jax.vmap(lambda k: jax.random.uniform(k, (9,), x.dtype, -2, 2))(keys)
-    s = NUTS(num_warmup=warmup, num_samples=samples, schedule="lockstep", target_accept_prob=0.9)
+    s = NUTSSettings(num_warmup=warmup, num_samples=samples, schedule="lockstep", target_accept_prob=0.9)
     start = time.time()
     out = sample(keys, gen, z0, (x, y, jnp.full(x.shape[0], nb, x.dtype)), s)
     return time.time() - start, int(out.grad_evals.sum()), None, out.ticks
@@ -103,7 +103,7 @@ def sweep_programs(points: int, chains: int, n: int, warmup: int, samples: int):
     from slt_relu.posterior import draw_datasets, sample_posterior
 
     ts = np.linspace(1.0, 1.5, points)
-    s = NUTS(num_warmup=warmup, num_samples=samples, target_accept_prob=0.9)
+    s = NUTSSettings(num_warmup=warmup, num_samples=samples, target_accept_prob=0.9)
     nb = n / math.log(n)
     data = [draw_datasets(jax.random.split(jax.random.PRNGKey(10 + i), chains), S.truths.dslt4_pt1(float(t)),
                           S.UniformBox(1.0, 2), n, 1.0) for i, t in enumerate(ts)]

@@ -104,13 +104,16 @@ from .llc import (
     two_layer_loss_for,
     wbic,
 )
-from .samplers import HMC, NUTS, Draws, chain_mesh, pad_chains, run_sharded, sample
-from .sgld import SGLD
+from .samplers import HMCSettings, NUTSSettings, Draws, chain_mesh, pad_chains, run_sharded, sample
+from .sgld import SGLDSettings
 from .analysis import PhaseMasses, crossover, crossover_bootstrap, phase_masses, trial_filter
+from .smc import SMCSettings
 from .posterior import (
     GridPosterior,
     PosteriorSamples,
     Prior,
+    SMCPosterior,
+    smc_posterior,
     draw_datasets,
     grid_posterior,
     posterior_model,
@@ -141,7 +144,8 @@ __all__ = [
     "draw_datasets", "empirical_loss_columns", "ess_bulk", "forward_columns", "gaussian_nll", "grid_posterior",
     "mcse_mean", "phase_masses", "posterior_model", "resolve_beta", "rhat", "sample_posterior", "trial_filter",
     # one sampler interface, many chains on many devices
-    "Draws", "HMC", "NUTS", "SGLD", "chain_mesh", "pad_chains", "run_sharded", "sample",
+    "Draws", "HMCSettings", "NUTSSettings", "SGLDSettings", "SMCSettings", "SMCPosterior", "chain_mesh", "pad_chains",
+    "run_sharded", "sample", "smc_posterior",
     # learning coefficient and free energy (Lau et al. 2023; Watanabe 2013)
     "BetaSweep", "Calibration", "LLCEstimate", "calibrate_llc", "estimate_llc", "llc_two_layer",
     "minimize_loss", "normal_crossing_expectation", "restricted_two_layer_loss", "rlct_from_beta_sweep",

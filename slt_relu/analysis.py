@@ -12,6 +12,8 @@ sampler, and shared by every sampler's output.
   a point's chains, within data sets (never pooled), and what of them deserves a warning;
 * :func:`point_summary`, :func:`sweep_summary`: the rows and grids of a posterior sweep's
   ``metrics.json``.
+
+Log evidences, free energies and SMC runs' diagnostics are in ``slt_relu.evidence``.
 """
 from __future__ import annotations
 
@@ -29,13 +31,18 @@ class PhaseMasses(NamedTuple):
     data set's chains pooled); se: (P,) standard error of that mean across data sets
     (std / sqrt(K), DSLT4's error bars across trials; NaN with one data set); mcse: (P,) Monte
     Carlo standard error within data sets, sqrt(p (1 - p) / ESS) of the phase indicator,
-    combined over data sets; per_dataset: (K, P); per_chain: (C, P).
+    combined over data sets (it trusts each chain's mixing); mcse_runs: (P,) the Monte Carlo
+    standard error from the spread of independent chains or runs on the same data set,
+    sd / sqrt(R) within each data set, combined over data sets (NaN unless every data set has at
+    least two; the error bar of SMC masses, and the honest one for chains that may not mix);
+    per_dataset: (K, P); per_chain: (C, P).
     """
 
     names: tuple
     mass: np.ndarray
     se: np.ndarray
     mcse: np.ndarray
+    mcse_runs: np.ndarray
     per_dataset: np.ndarray
     per_chain: np.ndarray
 
@@ -79,7 +86,20 @@ def phase_masses(labels, names: Sequence | None = None, dataset=None) -> PhaseMa
             if 0 < m < 1 and S >= 4:
                 var[p] += m * (1 - m) / dg.ess(ind[..., p].astype(float))
     mcse = np.sqrt(var) / K
-    return PhaseMasses(tuple(str(nm) for nm in names), mass, se, mcse, per_dataset, per_chain)
+    return PhaseMasses(tuple(str(nm) for nm in names), mass, se, mcse, runs_mcse(per_chain, dataset), per_dataset,
+                       per_chain)
+
+
+def runs_mcse(per_run, dataset) -> np.ndarray:
+    """Monte Carlo standard error of the per-data-set means of per_run (R, ...) values from
+    independent runs: sqrt(sum_k var_k / R_k) / K over the K data sets (NaN unless every data set
+    has two runs or more)."""
+    per_run, dataset = np.asarray(per_run, np.float64), np.asarray(dataset)
+    groups = np.unique(dataset)
+    if any(np.sum(dataset == g) < 2 for g in groups):
+        return np.full(per_run.shape[1:], np.nan)
+    var = sum(per_run[dataset == g].var(0, ddof=1) / np.sum(dataset == g) for g in groups)
+    return np.sqrt(var) / len(groups)
 
 
 def trial_filter(mean_loss, z: float = 1.5) -> np.ndarray:
@@ -180,7 +200,7 @@ def _zscores(v) -> list:
 
 
 def point_summary(loss, dataset, truth_loss, *, filter_z: float, apply_filter: bool, rule=None,
-                  classified=None) -> dict:
+                  classified=None, mcse_from_runs: bool = False) -> dict:
     """One sweep point's row: per-trial mean L_n and its excess over L_n(truth) on the same data,
     DSLT4's trial filter on both, and the masses of each labelling.
 
@@ -204,7 +224,7 @@ def point_summary(loss, dataset, truth_loss, *, filter_z: float, apply_filter: b
         pm = phase_masses(codes[use], names, ds[use])
         row["mass"] = dict(zip(names, pm.mass.tolist()))
         row["mass_se"] = dict(zip(names, pm.se.tolist()))
-        row["mass_mcse"] = dict(zip(names, pm.mcse.tolist()))
+        row["mass_mcse"] = dict(zip(names, (pm.mcse_runs if mcse_from_runs else pm.mcse).tolist()))
         row["mass_per_trial"] = {nm: pm.per_dataset[:, k].tolist() for k, nm in enumerate(names)}
         if apply_filter:
             row["mass_unfiltered"] = dict(zip(names, phase_masses(codes, names, ds).mass.tolist()))
@@ -212,6 +232,8 @@ def point_summary(loss, dataset, truth_loss, *, filter_z: float, apply_filter: b
         pm = phase_masses(classified[use], dataset=ds[use])
         row["classify_phase"] = {"mass": dict(zip(pm.names, pm.mass.tolist())),
                                  "mass_se": dict(zip(pm.names, pm.se.tolist())),
+                                 **({"mass_mcse": dict(zip(pm.names, pm.mcse_runs.tolist()))} if mcse_from_runs
+                                    else {}),
                                  "mass_per_trial": {nm: pm.per_dataset[:, k].tolist() for k, nm in enumerate(pm.names)}}
     return row
 
@@ -252,6 +274,17 @@ def sweep_summary(sweep: dict, rows: Sequence[dict], *, crossover_phases=None, c
                      for nm in cnames},
             "mass_se": {nm: np.array([r["classify_phase"]["mass_se"].get(nm, np.nan) for r in rows]).reshape(
                 shape).tolist() for nm in cnames}}
+    if rows and "log_evidence" in rows[0]:
+        metrics["log_evidence"] = np.array([r["log_evidence"] for r in rows]).reshape(shape).tolist()
+        metrics["log_evidence_mcse"] = np.array([r["log_evidence_mcse"] for r in rows]).reshape(shape).tolist()
+        for key in ("free_energy", "free_energy_classify_phase"):
+            if key not in rows[0]:
+                continue
+            names = list(dict.fromkeys(nm for r in rows for nm in r[key]["phase"]))
+            grid = lambda field, nm: np.array([r[key][field].get(nm, np.nan) for r in rows]).reshape(shape).tolist()
+            metrics[key] = {"total": np.array([r[key]["total"] for r in rows]).reshape(shape).tolist(),
+                            **{field: {nm: grid(field, nm) for nm in names}
+                               for field in ("phase", "phase_se", "phase_mcse", "relative", "relative_se")}}
     if crossover_phases is not None:
         a, b = crossover_phases
         ax = axes.index(crossover_axis)

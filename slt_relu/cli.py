@@ -28,6 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--cache-dir", default=None, help="JAX's persistent compilation cache (default: "
                      "$SLT_RELU_CACHE_DIR or ~/.cache/slt_relu/jax)")
     run.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
+    run.add_argument("--keep-checkpoints", action="store_true", help="keep the sweep's checkpoints (.NAME.checkpoints) "
+                     "after the run: a rerun with other analysis settings re-analyses the draws without sampling")
     sub.add_parser("list", help="list the shipped configs in experiments/")
     settings = sub.add_parser("settings", help="print the settings (keys, types, defaults) of each kind")
     settings.add_argument("kind", nargs="?", default=None)
@@ -79,7 +81,8 @@ def _run(args) -> int:
 
     overrides = dict(parse_override(item) for item in args.set)
     cache = False if args.no_cache else (args.cache_dir or True)
-    out = runner.run_config(args.config, args.out, not args.no_progress, overrides, cache=cache)
+    out = runner.run_config(args.config, args.out, not args.no_progress, overrides, cache=cache,
+                            keep_checkpoints=args.keep_checkpoints)
     _summary(out)
     return 0
 

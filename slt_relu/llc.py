@@ -107,7 +107,7 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int =
     replacement at every step.  Sampled by :func:`slt_relu.samplers.sample` with SGLD settings.
     """
     from .samplers import sample, unravel_fn
-    from .sgld import SGLD
+    from .sgld import SGLDSettings
 
     n = _num_data(data)
     if not (isinstance(num_chains, (int, np.integer)) and num_chains >= 1):
@@ -116,8 +116,8 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int =
         raise ValueError(f"localization: expected a number >= 0, got {localization!r}")
     if batch_size is not None and not (isinstance(batch_size, int) and 1 <= batch_size <= n):
         raise ValueError(f"batch_size: expected None or an integer in [1, n = {n}], got {batch_size!r}")
-    settings = _settings(SGLD, num_steps=num_steps, num_burnin=num_burnin, thin=thin, step_size=step_size,
-                         batch_size=batch_size).check()
+    settings = _settings(SGLDSettings, num_steps=num_steps, num_burnin=num_burnin, thin=thin, step_size=step_size,
+                         batch_size=batch_size)
     if nbeta is None:
         if n < 2:
             raise ValueError("nbeta: the default n / log n needs n >= 2 data points")
@@ -335,7 +335,7 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
     as :func:`estimate_llc`, no prior): exp(-n beta L_n(w) - (gamma / 2) |w - w*|^2), chains
     starting at w*; its beta sweep measures the local lambda at w* without needing L_n(w*).
     Returns (B, chains, S)."""
-    from .samplers import NUTS, sample, unravel_fn
+    from .samplers import NUTSSettings, sample, unravel_fn
 
     flat0, unravel = unravel_fn(params_init)
     n_betas = jnp.asarray(n_betas, flat0.dtype).reshape(-1)
@@ -350,7 +350,7 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
         z0 = jax.random.uniform(k_init, (C, flat0.size), flat0.dtype, -init_radius, init_radius)
     potential = TemperedPotential(loss_fn, unravel, float(prior_std), float(localization))
     args = (jnp.repeat(n_betas, chains_per_beta),) + _per_chain(C, flat0, data)
-    out = sample(jax.random.split(k_run, C), potential, z0, args, settings or NUTS(), devices=devices)
+    out = sample(jax.random.split(k_run, C), potential, z0, args, settings or NUTSSettings(), devices=devices)
     return np.asarray(losses_at(loss_fn, unravel, jnp.asarray(out.z), data)).reshape(B, chains_per_beta, -1)
 
 

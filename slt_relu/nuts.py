@@ -26,10 +26,10 @@ chain's own iterations.  The step-size heuristic runs once at the start, not aga
 window ends (numpyro's default, ``find_heuristic_step_size=False``).
 
 ``schedule="lockstep"``: numpyro's own ``hmc`` kernel vmapped, each chain one ``lax.scan``:
-the reference the async schedule is tested against, and how :class:`~slt_relu.samplers.HMC`
+the reference the async schedule is tested against, and how :class:`~slt_relu.samplers.HMCSettings`
 runs (a fixed number of leapfrog steps wastes nothing in lockstep).  Both go through
 :func:`slt_relu.samplers.run_sharded` / ``run_blocks``; settings are
-:class:`~slt_relu.samplers.NUTS` and :class:`~slt_relu.samplers.HMC`.
+:class:`~slt_relu.samplers.NUTSSettings` and :class:`~slt_relu.samplers.HMCSettings`.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .samplers import HMC, NUTS, Draws, StaticPartial, chain_mesh, pad_chains, run_blocks, run_sharded
+from .samplers import HMCSettings, NUTSSettings, Draws, StaticPartial, chain_mesh, pad_chains, run_blocks, run_sharded
 
 CPU_SLOTS = 16        # default slots per CPU device (benchmarks/bench_posterior.py); accelerators: all chains
 
@@ -160,7 +160,7 @@ def _fresh_tree(z, r, pe, g, energy) -> _Tree:
                  jnp.bool_(False), jnp.zeros((), dt), jnp.int32(0))
 
 
-def _adapters(s: NUTS, potential_fn):
+def _adapters(s: NUTSSettings, potential_fn):
     """numpyro's warmup adapter: (init with the step-size heuristic, update without it)."""
     from numpyro.infer.hmc import momentum_generator
     from numpyro.infer.hmc_util import euclidean_kinetic_energy, find_reasonable_step_size, warmup_adapter
@@ -173,7 +173,7 @@ def _adapters(s: NUTS, potential_fn):
     return wa_init, wa_update
 
 
-def _init_chain(s: NUTS, potential_gen, z0, key, args) -> _Chain:
+def _init_chain(s: NUTSSettings, potential_gen, z0, key, args) -> _Chain:
     from numpyro.infer.hmc import momentum_generator
 
     U = potential_gen(*args)
@@ -190,7 +190,7 @@ def _init_chain(s: NUTS, potential_gen, z0, key, args) -> _Chain:
                   jnp.int32(0), jnp.int32(0))
 
 
-def _tick(s: NUTS, potential_gen, c: _Chain, args) -> tuple[_Chain, _Draw]:
+def _tick(s: NUTSSettings, potential_gen, c: _Chain, args) -> tuple[_Chain, _Draw]:
     """One leapfrog step of one chain's NUTS tree, and whatever bookkeeping it finishes."""
     from numpyro.infer.hmc import momentum_generator
     from numpyro.infer.hmc_util import IntegratorState, euclidean_kinetic_energy, velocity_verlet
@@ -284,7 +284,7 @@ def _take(tree, idx):
     return jax.tree.map(lambda a: a[idx], tree)
 
 
-def _start(s: NUTS, potential_gen, slots: int, z0, keys, args) -> _Queue:
+def _start(s: NUTSSettings, potential_gen, slots: int, z0, keys, args) -> _Queue:
     """A device's queue (its T tasks) with the first `slots` tasks started."""
     T, D = z0.shape
     S = s.num_samples
@@ -299,7 +299,7 @@ def _start(s: NUTS, potential_gen, slots: int, z0, keys, args) -> _Queue:
                   jnp.zeros((T,) + imm.shape[1:], dt), jnp.zeros(T, jnp.int32), jnp.zeros(T, jnp.int32))
 
 
-def _refill(s: NUTS, potential_gen, q: _Queue, z0, keys, args) -> _Queue:
+def _refill(s: NUTSSettings, potential_gen, q: _Queue, z0, keys, args) -> _Queue:
     """Store the results of the slots whose chains finished and start the next tasks in them."""
     total = s.num_warmup + s.num_samples * s.thin
     T = q.done.shape[0]
@@ -321,7 +321,7 @@ def _refill(s: NUTS, potential_gen, q: _Queue, z0, keys, args) -> _Queue:
                       next_task=jnp.minimum(q.next_task + jnp.sum(fin), T).astype(jnp.int32))
 
 
-def _advance(s: NUTS, potential_gen, max_ticks: int, q: _Queue, z0, keys, args):
+def _advance(s: NUTSSettings, potential_gen, max_ticks: int, q: _Queue, z0, keys, args):
     """Up to max_ticks ticks of one device's queue; returns (queue, ticks run (1,))."""
     tick = jax.vmap(lambda c, a: _tick(s, potential_gen, c, a))
     T = q.done.shape[0]
@@ -377,13 +377,13 @@ def _lockstep(keys, potential_gen, init_z, args, s, devices) -> Draws:
     return Draws(z, pe, stats, ns_all.sum(1), None, int(ns_all.max(0).sum()), time.time() - start)
 
 
-def run_hmc(keys, potential_gen, init_z, args, settings: HMC, *, devices=None, progress=None) -> Draws:
+def run_hmc(keys, potential_gen, init_z, args, settings: HMCSettings, *, devices=None, progress=None) -> Draws:
     """HMC chains (numpyro's kernel, a fixed number of leapfrog steps) in lockstep; see
     :func:`slt_relu.samplers.sample`."""
     return _lockstep(keys, potential_gen, init_z, args, settings, devices)
 
 
-def run_nuts(keys, potential_gen, init_z, args, settings: NUTS, *, devices=None, progress=None,
+def run_nuts(keys, potential_gen, init_z, args, settings: NUTSSettings, *, devices=None, progress=None,
              ticks_per_call: int = 2000) -> Draws:
     """NUTS chains, desynchronised (``schedule="async"``, module docstring) or numpyro's kernel in
     lockstep; see :func:`slt_relu.samplers.sample`.  With fewer slots than chains, a slot whose

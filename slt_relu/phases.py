@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .network import TwoLayer, check_params, make_params
-from .symmetry import _numpy, are_equivalent, default_tol
+from .symmetry import are_equivalent, default_tol, numpy_params
 
 RADIUS_PHASES = ("other", "degenerate", "non_degenerate")
 SECTOR_PHASES = ("other", "true_orientation", "reversed")
@@ -136,7 +136,7 @@ def check_truth(truth: TwoLayer, tol: float = 1e-9) -> tuple[np.ndarray, np.ndar
         raise ValueError(f"truth: expected one network, got w of shape {np.shape(truth.w)}")
     if np.shape(truth.w)[0] == 0:
         raise ValueError("truth: expected at least one node (a constant truth's W0 has only degenerate nodes)")
-    w, b, q, c = _numpy(truth)
+    w, b, q, c = numpy_params(truth)
     zero_q = np.flatnonzero(q == 0)
     zero_w = np.flatnonzero(np.linalg.norm(w, axis=1) == 0)
     if len(zero_q) or len(zero_w):
@@ -318,7 +318,7 @@ def true_set_representatives(truth: TwoLayer, width: int) -> list[Representative
     (degenerate, hidden, truth).
     """
     h0, _ = check_truth(truth)
-    w0, b0, q0, c0 = _numpy(truth)
+    w0, b0, q0, c0 = numpy_params(truth)
     m = len(q0)
     if not (isinstance(width, (int, np.integer)) and width >= m):
         raise ValueError(f"width: expected an integer >= m = {m} (the truth's nodes), got {width!r}")
@@ -432,7 +432,7 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, tol: float = 0.1, inputs=N
     check_params(params)
     h0, Q0 = check_truth(truth)
     c0 = float(truth.c)
-    _, _, q0, _ = _numpy(truth)
+    _, _, q0, _ = numpy_params(truth)
     scale = float(np.min(np.abs(q0) * np.linalg.norm(np.asarray(truth.w, np.float64), axis=1)))
     w = np.asarray(params.w, np.float64)
     if w.shape[-1] != h0.shape[1] - 1:

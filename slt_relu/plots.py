@@ -389,7 +389,7 @@ def phase_mass_figure(path: Path, xs, xlabel: str, panels, *, title: str, shades
     for p, (ax, (ptitle, phases)) in enumerate(zip(axs.flat, panels)):
         for k, (nm, (m, e)) in enumerate(phases.items()):
             m, e = np.atleast_2d(m), np.atleast_2d(e)
-            colour = _PHASE_COLOURS.get(nm, f"C{k}") if p == 0 else f"C{k}"
+            colour = _PHASE_COLOURS.get(nm, f"C{k}")
             for j in range(m.shape[0]):
                 alpha = 0.35 + 0.65 * (j + 1) / m.shape[0]
                 ax.errorbar(xs, m[j], yerr=np.nan_to_num(e[j]), color=colour, alpha=alpha, marker="o", ms=3,
@@ -406,6 +406,31 @@ def phase_mass_figure(path: Path, xs, xlabel: str, panels, *, title: str, shades
             ax.axvline(c, color="k", ls="--", lw=1)
             ax.axvspan(c - (se or 0), c + (se or 0), color="k", alpha=0.08)
             ax.text(c, 1.0, f" crossover {c:.3f} +- {se:.3f}", fontsize=8, va="top")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def free_energy_figure(path: Path, xs, xlabel: str, curves: dict, *, title: str, shades=None):
+    """Local free energies against the swept value: curves[phase] = (F_alpha - F (L, X), its standard
+    error across data sets (L, X)), F_alpha - F = -log mass_alpha; a Bayesian phase transition is where two
+    phases' curves cross (the lower one holds more mass).  L lines per phase as in phase_mass_figure."""
+    xs = np.asarray(xs, float)
+    fig, ax = plt.subplots(figsize=(6.6, 4.6))
+    for k, (nm, (f, e)) in enumerate(curves.items()):
+        f, e = np.atleast_2d(np.asarray(f, float)), np.atleast_2d(np.asarray(e, float))
+        for j in range(f.shape[0]):
+            ok = np.isfinite(f[j])
+            alpha = 0.35 + 0.65 * (j + 1) / f.shape[0]
+            ax.errorbar(xs[ok], f[j][ok], yerr=np.nan_to_num(e[j][ok]), color=_PHASE_COLOURS.get(nm, f"C{k}"),
+                        alpha=alpha, marker="o", ms=3, capsize=2, lw=1.2, label=nm if j == f.shape[0] - 1 else None)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("F_alpha - F = -log mass_alpha  (nats)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    extra = f"\n(shades: {shades[0]} from light = {shades[1]} to dark = {shades[2]})" if shades else ""
+    ax.set_title(f"local free energies (lower = more mass; crossings are transitions){extra}", fontsize=9)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

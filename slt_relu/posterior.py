@@ -28,7 +28,7 @@ import numpy as np
 
 from .loss import check_sigma, empirical_loss_columns, gaussian_nll
 from .network import Restriction, TwoLayer, forward, from_flat, to_flat
-from .samplers import NUTS, Draws, sample
+from .samplers import NUTSSettings, Draws, sample
 
 GROUPS = ("w", "b", "q", "c")
 PRIOR_KINDS = ("normal", "uniform")
@@ -105,11 +105,13 @@ def posterior_model(x_cols, y, n_beta, *, model: Restriction, prior: Prior = Pri
 class Target(NamedTuple):
     """The pieces of one posterior family (one model, prior, sigma; any data): ``potential``, a
     hashable potential_gen(x_cols, y, n_beta) -> U(z) on flat unconstrained z (k,) for
-    :func:`slt_relu.samplers.sample`; ``constrain(z)`` -> the free coordinates (k,); size k."""
+    :func:`slt_relu.samplers.sample`; ``constrain(z)`` -> the free coordinates (k,); size k;
+    ``prior_draw(key)`` -> z (k,) distributed as the prior (SMC's starting particles)."""
 
     potential: Callable
     constrain: Callable
     size: int
+    prior_draw: Callable
 
 
 class PosteriorPotential(NamedTuple):
@@ -147,13 +149,25 @@ def _numpyro_pieces(key: PosteriorPotential):
         values = post(unravel(flat))
         return jnp.concatenate([jnp.reshape(values[g], (-1,)) for g in order])
 
-    return _Pieces(potential_fn, constrain, int(z.size))
+    def prior_draw(rng_key):
+        """One draw of phi in the unconstrained coordinates (numpyro's bijection of each site)."""
+        from numpyro.distributions.transforms import biject_to
+
+        keys = jax.random.split(rng_key, len(order))
+        draws = {}
+        for k, (g, idx) in zip(keys, _free_groups(key.model)):
+            d = key.prior.distribution(g, idx.size)
+            draws[g] = biject_to(d.support).inv(d.sample(k).astype(dtype))
+        return ravel_pytree(draws)[0]
+
+    return _Pieces(potential_fn, constrain, int(z.size), prior_draw)
 
 
 class _Pieces(NamedTuple):
     potential_fn: Callable
     constrain: Callable
     size: int
+    prior_draw: Callable
 
 
 def target(model: Restriction, prior: Prior = Prior(), sigma: float = 1.0) -> Target:
@@ -161,7 +175,7 @@ def target(model: Restriction, prior: Prior = Prior(), sigma: float = 1.0) -> Ta
     prior.check()
     potential = PosteriorPotential(model, prior, float(check_sigma(sigma)), str(jnp.zeros(()).dtype))
     pieces = _numpyro_pieces(potential)
-    return Target(potential, pieces.constrain, pieces.size)
+    return Target(potential, pieces.constrain, pieces.size, pieces.prior_draw)
 
 
 class PosteriorSamples(NamedTuple):
@@ -207,10 +221,11 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
 
     keys: (K * chains_per_dataset, 2), one PRNG key per chain (chain c samples data set
     c // chains_per_dataset); x: (K, n, n_in), y: (K, n), n_beta: (K,) or a scalar (n * beta of
-    each data set).  settings: a sampler's settings (:class:`~slt_relu.samplers.NUTS` by default,
-    or :class:`~slt_relu.samplers.HMC`).  Chains start uniformly in [-init_radius, init_radius]
-    in unconstrained coordinates (numpyro's ``init_to_uniform``).  devices, progress: see
-    :func:`slt_relu.samplers.sample`.  Returns :class:`PosteriorSamples`.
+    each data set).  settings: a sampler's settings (:class:`~slt_relu.samplers.NUTSSettings` by default,
+    :class:`~slt_relu.samplers.HMCSettings`, or :class:`~slt_relu.smc.SMCSettings`: then each "chain" is an SMC
+    run whose draws are its particles, started from the prior).  MCMC chains start uniformly in
+    [-init_radius, init_radius] in unconstrained coordinates (numpyro's ``init_to_uniform``).
+    devices, progress: see :func:`slt_relu.samplers.sample`.  Returns :class:`PosteriorSamples`.
     """
     tg = target(model, prior, sigma)
     x = jnp.asarray(x)
@@ -230,8 +245,13 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     yc = y[dataset]
     nb = n_beta[dataset]
     k_init, k_run = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)
-    z0 = jax.vmap(lambda k: jax.random.uniform(k, (tg.size,), x.dtype, -init_radius, init_radius))(k_init)
-    out = sample(k_run, tg.potential, z0, (x_cols, yc, nb), settings or NUTS(), devices=devices, progress=progress)
+    settings = settings or NUTSSettings()
+    if settings.name == "smc":                           # particles from the prior
+        N = settings.num_particles
+        z0 = jax.vmap(lambda k: jax.vmap(tg.prior_draw)(jax.random.split(k, N)))(k_init)
+    else:
+        z0 = jax.vmap(lambda k: jax.random.uniform(k, (tg.size,), x.dtype, -init_radius, init_radius))(k_init)
+    out = sample(k_run, tg.potential, z0, (x_cols, yc, nb), settings, devices=devices, progress=progress)
     free_vals = _constrain_all(tg.constrain, jnp.asarray(out.z))
     base = to_flat(model.base).astype(x.dtype)
     flat = jnp.broadcast_to(base, free_vals.shape[:2] + base.shape).at[..., np.flatnonzero(model.free)].set(free_vals)
@@ -239,6 +259,47 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     loss = _losses(flat, x_cols, yc, width, n_in, float(sigma))
     params = jax.tree.map(np.asarray, jax.vmap(jax.vmap(lambda f: from_flat(f, width, n_in)))(flat))
     return PosteriorSamples(params, np.asarray(loss), dataset, np.asarray(nb), out)
+
+
+class SMCPosterior(NamedTuple):
+    """K tempered SMC runs (one per data set given), N particles each, equally weighted.
+
+    params: TwoLayer with leading axes (K, N); loss: (K, N) L_n of each particle on its run's data;
+    log_evidence: (K,) log Z = log int phi(w) exp(-n_beta L_n(w)) dw (L_n with its
+    log(sigma sqrt(2 pi)) term; DESIGN.md); schedule: (K, M) the tempering lambda after each stage
+    (M = settings.max_stages; stages beyond num_stages are 0); ess, accept_prob: (K, M) the
+    incremental weights' ESS fraction and the moves' mean acceptance at each stage; num_stages:
+    (K,); draws: the sampler's :class:`~slt_relu.samplers.Draws`."""
+
+    params: TwoLayer
+    loss: np.ndarray
+    log_evidence: np.ndarray
+    schedule: np.ndarray
+    ess: np.ndarray
+    accept_prob: np.ndarray
+    num_stages: np.ndarray
+    draws: Draws
+
+
+def smc_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = Prior(), sigma: float = 1.0,
+                  settings=None, devices=None) -> SMCPosterior:
+    """Adaptive tempered SMC (``slt_relu.smc``) of p(w | D_n) proportional to phi(w) exp(-n_beta L_n(w)):
+    one run per key, run k on data set k.
+
+    keys: (K, 2); x: (K, n, n_in), y: (K, n) (pass one data set several times for independent runs
+    on it: their spread is the Monte Carlo error); n_beta: (K,) or a scalar; settings:
+    :class:`~slt_relu.smc.SMCSettings` (default ``SMCSettings()``).  Particles start from the prior.
+    """
+    from .smc import SMCSettings
+
+    settings = settings or SMCSettings()
+    if not isinstance(settings, SMCSettings):
+        raise TypeError(f"settings: expected SMCSettings, got {type(settings).__name__}")
+    ps = sample_posterior(keys, x, y, n_beta, model=model, prior=prior, sigma=sigma, settings=settings,
+                          devices=devices)
+    st = ps.draws.stats
+    return SMCPosterior(ps.params, ps.loss, ps.draws.log_evidence, st["lambda"], st["ess"], st["accept_prob"],
+                        st["num_stages"], ps.draws)
 
 
 # ----------------------------------------------------------------------------------------

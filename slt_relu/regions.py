@@ -89,7 +89,8 @@ def count_regions_segment(params: MLP, start, end) -> int:
     return regions_along_segment(params, start, end).count
 
 
-def _box_grid(half_width: float, resolution: int) -> np.ndarray:
+def box_grid(half_width: float, resolution: int) -> np.ndarray:
+    """The resolution x resolution grid on [-a, a]^2 as points (resolution^2, 2), x varying fastest."""
     g = np.linspace(-half_width, half_width, resolution)
     return np.stack(np.meshgrid(g, g, indexing="xy"), -1).reshape(-1, 2)
 
@@ -105,7 +106,7 @@ def count_regions_grid(params: MLP, half_width: float, resolution: int) -> int:
         raise ValueError(f"params: the grid count is for 2 inputs, got n_in = {params.widths[0]}")
     if not (isinstance(resolution, int) and resolution >= 2):
         raise ValueError(f"resolution: expected an integer >= 2, got {resolution!r}")
-    return distinct_patterns(np.asarray(_patterns_jit(params, jnp.asarray(_box_grid(half_width, resolution)))))[0]
+    return distinct_patterns(np.asarray(_patterns_jit(params, jnp.asarray(box_grid(half_width, resolution)))))[0]
 
 
 def distinct_patterns(patterns: np.ndarray) -> tuple[int, np.ndarray]:

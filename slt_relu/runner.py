@@ -272,11 +272,13 @@ def default_output(name: str) -> Path:
 
 
 def run_config(config, out: str | Path | None = None, progress: bool = True, overrides: dict | None = None,
-               cache: bool | str | Path = False) -> Path:
+               cache: bool | str | Path = False, keep_checkpoints: bool = False) -> Path:
     """Run a config (a path or a shipped config's name, with dotted-key ``overrides``); returns
     the results folder (default ``runs/<name>``).  cache: use JAX's persistent compilation cache
-    (True: :func:`cache_dir_default`; a path: that folder).  The config's ``dtype`` holds for the
-    run only: JAX's x64 flag is restored afterwards."""
+    (True: :func:`cache_dir_default`; a path: that folder).  keep_checkpoints: leave the sweep's
+    checkpoints after the run, so that a rerun with other analysis settings (phase rules, plots)
+    re-analyses the saved draws without sampling again.  The config's ``dtype`` holds for the run
+    only: JAX's x64 flag is restored afterwards."""
     import jax
 
     x64_before = bool(jax.config.read("jax_enable_x64"))
@@ -284,12 +286,12 @@ def run_config(config, out: str | Path | None = None, progress: bool = True, ove
         prep = prepare(config, overrides)
         if cache is not False:
             enable_compilation_cache(None if cache is True else cache)
-        return _run(prep, out, progress)
+        return _run(prep, out, progress, keep_checkpoints)
     finally:
         jax.config.update("jax_enable_x64", x64_before)
 
 
-def _run(prep: Prepared, out, progress: bool) -> Path:
+def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) -> Path:
     import jax
 
     out = check_output(default_output(prep.name) if out is None else out)
@@ -334,7 +336,8 @@ def _run(prep: Prepared, out, progress: bool) -> Path:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        shutil.rmtree(checkpoints, ignore_errors=True)
+        if not keep_checkpoints:
+            shutil.rmtree(checkpoints, ignore_errors=True)
     return out
 
 

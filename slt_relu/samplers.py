@@ -10,11 +10,12 @@ unconstrained coordinates z (D,) from that chain's slice of ``args`` (arrays wit
 chain axis C: each chain its own data set, tempering, localisation).  ``potential_gen`` and the
 settings must be hashable values (a NamedTuple of functions and numbers, a frozen settings
 model): they are static arguments of ``jax.jit``, so a second call with equal ones reuses the
-compiled program.  The settings' type picks the algorithm (``settings.name``): :class:`NUTS`
-(``slt_relu.nuts``; desynchronised or lockstep chains), :class:`HMC`, :class:`SGLD`
-(``slt_relu.sgld``).  A sampler that returns weighted particles and a log evidence (tempered
-SMC) fits the same result: its "chains" are independent runs, its "draws" the particles,
-equally weighted after the last resampling, and ``log_evidence`` its estimate of log Z.
+compiled program.  The settings' type picks the algorithm (``settings.name``): :class:`NUTSSettings`
+(``slt_relu.nuts``; desynchronised or lockstep chains), :class:`HMCSettings`, :class:`SGLDSettings`
+(``slt_relu.sgld``), ``SMCSettings`` (``slt_relu.smc``, adaptive tempered SMC).  A sampler that returns
+weighted particles and a log evidence fits the same result: SMC's "chains" are independent
+runs, its "draws" the particles, equally weighted after the last resampling, and
+``log_evidence`` its estimate of log Z.
 
 :func:`run_sharded` is the helper they share: it vmaps a per-chain function over the chains,
 shards them over ``jax.devices()`` (a ``chains`` mesh axis; chains padded to a multiple of the
@@ -104,7 +105,7 @@ class _MCMC(Section):
     step_size: float = Field(1.0, gt=0, description="initial step size")
 
 
-class NUTS(_MCMC):
+class NUTSSettings(_MCMC):
     """numpyro's NUTS, run by slt_relu.nuts."""
 
     name: Literal["nuts"] = "nuts"
@@ -116,7 +117,7 @@ class NUTS(_MCMC):
                               "all chains on an accelerator); a finished slot takes the next chain")
 
 
-class HMC(_MCMC):
+class HMCSettings(_MCMC):
     """numpyro's HMC with a fixed number of leapfrog steps, chains in lockstep."""
 
     name: Literal["hmc"] = "hmc"
@@ -125,23 +126,26 @@ class HMC(_MCMC):
 
 
 def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, devices=None, progress=None) -> Draws:
-    """Run C chains of the sampler named by ``settings`` (:class:`NUTS`, :class:`HMC`,
-    :class:`SGLD`) on the potentials ``potential_gen(*args_c)`` (module docstring).
+    """Run C chains of the sampler named by ``settings`` (:class:`NUTSSettings`, :class:`HMCSettings`,
+    :class:`SGLDSettings`, :class:`~slt_relu.smc.SMCSettings`) on the potentials ``potential_gen(*args_c)``
+    (module docstring).
 
     keys: (C, 2), one per chain: a chain's numbers depend on its key, not on which other chains
-    share the program; init_z: (C, D); args: tuple of arrays with a leading axis C; devices: to
+    share the program; init_z: (C, D) (SMC: (C, N, D) prior draws, and the last of ``args`` is the
+    inverse temperature the bridge scales); args: tuple of arrays with a leading axis C; devices: to
     shard the chains over (default ``jax.devices()``); progress: called as progress(fraction)
     between compiled calls where the sampler has them.
     """
     from .nuts import run_hmc, run_nuts
-    from .sgld import SGLD, run_sgld
+    from .sgld import SGLDSettings, run_sgld
+    from .smc import SMCSettings, run_smc
 
-    runners = {NUTS: run_nuts, HMC: run_hmc, SGLD: run_sgld}
+    runners = {NUTSSettings: run_nuts, HMCSettings: run_hmc, SGLDSettings: run_sgld, SMCSettings: run_smc}
     if type(settings) not in runners:
-        raise TypeError(f"settings: expected NUTS, HMC or SGLD settings, got {type(settings).__name__}")
+        raise TypeError(f"settings: expected NUTS, HMC, SGLD or SMC settings, got {type(settings).__name__}")
     init_z = jnp.asarray(init_z)
-    if init_z.ndim != 2:
-        raise ValueError(f"init_z: expected shape (chains, D), got {init_z.shape}")
+    if init_z.ndim != (3 if type(settings) is SMCSettings else 2):
+        raise ValueError(f"init_z: expected shape (chains, D) (SMC: (runs, particles, D)), got {init_z.shape}")
     C = init_z.shape[0]
     keys = jnp.asarray(keys)
     if keys.shape[:1] != (C,):

@@ -8,7 +8,7 @@ of each proposal, min(1, exp(U(z) - U(z') + |z' - z + eps/2 g|^2/(2 eps) - |z - 
 computed with the gradients the chain needs anyway (near 1: the discretisation bias is small).
 The learning coefficient's estimator (``slt_relu.llc``) runs on it.
 
-Interface: :func:`slt_relu.samplers.sample` with :class:`SGLD` settings.  With ``batch_size``,
+Interface: :func:`slt_relu.samplers.sample` with :class:`SGLDSettings` settings.  With ``batch_size``,
 ``args[0]`` is the chain's data (a pytree whose leaves have a leading data axis n) and each step
 draws batch_size points with replacement: the potential is ``potential_gen(batch, *args[1:])``.
 """
@@ -20,13 +20,13 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .samplers import Draws, StaticPartial, run_sharded
 from .settings import Section
 
 
-class SGLD(Section):
+class SGLDSettings(Section):
     """SGLD settings (the learning coefficient's [llc.sgld] table adds its localization and n beta)."""
 
     name: Literal["sgld"] = "sgld"
@@ -36,14 +36,15 @@ class SGLD(Section):
     step_size: float = Field(1e-4, gt=0, description="eps")
     batch_size: int | None = Field(None, ge=1, description="mini-batch size (None: full-batch gradients)")
 
-    def check(self) -> "SGLD":
+    @model_validator(mode="after")
+    def _burnin(self):
         if self.num_burnin >= self.num_steps:
-            raise ValueError(f"num_burnin: expected an integer in [0, num_steps = {self.num_steps}), "
+            raise ValueError(f"num_burnin: expected an integer below num_steps = {self.num_steps}, "
                              f"got {self.num_burnin}")
         return self
 
 
-def _chain(s: SGLD, potential_gen, z0, key, args):
+def _chain(s: SGLDSettings, potential_gen, z0, key, args):
     """One chain: (kept z (T, D), kept U (T,), mean MALA acceptance after the burn-in)."""
     dt = z0.dtype
     eps = jnp.asarray(s.step_size, dt)
@@ -75,10 +76,10 @@ def _chain(s: SGLD, potential_gen, z0, key, args):
     return zs[keep], Us[keep], jnp.mean(alpha[s.num_burnin:])
 
 
-def run_sgld(keys, potential_gen, init_z, args, settings: SGLD, *, devices=None, progress=None) -> Draws:
+def run_sgld(keys, potential_gen, init_z, args, settings: SGLDSettings, *, devices=None, progress=None) -> Draws:
     """SGLD chains from init_z; see :func:`slt_relu.samplers.sample`.  stats: accept_prob (C,)
     the mean MALA acceptance of each chain's proposals after the burn-in."""
-    s = settings.check()
+    s = settings
     start = time.time()
     z, U, accept = (np.asarray(a) for a in run_sharded(StaticPartial(_chain, (s, potential_gen)),
                                                        (init_z, keys, args), devices=devices))

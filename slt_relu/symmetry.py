@@ -44,7 +44,8 @@ def _single(params, name="params") -> TwoLayer:
     return params
 
 
-def _numpy(params) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+def numpy_params(params) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """(w, b, q, c) of one TwoLayer as float64 NumPy arrays and a float."""
     return (np.array(params.w, np.float64), np.array(params.b, np.float64), np.array(params.q, np.float64),
             float(params.c))
 
@@ -57,7 +58,7 @@ def _scale(w, b, q, c=0.0) -> float:
 
 def _forward_np(params, x: np.ndarray) -> np.ndarray:
     """f(x) = c + relu(x W^T + b) q in float64 NumPy (for the equivalence cross-check)."""
-    w, b, q, c = _numpy(params)
+    w, b, q, c = numpy_params(params)
     return np.maximum(x @ w.T + b, 0.0) @ q + c
 
 
@@ -124,7 +125,7 @@ def reverse_orientation(params: TwoLayer, nodes, tol: float | None = None) -> Tw
     residual sum; tol is relative to the largest |q_i| |w_i| in J (default 1000 eps).
     """
     params = _single(params)
-    w, b, q, c = _numpy(params)
+    w, b, q, c = numpy_params(params)
     J = _nodes(nodes, len(q))
     tol = default_tol(params.w.dtype) if tol is None else float(tol)
     g = (q[J, None] * w[J]).sum(0) if J else np.zeros(w.shape[1])
@@ -149,7 +150,7 @@ def annihilating_subsets(params: TwoLayer, tol: float | None = None) -> list[tup
     q_i w_i = 0 (degenerate) joins any annihilating subset.
     """
     params = _single(params)
-    w, b, q, c = _numpy(params)
+    w, b, q, c = numpy_params(params)
     d = len(q)
     if d > MAX_SUBSET_WIDTH:
         raise ValueError(f"params: annihilating_subsets enumerates 2^d subsets; expected d <= {MAX_SUBSET_WIDTH}, got {d}")
@@ -177,7 +178,7 @@ def split_node(params: TwoLayer, node: int, into: int, fraction: float = 0.5) ->
     real: t outside [0, 1] gives two nodes with opposite outputs).  f is unchanged.
     """
     params = _single(params)
-    w, b, q, c = _numpy(params)
+    w, b, q, c = numpy_params(params)
     d = len(q)
     (i,), (j,) = _nodes([node], d, "node"), _nodes([into], d, "into")
     if i == j:
@@ -200,7 +201,7 @@ def merge_nodes(params: TwoLayer, keep: int, absorb: int, tol: float | None = No
     Nodes on one boundary with opposite sides form a linear part (Petzka's R3): use reduce.
     """
     params = _single(params)
-    w, b, q, c = _numpy(params)
+    w, b, q, c = numpy_params(params)
     (k,), (a,) = _nodes([keep], len(q), "keep"), _nodes([absorb], len(q), "absorb")
     if k == a:
         raise ValueError(f"absorb: expected a node other than keep = {k}")
@@ -237,7 +238,7 @@ class Irreducible(NamedTuple):
     def as_two_layer(self) -> TwoLayer:
         """The same function as a TwoLayer: the linear part becomes the opposite pair
         relu(<a, x>) - relu(<-a, x>) (Petzka R3), appended when alpha != 0."""
-        w, b, q, c = _numpy(self.params)
+        w, b, q, c = numpy_params(self.params)
         a = np.asarray(self.linear, np.float64)
         if np.any(a != 0):
             w, b, q = np.concatenate([w, [a, -a]]), np.concatenate([b, [0.0, 0.0]]), np.concatenate([q, [1.0, -1.0]])
@@ -280,7 +281,7 @@ def reduce(params: TwoLayer, tol: float | None = None) -> Irreducible:
     within tol.
     """
     params = _single(params)
-    w, b, q, c = _numpy(params)
+    w, b, q, c = numpy_params(params)
     n = w.shape[1]
     tol = default_tol(params.w.dtype) if tol is None else float(tol)
     size = _scale(w, b, q)
@@ -313,8 +314,8 @@ def reduce(params: TwoLayer, tol: float | None = None) -> Irreducible:
 
 def _match(r1: Irreducible, r2: Irreducible, tol: float) -> tuple[list[int], list[float]] | None:
     """Match nodes of two irreducible forms by unoriented boundary; (perm, signs) or None."""
-    w1, b1, _, _ = _numpy(r1.params)
-    w2, b2, _, _ = _numpy(r2.params)
+    w1, b1, _, _ = numpy_params(r1.params)
+    w2, b2, _, _ = numpy_params(r2.params)
     if len(b1) != len(b2):
         return None
     h1, h2 = np.concatenate([w1, b1[:, None]], 1), np.concatenate([w2, b2[:, None]], 1)
@@ -354,14 +355,14 @@ def are_equivalent(p1: TwoLayer, p2: TwoLayer, tol: float | None = None) -> bool
         raise ValueError(f"p2: expected n_in = {p1.n_in} like p1, got {p2.n_in}")
     tol = max(default_tol(p1.w.dtype), default_tol(p2.w.dtype)) if tol is None else float(tol)
     r1, r2 = reduce(p1, tol), reduce(p2, tol)
-    size = max(_scale(*_numpy(r1.params)), _scale(*_numpy(r2.params)), float(np.max(np.abs(r1.linear), initial=0)),
+    size = max(_scale(*numpy_params(r1.params)), _scale(*numpy_params(r2.params)), float(np.max(np.abs(r1.linear), initial=0)),
                float(np.max(np.abs(r2.linear), initial=0)))
     matched = _match(r1, r2, tol)
     equal = False
     if matched is not None:
         perm, signs = matched
-        w2, b2, q2, c2 = _numpy(r2.params)
-        _, _, q1, c1 = _numpy(r1.params)
+        w2, b2, q2, c2 = numpy_params(r2.params)
+        _, _, q1, c1 = numpy_params(r1.params)
         alpha2 = np.array(r2.linear, np.float64)
         for i, (j, s) in enumerate(zip(perm, signs)):
             if s < 0:                                  # q relu(w.x + b) = q relu(-(w.x + b)) + q (w.x + b)
@@ -383,7 +384,7 @@ def _probe_points(*forms: Irreducible) -> np.ndarray:
     pts = []
     n = forms[0].params.n_in
     for f in forms:
-        w, b, _, _ = _numpy(f.params)
+        w, b, _, _ = numpy_params(f.params)
         for wi, bi in zip(w, b):
             foot = -bi * wi / (wi @ wi)
             pts += [foot + s * wi for s in (-1.0, -0.1, 0.1, 1.0)]

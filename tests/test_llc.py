@@ -11,7 +11,7 @@ import pytest
 import slt_relu as S
 from slt_relu.llc import (estimate_llc, llc_two_layer, minimize_loss, normal_crossing_expectation,
                           rlct_from_beta_sweep, tempered_losses, two_layer_loss_for, wbic)
-from slt_relu.samplers import NUTS as SamplerSettings
+from slt_relu.samplers import NUTSSettings as SamplerSettings
 
 DUMMY = jnp.zeros((10,))
 
@@ -173,7 +173,7 @@ def test_minimize_loss_reaches_the_least_squares_fit_and_a_two_layer_minimum():
 
 def test_bad_arguments():
     for kwargs, message in [({"num_chains": 0}, "num_chains: expected a positive integer"),
-                            ({"num_burnin": 10, "num_steps": 10}, "num_burnin: expected an integer in"),
+                            ({"num_burnin": 10, "num_steps": 10}, "num_burnin: expected an integer below num_steps = 10"),
                             ({"step_size": 0.0}, "step_size: expected a number > 0"),
                             ({"localization": -1.0}, "localization: expected a number >= 0"),
                             ({"batch_size": 11}, "batch_size: expected None or an integer in"),

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from slt_relu import diagnostics as dg
-from slt_relu.samplers import HMC, NUTS, sample
+from slt_relu.samplers import HMCSettings, NUTSSettings, sample
 
 C, D = 6, 3
 MU = jnp.arange(C * D, dtype=jnp.float64).reshape(C, D) / 10
@@ -44,7 +44,7 @@ def check_moments(out, mu=MU, scale=SCALE):
 
 @pytest.mark.parametrize("schedule", ["async", "lockstep"])
 def test_nuts_recovers_each_chains_gaussian(schedule):
-    out = run(NUTS(num_warmup=300, num_samples=1500, schedule=schedule))
+    out = run(NUTSSettings(num_warmup=300, num_samples=1500, schedule=schedule))
     st = out.stats
     assert out.z.shape == (C, 1500, D) and st["num_steps"].shape == (C, 1500) and out.log_evidence is None
     check_moments(out)
@@ -61,7 +61,7 @@ def test_nuts_recovers_each_chains_gaussian(schedule):
 def test_async_is_numpyros_nuts_and_wastes_less():
     """Same algorithm: the same distribution of trajectory lengths and acceptance (both on the
     same targets, many draws); but in lockstep every iteration costs the largest tree."""
-    s = NUTS(num_warmup=300, num_samples=2000)
+    s = NUTSSettings(num_warmup=300, num_samples=2000)
     a = run(s)
     b = run(s.model_copy(update={"schedule": "lockstep"}))
     sa, sb = a.stats, b.stats
@@ -77,7 +77,7 @@ def test_async_is_numpyros_nuts_and_wastes_less():
 def test_queue_gives_each_chain_the_same_draws():
     """A chain's numbers depend on its key only: 6 slots or 2 slots (a queue of 3 rounds) agree to
     rounding; the queue runs each slot's chains back to back."""
-    s = NUTS(num_warmup=30, num_samples=20)
+    s = NUTSSettings(num_warmup=30, num_samples=20)
     full = run(s.model_copy(update={"slots": C}))
     queued = run(s.model_copy(update={"slots": 2}))
     np.testing.assert_allclose(queued.z, full.z, atol=1e-6)
@@ -86,50 +86,50 @@ def test_queue_gives_each_chain_the_same_draws():
 
 
 def test_same_keys_same_numbers_no_second_compile_and_hmc(compiles):
-    s = NUTS(num_warmup=50, num_samples=50)
+    s = NUTSSettings(num_warmup=50, num_samples=50)
     a = run(s)
     compiles()
-    b = run(NUTS(num_warmup=50, num_samples=50))            # equal settings, equal potential: no new program
+    b = run(NUTSSettings(num_warmup=50, num_samples=50))            # equal settings, equal potential: no new program
     assert compiles() == 0
     np.testing.assert_array_equal(a.z, b.z)
     other = run(s, keys=jax.random.split(jax.random.PRNGKey(1), C))
     assert not np.allclose(a.z, other.z)
-    h = run(HMC(num_warmup=300, num_samples=1500, num_steps=8))
+    h = run(HMCSettings(num_warmup=300, num_samples=1500, num_steps=8))
     assert (h.stats["num_steps"] == 8).all()
     check_moments(h)
     compiles()
-    run(HMC(num_warmup=300, num_samples=1500, num_steps=8))
+    run(HMCSettings(num_warmup=300, num_samples=1500, num_steps=8))
     assert compiles() == 0
 
 
 def test_bad_arguments():
     from pydantic import ValidationError
 
-    s = NUTS(num_warmup=5, num_samples=5)
+    s = NUTSSettings(num_warmup=5, num_samples=5)
     with pytest.raises(ValueError, match="keys: expected one key per chain"):
         sample(jax.random.split(jax.random.PRNGKey(0), 2), gaussian, jnp.zeros((C, D)), (MU, SCALE), s)
     with pytest.raises(ValueError, match="args: every array needs a leading chain axis of 6"):
         sample(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros((C, D)), (MU[:2], SCALE), s)
     with pytest.raises(ValueError, match="init_z: expected shape"):
         sample(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros(D), (MU, SCALE), s)
-    with pytest.raises(TypeError, match="settings: expected NUTS, HMC or SGLD settings, got dict"):
+    with pytest.raises(TypeError, match="settings: expected NUTS, HMC, SGLD or SMC settings, got dict"):
         sample(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros((C, D)), (MU, SCALE), {})
     with pytest.raises(ValidationError, match="num_samples"):
-        NUTS(num_samples=0)
+        NUTSSettings(num_samples=0)
     with pytest.raises(ValidationError, match="slots"):
-        NUTS(slots=0)
+        NUTSSettings(slots=0)
 
 
 SCRIPT = textwrap.dedent("""
     import json, sys
     import jax, jax.numpy as jnp, numpy as np
     jax.config.update("jax_enable_x64", True)
-    from slt_relu.samplers import HMC, NUTS, sample
+    from slt_relu.samplers import NUTSSettings, sample
     C = 8
     mu = jnp.arange(C * 2, dtype=float).reshape(C, 2)
     gen = lambda m: (lambda z: 0.5 * jnp.sum((z - m) ** 2))
     out = sample(jax.random.split(jax.random.PRNGKey(0), C), gen, jnp.zeros((C, 2)), (mu,),
-                 NUTS(num_warmup=200, num_samples=1000, slots=int(sys.argv[1])))
+                 NUTSSettings(num_warmup=200, num_samples=1000, slots=int(sys.argv[1])))
     print(json.dumps({"devices": len(jax.devices()), "mean": out.z.mean(1).tolist()}))
 """)
 

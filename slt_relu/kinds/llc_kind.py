@@ -28,16 +28,16 @@ from pydantic import Field, model_validator
 
 from .. import truths
 from ..config import ConfigError
-from ..samplers import NUTS
+from ..samplers import NUTSSettings
 from ..settings import Section, parse
-from ..sgld import SGLD
+from ..sgld import SGLDSettings
 from ..sweep import Point, fingerprint, run_points
 from .common import TRUTH_SCHEMAS, Experiment
 
 Method = Literal["sgld", "beta_sweep", "wbic"]
 
 
-class SGLDSettings(SGLD):
+class LLCSGLDSettings(SGLDSettings):
     """[llc.sgld]: SGLD's settings with the LLC's defaults, and what the estimator adds."""
 
     num_steps: int = Field(20000, ge=1, description="SGLD steps per chain")
@@ -47,15 +47,8 @@ class SGLDSettings(SGLD):
     localization: float = Field(1.0, ge=0, description="gamma of exp(-n beta L_n - gamma/2 |w - w*|^2)")
     nbeta: float | None = Field(None, gt=0, description="n beta (default n / log n)")
 
-    @model_validator(mode="after")
-    def _burnin(self):
-        if self.num_burnin >= self.num_steps:
-            raise ValueError(f"num_burnin: expected an integer below num_steps = {self.num_steps}, "
-                             f"got {self.num_burnin}")
-        return self
 
-
-class BetaSweepSettings(NUTS):
+class BetaSweepSettings(NUTSSettings):
     """[llc.beta_sweep]: NUTS's settings with the sweep's defaults, and the sweep itself."""
 
     num_warmup: int = Field(500, ge=0, description="warm-up iterations per chain")
@@ -78,7 +71,7 @@ class CalibrationSettings(Section):
 class _Case(Section):
     name: str = Field(description="the case's name")
     methods: tuple[Method, ...] | None = Field(None, min_length=1, description="overrides [llc] methods")
-    sgld: SGLDSettings = SGLDSettings()
+    sgld: LLCSGLDSettings = LLCSGLDSettings()
     beta_sweep: BetaSweepSettings = BetaSweepSettings()
 
 
@@ -103,7 +96,7 @@ class LLCSettings(Section):
     n: int = Field(10000, ge=10, le=10_000_000, description="data set size")
     methods: tuple[Method, ...] = Field(("sgld", "beta_sweep"), min_length=1, description="estimators")
     refine: bool = Field(True, description="localise at the minimum of L_n next to the point")
-    sgld: SGLDSettings = SGLDSettings()
+    sgld: LLCSGLDSettings = LLCSGLDSettings()
     beta_sweep: BetaSweepSettings = BetaSweepSettings()
     calibration: CalibrationSettings | None = Field(None, description="estimate_llc over step sizes x "
                                                     "localizations (calibration.png)")
@@ -252,7 +245,7 @@ def _case(c: dict, n: int, refine: bool, key) -> dict:
     rows, sweeps, arrays = [], [], {}
     k_data, k_sgld, k_nuts = jax.random.split(jax.random.fold_in(key, c["index"]), 3)
     g, b = cs.sgld, cs.beta_sweep
-    nuts = NUTS(**b.model_dump(include=set(NUTS.model_fields)))
+    nuts = NUTSSettings(**b.model_dump(include=set(NUTSSettings.model_fields)))
     for label, loss, star, data, lam, init in _targets(c, n, k_data):
         refined = None
         if refine and cs.model == "two_layer":

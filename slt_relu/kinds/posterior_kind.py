@@ -6,8 +6,10 @@ posterior sampled by the sampler of ``[sampler]`` (``slt_relu.posterior.sample_p
 the analysis (masses, trial filter, diagnostics, crossovers) is ``slt_relu.analysis``, the
 figures ``slt_relu.plots``.
 
-Data for every trial is drawn with its own key (fold_in(seed, point) split per trial); each
-chain has its own key too, so a point's numbers do not depend on which points share its program.
+Data for every trial is drawn with its own key (fold_in(seed, data index) split per trial;
+points that differ only in beta, prior, model or sampler share their data sets, see
+:func:`data_indices`); each chain has its own key too (fold_in(seed, point)), so a point's numbers
+do not depend on which points share its program.
 
 Outputs: metrics.json (per point: masses with standard errors across trials and Monte Carlo
 errors, per-trial masses, classify_phase masses, trial filter, diagnostics; per sweep axis the
@@ -25,10 +27,12 @@ from pydantic import Field, model_validator
 from ..config import ConfigError
 from ..network import Restriction, make_params
 from ..posterior import GROUPS, PRIOR_KINDS, Prior, resolve_beta
-from ..samplers import HMC, NUTS
+from ..samplers import HMCSettings, NUTSSettings
+from ..smc import SMCSettings
 from ..settings import Section, parse
 from ..sweep import Point, expand, fingerprint, flatten_sweep, run_points
 from .common import TruthExperiment, resolve_setup
+from .posterior_figures import posterior_figures
 
 SWEEP_TABLES = ("truth", "inputs", "model", "prior", "posterior", "sampler")
 RULES = ("radius", "sector", "none")
@@ -59,7 +63,8 @@ class PosteriorSettings(Section):
     beta: Annotated[float, Field(gt=0)] | Literal["wbic"] = Field("wbic", description="inverse temperature; "
                                                                   "\"wbic\" = 1/log n")
     datasets: int = Field(4, ge=1, le=100_000, description="trials per sweep point, each its own data set")
-    chains_per_dataset: int = Field(1, ge=1, le=1000, description="chains (or independent runs) per data set")
+    chains_per_dataset: int = Field(1, ge=1, le=1000, description="chains (MCMC) or independent runs (SMC: at "
+                                    "least 2 for the masses' Monte Carlo errors) per data set")
     init_radius: float = Field(2.0, gt=0, description="chains start uniformly in [-r, r] (unconstrained)")
     trial_filter: bool = Field(False, description="DSLT4's filter dropping trials whose mean L_n has "
                                "|z| > trial_filter_z")
@@ -87,7 +92,8 @@ class PlotsSettings(Section):
     weight_panels: int = Field(24, ge=1, le=200, description="panels of effective weights")
 
 
-SamplerSettings = Annotated[Union[NUTS, HMC], Field(discriminator="name", description="the sampler and its settings")]
+SamplerSettings = Annotated[Union[NUTSSettings, HMCSettings, SMCSettings], Field(discriminator="name",
+                                                         description="the sampler and its settings")]
 
 
 class Settings(TruthExperiment):
@@ -95,7 +101,10 @@ class Settings(TruthExperiment):
     model: ModelSettings = ModelSettings()
     prior: PriorSettings = PriorSettings()
     posterior: PosteriorSettings = PosteriorSettings()
-    sampler: SamplerSettings = NUTS()
+    sampler: SamplerSettings = NUTSSettings()
+    compare: SamplerSettings | None = Field(None, description="a second sampler run on the same data sets at "
+                                            "every point (e.g. NUTS beside SMC); its masses go in metrics "
+                                            "under compare")
     phases: PhasesSettings = PhasesSettings()
     plots: PlotsSettings = PlotsSettings()
     sweep: dict = Field({}, description="dotted keys of [truth], [inputs], [model], [prior], [posterior], "
@@ -104,9 +113,11 @@ class Settings(TruthExperiment):
     @model_validator(mode="before")
     @classmethod
     def _default_sampler(cls, data):
-        """[sampler] without a name is NUTS."""
-        if isinstance(data, dict) and isinstance(data.get("sampler"), dict) and "name" not in data["sampler"]:
-            return {**data, "sampler": {"name": "nuts", **data["sampler"]}}
+        """[sampler] and [compare] without a name are NUTS."""
+        if isinstance(data, dict):
+            for table in ("sampler", "compare"):
+                if isinstance(data.get(table), dict) and "name" not in data[table]:
+                    data = {**data, table: {"name": "nuts", **data[table]}}
         return data
 
 
@@ -127,6 +138,26 @@ class PointSpec(NamedTuple):
     sampler: object
     trial_filter: bool
     trial_filter_z: float
+    data_index: int = 0
+
+
+DATA_KEYS = ("truth.", "inputs.", "sigma", "posterior.n", "posterior.datasets")
+
+
+def data_indices(sweep: dict) -> list[int]:
+    """Each point's data index: its position in the grid of the sweep keys that change the data
+    (the truth, the inputs, sigma, n, the number of data sets).  Points that differ only in beta,
+    the prior, the model or the sampler see the same data sets, so their differences are the
+    posterior's, not the data's (a sweep over such keys only: all points share data)."""
+    keys = list(sweep)
+    shape = tuple(len(v) for v in sweep.values())
+    data_axes = [i for i, k in enumerate(keys) if any(k == d or k.startswith(d) for d in DATA_KEYS)]
+    out = []
+    for flat in range(int(np.prod(shape)) if shape else 1):
+        idx = np.unravel_index(flat, shape) if shape else ()
+        out.append(int(np.ravel_multi_index(tuple(idx[i] for i in data_axes), tuple(shape[i] for i in data_axes)))
+                   if data_axes else 0)
+    return out
 
 
 class Resolved(NamedTuple):
@@ -185,6 +216,7 @@ def resolve(s: Settings, raw: dict) -> Resolved:
 
     sweep = flatten_sweep(raw.get("sweep", {}))
     points = expand(raw, sweep, lambda d: point_spec(parse(Settings, d)), tables=SWEEP_TABLES, scalars=("sigma",))
+    points = [pt._replace(settings=pt.settings._replace(data_index=di)) for pt, di in zip(points, data_indices(sweep))]
     ph = s.phases
     names = {"radius": RADIUS_PHASES, "sector": SECTOR_PHASES, "none": ()}[ph.rule]
     axis = ph.crossover_axis or (list(sweep)[-1] if sweep else None)
@@ -241,23 +273,28 @@ def _ident(point: Point, seed: int) -> str:
     import jax
 
     p = point.settings
-    return fingerprint("posterior", point.index, repr(point.values), p.example.name, np.asarray(
-        p.example.truth.w).tolist(), np.asarray(p.example.truth.q).tolist(), repr(p.inputs), p.sigma,
+    from ..network import to_flat
+
+    return fingerprint("posterior", point.index, repr(point.values), p.example.name,
+                       np.asarray(to_flat(p.example.truth)).tolist(), repr(p.inputs), p.sigma,
         repr(p.model), p.prior, p.n, p.n_beta, p.datasets, p.chains_per_dataset, p.init_radius,
-        p.sampler.model_dump(), seed, bool(jax.config.read("jax_enable_x64")), jax.__version__)
+        p.sampler.model_dump(), p.data_index, seed, bool(jax.config.read("jax_enable_x64")), jax.__version__)
 
 
 def _cost(point: Point) -> float:
     p = point.settings
     s = p.sampler
-    return p.datasets * p.chains_per_dataset * (s.num_warmup + s.num_samples * s.thin)
+    per_chain = s.num_particles * s.num_mcmc_steps if s.name == "smc" else s.num_warmup + s.num_samples * s.thin
+    return p.datasets * p.chains_per_dataset * per_chain
 
 
-def point_keys(key, index: int, datasets: int, chains: int):
-    """(data set keys (K,), chain keys (K * chains_per_dataset,)) of sweep point ``index``."""
+def point_keys(key, index: int, data_index: int, datasets: int, chains: int):
+    """(data set keys (K,), chain keys (K * chains_per_dataset,)) of sweep point ``index`` whose data
+    index (:func:`data_indices`) is ``data_index``."""
     import jax
 
-    k_data, k_chain = jax.random.split(jax.random.fold_in(key, index))
+    k_data = jax.random.split(jax.random.fold_in(key, data_index))[0]
+    k_chain = jax.random.split(jax.random.fold_in(key, index))[1]
     return jax.random.split(k_data, datasets), jax.random.split(k_chain, datasets * chains)
 
 
@@ -274,7 +311,7 @@ def _run_program(points: list, key) -> list[dict]:
     xs, ys, nbs, ckeys, truth_loss = [], [], [], [], []
     for pt in points:
         p = pt.settings
-        kd, kc = point_keys(key, pt.index, p.datasets, p.chains_per_dataset)
+        kd, kc = point_keys(key, pt.index, p.data_index, p.datasets, p.chains_per_dataset)
         x, y = draw_datasets(kd, p.example.truth, p.inputs, p.n, p.sigma)
         truth_loss.append(np.asarray(jax.vmap(partial(empirical_loss, p.example.truth, sigma=p.sigma))(x, y)))
         xs.append(x)
@@ -294,17 +331,31 @@ def _run_program(points: list, key) -> list[dict]:
                "grad_evals": d.grad_evals[sl], "truth_loss": truth_loss[k], "program_ticks": d.ticks,
                "program_chains": len(ps.dataset)}
         res.update({f"stat_{name}": np.asarray(v)[sl] for name, v in d.stats.items()})
+        if d.log_evidence is not None:
+            res["log_evidence"] = np.asarray(d.log_evidence)[sl]
         out.append(res)
     return out
 
 
+def _compare_points(r: Resolved) -> list:
+    return [pt._replace(settings=pt.settings._replace(sampler=r.settings.compare)) for pt in r.points]
+
+
 def run(r: Resolved, outdir, key, ctx) -> dict:
-    report = run_points(r.points, partial(_run_program, key=key), ident=partial(_ident, seed=ctx.seed),
-                        signature=_signature, batch=r.batch, checkpoints=ctx.checkpoints, cost=_cost,
-                        progress=ctx.progress, label="sweep points")
-    metrics = _analyze(r, report.results, outdir)
-    metrics["resumed_points"] = report.resumed
-    metrics["programs"] = [{"points": prog} for prog in report.programs]
+    runs = {"sampler": r.points}
+    if r.settings.compare is not None:
+        runs["compare"] = _compare_points(r)
+    reports = {}
+    for name, points in runs.items():                   # the same data sets: keys depend on the point only
+        folder = ctx.checkpoints if name == "sampler" else ctx.checkpoints / name
+        reports[name] = run_points(points, partial(_run_program, key=key), ident=partial(_ident, seed=ctx.seed),
+                                   signature=_signature, batch=r.batch, checkpoints=folder, cost=_cost,
+                                   progress=ctx.progress, label="sweep points" + ("" if name == "sampler" else
+                                                                                  f" ({r.settings.compare.name})"))
+    metrics = _analyze(r, reports["sampler"].results, outdir,
+                       reports["compare"].results if "compare" in reports else None)
+    metrics["resumed_points"] = reports["sampler"].resumed
+    metrics["programs"] = [{"points": prog} for prog in reports["sampler"].programs]
     return metrics
 
 
@@ -349,111 +400,71 @@ def _where(values: dict) -> str:
         or "the run"
 
 
-def _analyze(r: Resolved, results: dict, outdir) -> dict:
-    from .. import analysis
+def _rows(r: Resolved, points, results) -> tuple[list, list, list]:
+    """Each point's row of metrics.json, the warnings, and the draws as parameters."""
+    from .. import analysis, evidence
 
-    s, ph = r.settings, r.settings.phases
+    ph = r.settings.phases
     rows, warnings, params_per_point = [], [], []
-    for pt in r.points:
+    for pt in points:
         p, res = pt.settings, results[pt.index]
+        smc = p.sampler.name == "smc"
         params = _params(p, res["flat"])
         params_per_point.append(params)
         rule = _rule_labels(ph, p, params)
         classified = _classify_labels(ph, p, params) if ph.classify else None
         row = {"index": pt.index, "values": pt.values, "n": p.n, "beta": p.beta, "n_beta": p.n_beta}
         row.update(analysis.point_summary(res["loss"], res["dataset"], res["truth_loss"], filter_z=p.trial_filter_z,
-                                          apply_filter=p.trial_filter, rule=rule, classified=classified))
+                                          apply_filter=p.trial_filter, rule=rule, classified=classified,
+                                          mcse_from_runs=smc))
         stats = {k[5:]: v for k, v in res.items() if k.startswith("stat_")}
-        stats["grad_evals"] = res["grad_evals"]
-        free = np.flatnonzero(np.asarray(p.model.free))
-        max_steps = 2 ** p.sampler.max_tree_depth - 1 if p.sampler.name == "nuts" else None
-        d = analysis.chain_diagnostics(res["loss"], res["dataset"], np.asarray(res["flat"])[..., free], stats,
-                                       max_steps)
+        where = _where(pt.values)
+        if smc:
+            d = evidence.smc_diagnostics(stats, res["grad_evals"])
+            labels = rule if rule is not None else (classified, None)
+            masses = analysis.phase_masses(labels[0], labels[1], res["dataset"])
+            warnings += evidence.smc_warnings(d, where, masses, p.sampler.num_particles, res["log_evidence"],
+                                              res["dataset"], p.sampler.target_ess)
+            row.update(evidence.evidence_summary(res, rule, classified))
+        else:
+            stats["grad_evals"] = res["grad_evals"]
+            free = np.flatnonzero(np.asarray(p.model.free))
+            max_steps = 2 ** p.sampler.max_tree_depth - 1 if p.sampler.name == "nuts" else None
+            d = analysis.chain_diagnostics(res["loss"], res["dataset"], np.asarray(res["flat"])[..., free], stats,
+                                           max_steps)
+            n_draws = p.datasets * p.chains_per_dataset * p.sampler.num_samples
+            warnings += analysis.sampler_warnings(d, where, n_draws, p.sampler.target_accept_prob)
         d.update(program_wall_s=float(res["program_wall_s"]), program_ticks=int(res["program_ticks"]),
                  program_chains=int(res["program_chains"]), program_points=int(res["program_points"]))
         row["diagnostics"] = d
-        n_draws = p.datasets * p.chains_per_dataset * p.sampler.num_samples
-        warnings += analysis.sampler_warnings(d, _where(pt.values), n_draws, p.sampler.target_accept_prob)
         rows.append(row)
-    metrics = {"truth": r.points[0].settings.example.name, "rule": ph.rule, "sweep": r.sweep}
-    metrics.update(analysis.sweep_summary(r.sweep, rows, crossover_phases=ph.crossover,
-                                          crossover_axis=ph.crossover_axis))
+    return rows, warnings, params_per_point
+
+
+def _analyze(r: Resolved, results: dict, outdir, compare: dict | None = None) -> dict:
+    from .. import analysis, evidence
+
+    s, ph = r.settings, r.settings.phases
+    rows, warnings, params_per_point = _rows(r, r.points, results)
+    summary = partial(analysis.sweep_summary, r.sweep, crossover_phases=ph.crossover, crossover_axis=ph.crossover_axis)
+    metrics = {"truth": r.points[0].settings.example.name, "rule": ph.rule, "sweep": r.sweep,
+               "sampler": r.points[0].settings.sampler.name}
+    metrics.update(summary(rows))
     metrics["points"] = rows
     metrics["warnings"] = warnings
     metrics["sampler_totals"] = {"grad_evals": sum(row["diagnostics"]["grad_evals"] for row in rows),
                                  "draws": int(sum(np.size(results[pt.index]["loss"]) for pt in r.points))}
-    _plots(r, metrics, rows, params_per_point, results, outdir)
+    if "posterior.beta" in r.sweep and "free_energy" in metrics:
+        metrics["lambda_from_free_energy"] = evidence.lambda_along_beta(r.sweep, rows)
+    if compare is not None:
+        crows, cwarnings, _ = _rows(r, _compare_points(r), compare)
+        metrics["compare"] = {"sampler": s.compare.name, **summary(crows),
+                              "points": [{k: row[k] for k in ("index", "values", "mass", "mass_se", "mass_mcse",
+                                                               "mass_per_trial", "classify_phase", "diagnostics")
+                                          if k in row} for row in crows],
+                              "grad_evals": sum(row["diagnostics"]["grad_evals"] for row in crows)}
+        metrics["warnings"] += [f"{s.compare.name} (compare): {w}" for w in cwarnings]
+    posterior_figures(r, metrics, rows, params_per_point, results, outdir)
     np.savez_compressed(outdir / "arrays.npz", **{f"point{row['index']}_mean_loss_per_trial": row["mean_loss_per_trial"]
                                                   for row in rows})
     return metrics
-
-
-def _axis_label(key: str) -> str:
-    return {"posterior.beta": "beta", "truth.t": "t", "truth.v": "v", "posterior.n": "n"}.get(key, key)
-
-
-def _plots(r: Resolved, metrics, rows, params, results, outdir):
-    from ..phases import effective_weights
-    from ..plots import phase_diagram_figure, phase_mass_figure, posterior_traces_figure, weights_facets_figure
-
-    s, ph, sweep = r.settings, r.settings.phases, r.sweep
-    points = r.points
-    title = points[0].settings.example.description.split(":")[0]
-    axes = list(sweep)
-    xkey = ph.crossover_axis or (axes[-1] if axes else None)
-    shape = tuple(len(v) for v in sweep.values()) or (1,)
-    xi = axes.index(xkey) if xkey else 0
-    xs = np.asarray(sweep[xkey], float) if xkey else np.array([0.0])
-
-    def lines(grid):                                   # (lines, len(xs)): one line per value of the other axis
-        return np.moveaxis(np.asarray(grid, float).reshape(shape), xi, -1).reshape(-1, len(xs))
-
-    panels = []
-    if ph.rule != "none":
-        panels.append((f"DSLT4 rule: {ph.rule}", {nm: (lines(metrics["mass"][nm]), lines(metrics["mass_se"][nm]))
-                                                   for nm in metrics["mass"]}))
-    if "classify_phase" in metrics:
-        cp = metrics["classify_phase"]
-        panels.append(("classify_phase (on the input box)", {nm: (lines(cp["mass"][nm]), lines(cp["mass_se"][nm]))
-                                                               for nm in list(cp["mass"])[:6]}))
-    shades = None
-    if len(axes) == 2:
-        other = axes[1 - xi]
-        shades = (_axis_label(other), sweep[other][0], sweep[other][-1])
-    cross = None
-    if ph.crossover and len(axes) == 1:
-        name = xkey.split(".")[-1]
-        cross = (metrics.get(f"crossover_{name}"), metrics.get(f"crossover_{name}_se"))
-    phase_mass_figure(outdir / "phase_mass.png", xs, _axis_label(xkey) if xkey else "", panels, title=title,
-                      shades=shades, crossover=cross)
-    if len(axes) == 2 and ph.rule != "none":
-        ykey = axes[1 - xi]
-        ys = np.asarray(metrics["n_beta"] if ykey == "posterior.beta" else sweep[ykey], float)
-        grids = {nm: (np.asarray(metrics["mass"][nm], float).T if xi == 0 else np.asarray(metrics["mass"][nm], float))
-                 for nm in metrics["mass"]}
-        name = xkey.split(".")[-1]
-        phase_diagram_figure(outdir / "phase_diagram.png", xs, ys, grids,
-                             np.asarray(metrics.get(f"crossover_{name}", [np.nan] * len(ys)), float).reshape(-1),
-                             np.asarray(metrics.get(f"crossover_{name}_se", [np.nan] * len(ys)), float).reshape(-1),
-                             xlabel=_axis_label(xkey), ylabel="n beta" if ykey == "posterior.beta" else _axis_label(ykey),
-                             crossover_label=f"crossover {_axis_label(xkey)} ({' = '.join(ph.crossover or ())})",
-                             title=title)
-    if points[0].settings.model.base.n_in == 2:
-        step = max(1, -(-len(points) // s.plots.weight_panels))
-        panels = []
-        for pt, prm in list(zip(points, params))[::step]:
-            truth = pt.settings.example.truth
-            eff_truth = np.abs(np.asarray(truth.q))[:, None] * np.asarray(truth.w)
-            label = ", ".join(f"{_axis_label(k).split('.')[-1]} = {v:.4g}" if isinstance(v, float)
-                              else f"{_axis_label(k).split('.')[-1]} = {v}" for k, v in pt.values.items())
-            panels.append((label, effective_weights(prm).reshape(-1, 2), eff_truth))
-        weights_facets_figure(outdir / "effective_weights.png", panels,
-                              title=f"{title}: posterior density of the effective weights |q_i| w_i (all nodes)")
-    if s.plots.trace_points:
-        pick = np.unique(np.linspace(0, len(points) - 1, min(s.plots.trace_points, len(points))).round().astype(int))
-        traces = []
-        for i in pick:
-            res = results[points[i].index]
-            radii = np.linalg.norm(effective_weights(params[i]), axis=-1)
-            traces.append((rows[i]["values"], res["loss"], radii))
-        posterior_traces_figure(outdir / "traces.png", traces, title=f"{title}: traces")

@@ -110,9 +110,9 @@ def _grid_data(params, half_width, resolution):
     import jax.numpy as jnp
 
     from ..mlp import activation_patterns, mlp_forward, preactivations
-    from ..regions import _box_grid
+    from ..regions import box_grid
 
-    pts = jnp.asarray(_box_grid(half_width, resolution))
+    pts = jnp.asarray(box_grid(half_width, resolution))
     shape = (resolution, resolution)
     pre = [np.asarray(z).reshape(shape + (-1,)) for z in preactivations(params, pts)]
     pats = np.asarray(activation_patterns(params, pts)).reshape(shape + (-1,))

@@ -1,0 +1,90 @@
+"""Tempered SMC against NUTS for a phase mass: the cost of one standard error, in one run.
+
+Target: DSLT4 PT1 at t (default 1.2), n = 10,000, beta = 1/log n (n beta = 1,086), N(0, 1) prior, one
+data set, float32; the phase: the radius rule's non-degenerate phase (DSLT4).  Each sampler runs R
+independent times on the same data set (SMC: R runs of N particles; NUTS: R chains from random starts,
+one per run), so the spread of the R masses is the Monte Carlo error of one run, whatever the sampler
+believes about itself (a NUTS chain that stays in its starting basin reports 0 or 1, and the spread
+across chains shows it).  The cost of a standard error `target` on the mass is then
+(sd / target)^2 runs, each with its gradient evaluations and wall time.
+
+    .venv/bin/python benchmarks/bench_smc.py [--runs 8] [--particles 256 512 1024 2048] [--target 0.01]
+
+SMC rows: waste-free (N / 8 particles resampled, 7 HMC moves each, all states kept) at each N, and the
+classic resample-move SMC (N resampled, 5 moves, the last kept) at N = 512.  Prints per sampler: the
+mean mass, the sd across runs, gradient evaluations and wall seconds per run,
+and the gradients and seconds to reach the target standard error, with the ratio NUTS / SMC; the
+particle rows show how the cost scales with N.  Wall times exclude compilation (each program runs once
+beforehand with the same shapes).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import slt_relu as S
+from slt_relu.posterior import draw_datasets, sample_posterior
+
+RADIUS = ("other", "degenerate", "non_degenerate")
+
+
+def runs(settings, x, y, nb, model, R, seed):
+    """R independent runs on one data set: (per-run non-degenerate mass, grads per run, wall per run)."""
+    keys = jax.random.split(jax.random.PRNGKey(seed), R)
+    xs, ys = jnp.repeat(x, R, 0), jnp.repeat(y, R, 0)
+    sample_posterior(keys, xs, ys, nb, model=model, settings=settings)            # compile
+    start = time.time()
+    ps = sample_posterior(keys, xs, ys, nb, model=model, settings=settings)
+    wall = time.time() - start
+    codes = np.asarray(S.radius_rule(ps.params, eps=0.3))
+    mass = (codes == RADIUS.index("non_degenerate")).mean(1)
+    return mass, float(ps.draws.grad_evals.mean()), wall / R
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--t", type=float, default=1.2)
+    ap.add_argument("--runs", type=int, default=8)
+    ap.add_argument("--particles", type=int, nargs="+", default=[256, 512, 1024, 2048])
+    ap.add_argument("--nuts-warmup", type=int, default=500)
+    ap.add_argument("--nuts-samples", type=int, default=2000)
+    ap.add_argument("--target", type=float, default=0.01)
+    ap.add_argument("--n", type=int, default=10000)
+    args = ap.parse_args()
+    ex = S.truths.get("dslt4_pt1", t=args.t)
+    n = args.n
+    x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), 1), ex.truth, ex.inputs, n, 1.0)
+    nb = n / math.log(n)
+    print(f"PT1 t = {args.t}, n = {n}, n beta = {nb:.0f}, one data set, {args.runs} independent runs per row, "
+          f"float32, {jax.devices()}; phase: non-degenerate (radius rule); target standard error {args.target}")
+    rows = []
+    for N in args.particles:
+        s = S.SMCSettings(num_particles=N, waste_free=True, num_mcmc_steps=7)
+        rows.append((f"SMC waste-free, N = {N}", *runs(s, x, y, nb, ex.model, args.runs, 1)))
+    s = S.SMCSettings(num_particles=512, num_mcmc_steps=5)
+    rows.append(("SMC resample-move, N = 512", *runs(s, x, y, nb, ex.model, args.runs, 1)))
+    s = S.NUTSSettings(num_warmup=args.nuts_warmup, num_samples=args.nuts_samples, target_accept_prob=0.9)
+    nuts = (f"NUTS {args.nuts_warmup} + {args.nuts_samples}", *runs(s, x, y, nb, ex.model, args.runs, 2))
+    rows.append(nuts)
+    print(f"{'sampler':28s} {'mass':>6s} {'sd/run':>7s} {'grads/run':>10s} {'s/run':>7s} {'runs':>7s} "
+          f"{'grads':>12s} {'seconds':>9s}")
+    cost = {}
+    for name, mass, grads, wall in rows:
+        sd = float(mass.std(ddof=1))
+        need = max((sd / args.target) ** 2, 1.0)
+        cost[name] = (need * grads, need * wall)
+        print(f"{name:28s} {mass.mean():6.3f} {sd:7.3f} {grads:10.0f} {wall:7.2f} {need:7.1f} {need * grads:12.3g} "
+              f"{need * wall:9.1f}")
+    best = min((c for n_, c in cost.items() if n_.startswith("SMC")), key=lambda c: c[0])
+    print(f"NUTS / best SMC for the same standard error: {cost[nuts[0]][0] / best[0]:.1f}x the gradients, "
+          f"{cost[nuts[0]][1] / best[1]:.1f}x the wall time (NUTS's per-chain masses: "
+          f"{np.round(nuts[1], 3).tolist()})")
+
+
+if __name__ == "__main__":
+    main()

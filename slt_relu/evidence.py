@@ -1,0 +1,198 @@
+"""Log evidence and free energies from SMC runs (DESIGN.md), and the diagnostics of those runs.
+
+    Z = int phi(w) exp(-n beta L_n(w)) dw,   F = -log Z,
+    F_alpha = -log int_{U_alpha} phi exp(-n beta L_n) = F - log mass_alpha,
+
+so mass_alpha = exp(F - F_alpha) and a Bayesian phase transition is where two phases' F_alpha cross
+(DSLT3/DSLT4).  Watanabe's expansion restricted to a phase's region,
+F_alpha = n beta L_n(w_alpha) + lambda_alpha log(n beta) + ..., gives each phase's learning
+coefficient as the slope of F_alpha - n beta L_n(w_alpha) against log(n beta) at fixed data
+(:func:`free_energy_slopes`).  Pure functions of arrays; errors across data sets and from
+independent runs on one data set are kept apart (``*_se``, ``*_mcse``).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import NamedTuple
+
+import numpy as np
+
+from .analysis import PhaseMasses, phase_masses, runs_mcse
+
+
+def logmeanexp(values, axis=0):
+    values = np.asarray(values, np.float64)
+    top = np.max(values, axis=axis, keepdims=True)
+    return np.squeeze(top, axis) + np.log(np.mean(np.exp(values - top), axis=axis))
+
+
+class FreeEnergies(NamedTuple):
+    """Free energies of a point from SMC runs (DESIGN.md): F = -log Z per data set, the log of the
+    mean of its runs' Z (SMC's Z is unbiased, log Z is not); the local free energy of each phase
+    F_alpha = F - log mass_alpha, so that mass_alpha = exp(F - F_alpha) (inf for a phase with no
+    particle).  log_evidence, free_energy: (K,); phase_free_energy: (K, P); each *_mean with its
+    standard error across data sets (*_se) and its Monte Carlo error from the runs (*_mcse);
+    relative_mean, relative_se: (P,) F_alpha - F = -log mass_alpha of the mean mass over data sets,
+    its error by the delta method, se(mass) / mass (the data sets' own n L_n cancels in the
+    difference, so its error bar is much smaller than F_alpha's)."""
+
+    names: tuple
+    log_evidence: np.ndarray
+    free_energy: np.ndarray
+    phase_free_energy: np.ndarray
+    free_energy_mean: float
+    free_energy_se: float
+    free_energy_mcse: float
+    phase_free_energy_mean: np.ndarray
+    phase_free_energy_se: np.ndarray
+    phase_free_energy_mcse: np.ndarray
+    relative_mean: np.ndarray
+    relative_se: np.ndarray
+
+
+def free_energies(log_z, dataset, masses: PhaseMasses) -> FreeEnergies:
+    """F and F_alpha of a point from each run's log evidence log_z (C,) on data set dataset (C,)
+    and the masses of its phases (per run in ``masses.per_chain``)."""
+    log_z, dataset = np.asarray(log_z, np.float64), np.asarray(dataset)
+    groups = np.unique(dataset)
+    K = len(groups)
+    lz = np.array([logmeanexp(log_z[dataset == g]) for g in groups])
+    F = -lz
+    with np.errstate(divide="ignore"):
+        Fa = F[:, None] - np.log(masses.per_dataset)
+        per_run = -log_z[:, None] - np.log(masses.per_chain)
+    se = lambda v: float(np.std(v, ddof=1) / np.sqrt(K)) if K > 1 else float("nan")
+    with np.errstate(invalid="ignore"):                # a phase without particles: F_alpha = inf, its errors NaN
+        fa_mean = Fa.mean(0)
+        fa_se = Fa.std(0, ddof=1) / np.sqrt(K) if K > 1 else np.full(Fa.shape[1], np.nan)
+        fa_mcse = runs_mcse(np.where(np.isfinite(per_run), per_run, np.nan), dataset)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel, rel_se = -np.log(masses.mass), masses.se / masses.mass
+    return FreeEnergies(masses.names, lz, F, Fa, float(F.mean()), se(F), float(runs_mcse(-log_z[:, None], dataset)[0]),
+                        fa_mean, fa_se, fa_mcse, rel, rel_se)
+
+
+def smc_diagnostics(stats: dict, grad_evals) -> dict:
+    """A point's SMC runs: stages, the smallest ESS fraction and acceptance over their stages, the
+    final lambda (1 unless max_stages ran out), gradient evaluations."""
+    stages = np.asarray(stats["num_stages"])
+    used = np.arange(np.asarray(stats["ess"]).shape[1])[None, :] < stages[:, None]
+    ess = np.where(used, stats["ess"], np.inf)
+    acc = np.where(used, stats["accept_prob"], np.nan)
+    return {"stages": stages.tolist(), "ess_min": float(ess.min()), "accept_prob_mean": float(np.nanmean(acc)),
+            "accept_prob_min": float(np.nanmin(acc)), "final_lambda_min": float(np.min(stats["final_lambda"])),
+            "grad_evals": int(np.sum(grad_evals))}
+
+
+def smc_warnings(d: dict, where: str, masses: PhaseMasses, num_particles: int, log_z, dataset,
+                 target_ess: float) -> list[str]:
+    """What makes a point's SMC numbers doubtful: a stage whose ESS collapsed, moves that barely
+    move, a run that did not reach lambda = 1, a phase whose mass in a run rests on fewer than 20
+    particles, runs on one data set whose masses differ beyond the particles' binomial error, and
+    runs whose log evidences differ by more than one nat."""
+    out = []
+    if d["ess_min"] < target_ess / 2:
+        out.append(f"{where}: ESS collapsed to {d['ess_min']:.2f} of the particles at a stage (target {target_ess})")
+    if d["accept_prob_min"] < 0.2:
+        out.append(f"{where}: HMC acceptance fell to {d['accept_prob_min']:.2f} at a stage: the moves barely move")
+    if d["final_lambda_min"] < 1.0:
+        out.append(f"{where}: a run stopped at lambda = {d['final_lambda_min']:.3g} < 1 (max_stages too small)")
+    counts = masses.per_chain * num_particles
+    thin = [nm for k, nm in enumerate(masses.names) if np.any((counts[:, k] > 0) & (counts[:, k] < 20))]
+    if thin:
+        out.append(f"{where}: the mass of {', '.join(thin)} rests on fewer than 20 particles in a run")
+    dataset = np.asarray(dataset)
+    for g in np.unique(dataset):
+        runs = masses.per_chain[dataset == g]
+        if len(runs) < 2:
+            continue
+        m = runs.mean(0)
+        binom = np.sqrt(np.maximum(m * (1 - m), 1.0 / num_particles) / num_particles)
+        spread = runs.std(0, ddof=1)
+        bad = [nm for k, nm in enumerate(masses.names) if spread[k] > 3 * binom[k]]
+        if bad:
+            out.append(f"{where}: runs on data set {int(g)} disagree on {', '.join(bad)} beyond 3 binomial errors "
+                       "of their particles (resampling correlates particles: trust mass_mcse, not N)")
+        lz = np.asarray(log_z)[dataset == g]
+        if np.ptp(lz) > 1.0:
+            out.append(f"{where}: runs on data set {int(g)} differ by {np.ptp(lz):.2f} nats in log evidence")
+    return out
+
+
+def free_energy_slopes(n_beta, phase_free_energy, min_loss):
+    """lambda_alpha from the growth of a phase's local free energy with n beta at fixed data:
+
+        F_alpha(n beta) = n beta L_n(w_alpha) + lambda_alpha log(n beta) + O_p(log log n beta),
+
+    w_alpha the minimum of L_n in the phase (DSLT3; Watanabe's free energy expansion restricted to
+    the phase's region).  n_beta: (B,) with the data sets fixed; phase_free_energy: (B, K, P);
+    min_loss: (B, K, P) the smallest L_n among the phase's particles on each data set (its minimum
+    over the B temperatures stands in for L_n(w_alpha)).  Per data set and phase the least-squares
+    slope of F_alpha - n beta L_min against log(n beta); returns (mean slope (P,), its standard error
+    across data sets (P,))."""
+    nb = np.asarray(n_beta, np.float64)
+    F = np.asarray(phase_free_energy, np.float64)
+    L = np.min(np.asarray(min_loss, np.float64), axis=0)                    # (K, P)
+    G = F - nb[:, None, None] * L[None]
+    t = np.log(nb)
+    t = t - t.mean()
+    with np.errstate(invalid="ignore"):
+        slopes = np.tensordot(t, G - G.mean(0), axes=(0, 0)) / np.sum(t**2)     # (K, P)
+    K = slopes.shape[0]
+    return slopes.mean(0), slopes.std(0, ddof=1) / np.sqrt(K) if K > 1 else np.full(slopes.shape[1], np.nan)
+
+
+def lambda_along_beta(sweep: dict, rows) -> list:
+    """:func:`free_energy_slopes` along a sweep's posterior.beta axis (its points share their data sets),
+    for every value of the other sweep axes: [{values, n_beta, lambda: {phase: slope}, lambda_se}]."""
+    axes = list(sweep)
+    shape = tuple(len(v) for v in sweep.values())
+    b = axes.index("posterior.beta")
+    out = []
+    for other in itertools.product(*[range(n) for i, n in enumerate(shape) if i != b]):
+        idx = []
+        for k in range(shape[b]):
+            full = list(other)
+            full.insert(b, k)
+            idx.append(int(np.ravel_multi_index(tuple(full), shape)))
+        names = list(rows[idx[0]]["free_energy"]["phase_per_trial"])
+        F = np.array([[rows[i]["free_energy"]["phase_per_trial"][nm] for nm in names] for i in idx]).transpose(0, 2, 1)
+        L = np.array([[rows[i]["min_loss_per_trial"][nm] for nm in names] for i in idx]).transpose(0, 2, 1)
+        nb = [rows[i]["n_beta"] for i in idx]
+        slope, se = free_energy_slopes(nb, np.where(np.isfinite(F), F, np.nan), L)
+        values = {k: v for k, v in rows[idx[0]]["values"].items() if k != "posterior.beta"}
+        out.append({"values": values, "n_beta": nb, "lambda": dict(zip(names, slope.tolist())),
+                    "lambda_se": dict(zip(names, se.tolist()))})
+    return out
+
+
+def evidence_summary(res: dict, rule, classified) -> dict:
+    """A point's log Z and free energies from SMC runs: res holds the runs' log_evidence (C,),
+    dataset (C,) and the particles' loss (C, N); rule = (codes (C, N), names) of a DSLT4 rule or
+    None; classified = classify_phase labels (C, N') or None.  Free energies of the rule's phases
+    (``free_energy``) and of the labels (``free_energy_classify_phase``), and per data set the
+    smallest L_n of each rule phase's particles (for :func:`free_energy_slopes`)."""
+    out = {}
+    for key, labels in (("free_energy", rule), ("free_energy_classify_phase", (classified, None))):
+        if labels is None or labels[0] is None:
+            continue
+        fe = free_energies(res["log_evidence"], res["dataset"], phase_masses(labels[0], labels[1],
+                                                                                               res["dataset"]))
+        if "log_evidence" not in out:
+            out.update(log_evidence=float(np.mean(fe.log_evidence)), log_evidence_per_trial=fe.log_evidence,
+                       log_evidence_se=fe.free_energy_se, log_evidence_mcse=fe.free_energy_mcse,
+                       log_evidence_per_run=res["log_evidence"])
+        out[key] = {"total": fe.free_energy_mean, "total_se": fe.free_energy_se, "total_mcse": fe.free_energy_mcse,
+                    "phase": dict(zip(fe.names, fe.phase_free_energy_mean.tolist())),
+                    "phase_se": dict(zip(fe.names, fe.phase_free_energy_se.tolist())),
+                    "phase_mcse": dict(zip(fe.names, fe.phase_free_energy_mcse.tolist())),
+                    "relative": dict(zip(fe.names, fe.relative_mean.tolist())),
+                    "relative_se": dict(zip(fe.names, fe.relative_se.tolist())),
+                    "phase_per_trial": {nm: fe.phase_free_energy[:, k].tolist() for k, nm in enumerate(fe.names)}}
+    if rule is not None:
+        codes, names = rule
+        ds = np.asarray(res["dataset"])
+        loss = np.asarray(res["loss"], np.float64)
+        out["min_loss_per_trial"] = {nm: [float(np.min(loss[ds == g][codes[ds == g] == k], initial=np.inf))
+                                          for g in np.unique(ds)] for k, nm in enumerate(names)}
+    return out

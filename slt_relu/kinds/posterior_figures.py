@@ -1,0 +1,89 @@
+"""The figures of a posterior sweep (kind ``posterior``): its metrics turned into the plain arrays that
+``slt_relu.plots`` draws."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _axis_label(key: str) -> str:
+    return {"posterior.beta": "beta", "truth.t": "t", "truth.v": "v", "posterior.n": "n"}.get(key, key)
+
+
+def posterior_figures(r, metrics, rows, params, results, outdir):
+    """phase_mass.png, free_energy.png (SMC), phase_diagram.png (two sweep axes), effective_weights.png
+    (n_in = 2), traces.png: a posterior sweep's metrics as plain arrays for slt_relu.plots."""
+    from ..phases import effective_weights
+    from ..plots import phase_diagram_figure, phase_mass_figure, posterior_traces_figure, weights_facets_figure
+
+    s, ph, sweep = r.settings, r.settings.phases, r.sweep
+    points = r.points
+    title = points[0].settings.example.description.split(":")[0]
+    axes = list(sweep)
+    xkey = ph.crossover_axis or (axes[-1] if axes else None)
+    shape = tuple(len(v) for v in sweep.values()) or (1,)
+    xi = axes.index(xkey) if xkey else 0
+    xs = np.asarray(sweep[xkey], float) if xkey else np.array([0.0])
+
+    def lines(grid):                                   # (lines, len(xs)): one line per value of the other axis
+        return np.moveaxis(np.asarray(grid, float).reshape(shape), xi, -1).reshape(-1, len(xs))
+
+    panels = []
+    if ph.rule != "none":
+        panels.append((f"DSLT4 rule: {ph.rule}", {nm: (lines(metrics["mass"][nm]), lines(metrics["mass_se"][nm]))
+                                                   for nm in metrics["mass"]}))
+    if "classify_phase" in metrics:
+        cp = metrics["classify_phase"]
+        panels.append(("classify_phase (on the input box)", {nm: (lines(cp["mass"][nm]), lines(cp["mass_se"][nm]))
+                                                               for nm in list(cp["mass"])[:6]}))
+    if "compare" in metrics and ph.rule != "none":
+        cm = metrics["compare"]
+        panels.append((f"{cm['sampler'].upper()} on the same data sets: {ph.rule} rule",
+                       {nm: (lines(cm["mass"][nm]), lines(cm["mass_se"][nm])) for nm in cm["mass"]}))
+    shades = None
+    if len(axes) == 2:
+        other = axes[1 - xi]
+        shades = (_axis_label(other), sweep[other][0], sweep[other][-1])
+    cross = None
+    if ph.crossover and len(axes) == 1:
+        name = xkey.split(".")[-1]
+        cross = (metrics.get(f"crossover_{name}"), metrics.get(f"crossover_{name}_se"))
+    phase_mass_figure(outdir / "phase_mass.png", xs, _axis_label(xkey) if xkey else "", panels, title=title,
+                      shades=shades, crossover=cross)
+    if "free_energy" in metrics:
+        from ..plots import free_energy_figure
+
+        fe = metrics["free_energy"]
+        curves = {nm: (lines(fe["relative"][nm]), lines(fe["relative_se"][nm])) for nm in fe["phase"] if nm != "other"}
+        free_energy_figure(outdir / "free_energy.png", xs, _axis_label(xkey) if xkey else "", curves, title=title,
+                           shades=shades)
+    if len(axes) == 2 and ph.rule != "none":
+        ykey = axes[1 - xi]
+        ys = np.asarray(metrics["n_beta"] if ykey == "posterior.beta" else sweep[ykey], float)
+        grids = {nm: (np.asarray(metrics["mass"][nm], float).T if xi == 0 else np.asarray(metrics["mass"][nm], float))
+                 for nm in metrics["mass"]}
+        name = xkey.split(".")[-1]
+        phase_diagram_figure(outdir / "phase_diagram.png", xs, ys, grids,
+                             np.asarray(metrics.get(f"crossover_{name}", [np.nan] * len(ys)), float).reshape(-1),
+                             np.asarray(metrics.get(f"crossover_{name}_se", [np.nan] * len(ys)), float).reshape(-1),
+                             xlabel=_axis_label(xkey), ylabel="n beta" if ykey == "posterior.beta" else _axis_label(ykey),
+                             crossover_label=f"crossover {_axis_label(xkey)} ({' = '.join(ph.crossover or ())})",
+                             title=title)
+    if points[0].settings.model.base.n_in == 2:
+        step = max(1, -(-len(points) // s.plots.weight_panels))
+        panels = []
+        for pt, prm in list(zip(points, params))[::step]:
+            truth = pt.settings.example.truth
+            eff_truth = np.abs(np.asarray(truth.q))[:, None] * np.asarray(truth.w)
+            label = ", ".join(f"{_axis_label(k).split('.')[-1]} = {v:.4g}" if isinstance(v, float)
+                              else f"{_axis_label(k).split('.')[-1]} = {v}" for k, v in pt.values.items())
+            panels.append((label, effective_weights(prm).reshape(-1, 2), eff_truth))
+        weights_facets_figure(outdir / "effective_weights.png", panels,
+                              title=f"{title}: posterior density of the effective weights |q_i| w_i (all nodes)")
+    if s.plots.trace_points:
+        pick = np.unique(np.linspace(0, len(points) - 1, min(s.plots.trace_points, len(points))).round().astype(int))
+        traces = []
+        for i in pick:
+            res = results[points[i].index]
+            radii = np.linalg.norm(effective_weights(params[i]), axis=-1)
+            traces.append((rows[i]["values"], res["loss"], radii))
+        posterior_traces_figure(outdir / "traces.png", traces, title=f"{title}: traces")

@@ -1,0 +1,185 @@
+"""Adaptive tempered sequential Monte Carlo: weighted particles that cross between modes, and the evidence.
+
+MCMC chains that never leave the basin they start in measure where they started, not the
+posterior's mass (DSLT4's sweeps; ``slt_relu.analysis``).  Tempered SMC moves N particles from
+the prior to the posterior through the bridge
+
+    pi_lambda(z)  proportional to  exp(-U(z; lambda t_max)),   0 = lambda_0 < lambda_1 < ... < lambda_K = 1,
+
+where U(z; t) = U_0(z) + t S(z) is the chain's potential with its last argument (the inverse
+temperature t = n beta) scaled: for the tempered posterior U_0 = -log phi (prior, with the
+Jacobian of the unconstrained coordinates) and S = L_n.  Each stage (Del Moral, Doucet &
+Jasra 2006; the adaptive schedule of Jasra et al. 2011):
+
+1. the next lambda solves ESS(w) = target_ess * N for the incremental weights
+   w_i = exp(-(lambda' - lambda) t_max S(z_i)) (bisection, BlackJAX's ``solver.dichotomy``);
+2. log Z accumulates log mean_i w_i, so that after the last stage
+   log Z = log int exp(-U(z; t_max)) dz - log int exp(-U(z; 0)) dz, which for a normalised
+   prior is log int phi(w) exp(-n beta L_n(w)) dw (DESIGN.md's evidence; Z is estimated without
+   bias, log Z with a downward bias of about half its variance);
+3. the particles are resampled (BlackJAX's systematic resampling) and moved by
+   ``num_mcmc_steps`` HMC steps (BlackJAX's kernel, ``num_leapfrog`` leapfrog steps) that leave
+   pi_lambda' invariant; the diagonal inverse mass matrix is the particles' weighted variance and
+   the step size is tuned after every move towards ``target_accept_prob`` (the particles' mean
+   acceptance; each particle's step jittered by +-20%) and carried to the next stage.  With ``waste_free`` (Dau & Chopin 2022) only N / (num_mcmc_steps + 1)
+   particles are resampled and every state of their moves is kept: the same number of particles
+   for num_mcmc_steps + 1 times fewer gradients, correlated in short chains (which the Monte Carlo
+   errors from independent runs see).
+
+S at the particles comes with U from one forward-mode pass (``jax.jvp`` in t).  Runs (the
+"chains" of :func:`slt_relu.samplers.sample`, e.g. one per data set, or several independent runs
+per data set for Monte Carlo errors) are vmapped and sharded like MCMC chains; a run that has
+reached lambda = 1 waits for the others.  ``init_z``: (C, N, D) prior draws.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from pydantic import Field, model_validator
+
+from .samplers import Draws, StaticPartial, run_sharded
+from .settings import Section
+
+
+class SMCSettings(Section):
+    """Adaptive tempered SMC settings (module docstring)."""
+
+    name: Literal["smc"] = "smc"
+    num_particles: int = Field(1024, ge=8, description="particles per run")
+    target_ess: float = Field(0.5, gt=0, lt=1, description="ESS fraction that sets each next temperature")
+    num_mcmc_steps: int = Field(5, ge=1, description="HMC moves per stage")
+    num_leapfrog: int = Field(10, ge=1, description="leapfrog steps per HMC move")
+    target_accept_prob: float = Field(0.7, gt=0, lt=1, description="acceptance the step size is tuned towards")
+    step_size: float = Field(0.3, gt=0, description="initial step size (then tuned per stage)")
+    waste_free: bool = Field(False, description="waste-free SMC (Dau & Chopin 2022): resample N / (num_mcmc_steps + "
+                             "1) particles and keep every state of their moves as the next particles")
+    max_stages: int = Field(200, ge=1, le=10_000, description="stages at most (a run that needs more stops "
+                            "short of lambda = 1 and says so)")
+    particle_batch: int = Field(16, ge=1, description="particles moved together (lax.map chunks: the data's "
+                                "intermediates of one chunk stay in cache; speed only)")
+
+    @model_validator(mode="after")
+    def _waste_free(self):
+        if self.waste_free and self.num_particles % (self.num_mcmc_steps + 1):
+            raise ValueError(f"num_particles: expected a multiple of num_mcmc_steps + 1 = {self.num_mcmc_steps + 1} "
+                             f"for waste-free SMC, got {self.num_particles}")
+        return self
+
+
+class _Run(NamedTuple):
+    key: jax.Array
+    z: jax.Array              # (N, D)
+    slope: jax.Array          # (N,) S(z) = dU/dt
+    lam: jax.Array
+    log_z: jax.Array
+    step: jax.Array
+    stage: jax.Array
+    grads: jax.Array
+    lam_hist: jax.Array       # (M,)
+    ess_hist: jax.Array
+    acc_hist: jax.Array
+    step_hist: jax.Array
+
+
+def _value_and_slope(potential_gen, data, t, z):
+    """(U(z; t), dU/dt (z; t)) in one forward-mode pass."""
+    return jax.jvp(lambda tt: potential_gen(*data, tt)(z), (t,), (jnp.ones_like(t),))
+
+
+def _run(s: SMCSettings, potential_gen, z0, key, args):
+    """One SMC run from the prior particles z0 (N, D): (particles, U at t_max, stats)."""
+    from blackjax.mcmc import hmc
+    from blackjax.smc.ess import log_ess
+    from blackjax.smc.resampling import systematic
+    from blackjax.smc.solver import dichotomy
+
+    *data, t_max = args
+    N, D = z0.shape
+    dt = z0.dtype
+    M = s.max_stages
+    kernel = hmc.build_kernel()
+    slope = jax.lax.map(lambda z: _value_and_slope(potential_gen, data, jnp.zeros((), dt), z)[1], z0,
+                        batch_size=s.particle_batch)
+    zeros = jnp.zeros(M, dt)
+    state = _Run(key, z0, slope, jnp.zeros((), dt), jnp.zeros((), dt), jnp.asarray(s.step_size, dt),
+                 jnp.int32(0), jnp.int32(N), zeros, zeros, zeros, zeros)
+
+    def stage(r: _Run) -> _Run:
+        key, k_res, k_move = jax.random.split(r.key, 3)
+        loglik = jnp.nan_to_num(-t_max * r.slope, nan=-jnp.inf)           # log-likelihood per unit lambda
+        target = jnp.log(N * s.target_ess)
+        fun = lambda delta: log_ess(jnp.nan_to_num(delta * loglik, nan=-jnp.inf)) - target
+        delta = jnp.clip(dichotomy(fun, 0.0, 1.0 - r.lam), 0.0, 1.0 - r.lam)
+        delta = jnp.where(r.lam + delta > 1.0 - 1e-6, 1.0 - r.lam, delta)
+        log_w = jnp.nan_to_num(delta * loglik, nan=-jnp.inf)
+        log_mean = jax.nn.logsumexp(log_w) - math.log(N)
+        ess = jnp.exp(log_ess(log_w)) / N
+        P = s.num_mcmc_steps + 1 if s.waste_free else 1
+        idx = systematic(k_res, jax.nn.softmax(log_w), N // P)
+        z = r.z[idx]
+        lam = r.lam + delta
+        t = lam * t_max
+        w = jax.nn.softmax(log_w)[:, None]
+        mean = jnp.sum(w * r.z, axis=0)
+        inv_mass = jnp.maximum(jnp.sum(w * (r.z - mean) ** 2, axis=0), 1e-12)        # the weighted variance
+        logdensity = lambda q: -potential_gen(*data, t)(q)
+
+        def hmc_step(args):
+            k, st, eps = args
+            st, info = kernel(k, st, logdensity, eps, inv_mass, s.num_leapfrog)
+            return st, info.acceptance_rate
+
+        def move(carry, k):
+            """One HMC move of every particle, then the step size is tuned on its mean acceptance."""
+            states, eps = carry
+            k_steps, k_jit = jax.random.split(k)
+            jitter = eps * jax.random.uniform(k_jit, (M_res,), dt, 0.8, 1.2)
+            states, acc = jax.lax.map(hmc_step, (jax.random.split(k_steps, M_res), states, jitter),
+                                      batch_size=s.particle_batch)
+            acc = jnp.mean(acc)
+            eps = eps * jnp.exp(jnp.clip(2.0 * (acc - s.target_accept_prob), -1.0, 1.0))
+            return (states, eps), (states.position, acc)
+
+        M_res = len(idx)
+        states = jax.lax.map(lambda q: hmc.init(q, logdensity), z, batch_size=s.particle_batch)
+        (_, step), (qs, acc) = jax.lax.scan(move, (states, r.step), jax.random.split(k_move, s.num_mcmc_steps))
+        moved = jnp.concatenate([z, jnp.swapaxes(qs, 0, 1).reshape(-1, D)]) if s.waste_free else qs[-1]
+        acc = jnp.mean(acc)
+        slope = jax.lax.map(lambda q: _value_and_slope(potential_gen, data, t, q)[1], moved,
+                            batch_size=s.particle_batch)
+        i = r.stage
+        return _Run(key, moved, slope, lam, r.log_z + log_mean, step, i + 1,
+                    r.grads + N + (N // P) * (1 + s.num_mcmc_steps * s.num_leapfrog),
+                    r.lam_hist.at[i].set(lam), r.ess_hist.at[i].set(ess), r.acc_hist.at[i].set(acc),
+                    r.step_hist.at[i].set(r.step))
+
+    final = jax.lax.while_loop(lambda r: (r.lam < 1.0) & (r.stage < M), stage, state)
+    U = jax.lax.map(lambda q: potential_gen(*data, t_max)(q), final.z, batch_size=s.particle_batch)
+    return (final.z, U, final.log_z, final.lam, final.stage, final.grads, final.lam_hist, final.ess_hist,
+            final.acc_hist, final.step_hist)
+
+
+def run_smc(keys, potential_gen, init_z, args, settings: SMCSettings, *, devices=None, progress=None) -> Draws:
+    """Adaptive tempered SMC runs (module docstring); see :func:`slt_relu.samplers.sample`.
+
+    init_z: (C, N, D) prior draws, N = settings.num_particles; the last array of ``args`` is
+    each run's t_max (n beta), which the bridge scales from 0.  Returns :class:`Draws` with z
+    (C, N, D) the final particles (equally weighted), log_evidence (C,), and stats: per run
+    ``num_stages``, ``final_lambda`` (1 unless max_stages ran out), and per stage (C, max_stages)
+    ``lambda``, ``ess`` (the incremental weights' ESS fraction before resampling),
+    ``accept_prob`` (mean HMC acceptance of the stage's moves), ``step_size``."""
+    init_z = jnp.asarray(init_z)
+    if init_z.ndim != 3 or init_z.shape[1] != settings.num_particles:
+        raise ValueError(f"init_z: expected prior draws of shape (runs, {settings.num_particles}, D), "
+                         f"got {init_z.shape}")
+    start = time.time()
+    out = run_sharded(StaticPartial(_run, (settings, potential_gen)), (init_z, keys, tuple(args)), devices=devices)
+    z, U, log_z, lam, stages, grads, lam_h, ess_h, acc_h, step_h = (np.asarray(o) for o in out)
+    stats = {"num_stages": stages, "final_lambda": lam, "lambda": lam_h, "ess": ess_h, "accept_prob": acc_h,
+             "step_size": step_h}
+    return Draws(z, U, stats, grads, log_z, int(grads.max() // settings.num_particles), time.time() - start)
