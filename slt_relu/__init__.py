@@ -25,11 +25,10 @@ from .loss import (
     population_loss,
     sample_dataset,
 )
+from .classify import NOT_IN_W0, PhaseAssignment, classify_phase, phase_labels, phase_name
 from .phases import (
-    PhaseAssignment,
     PhaseLabel,
     Representative,
-    classify_phase,
     effective_weights,
     radius_rule,
     sector_phase,
@@ -131,7 +130,7 @@ __all__ = [
     "population_loss", "rank_bound", "sample_dataset", "scaling_generators", "to_flat", "truths",
     # symmetries and phases (Petzka et al. 2020; DSLT3)
     "Irreducible", "PhaseAssignment", "PhaseLabel", "Representative", "annihilating_subsets", "are_equivalent",
-    "classify_phase", "effective_weights", "merge_nodes", "permute", "radius_rule", "random_symmetry", "reduce",
+    "classify_phase", "NOT_IN_W0", "phase_labels", "phase_name", "effective_weights", "merge_nodes", "permute", "radius_rule", "random_symmetry", "reduce",
     "rescale", "reverse_orientation", "sector_phase", "sector_rule", "split_node", "true_set_representatives",
     # deep networks: regions, dual space, functional dimension (Sattelberg et al. 2020; Grigsby et al. 2023)
     "MLP", "Dense", "activation_patterns", "affine_map_between", "cluster_affine_maps", "count_linear_regions",

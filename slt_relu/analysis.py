@@ -238,6 +238,23 @@ def point_summary(loss, dataset, truth_loss, *, filter_z: float, apply_filter: b
     return row
 
 
+def cross_table(codes, names, labels, dataset) -> dict:
+    """How a DSLT4 rule's phases split into classify_phase's labels: {rule phase: {label: mass}},
+    the mass of draws in both (the mean over data sets of each data set's fraction), so that each
+    rule phase's row sums to its mass.  codes: (C, S) rule codes of the classified draws; names:
+    the rule's phase names; labels: (C, S) classify_phase codes; dataset: (C,)."""
+    codes, labels, dataset = np.asarray(codes), np.asarray(labels, object), np.asarray(dataset)
+    groups = np.unique(dataset)
+    out = {}
+    for k, nm in enumerate(names):
+        row = {}
+        for lab in sorted(set(labels[codes == k].tolist()), key=str):
+            both = (codes == k) & (labels == lab)
+            row[str(lab)] = float(np.mean([both[dataset == g].mean() for g in groups]))
+        out[nm] = row
+    return out
+
+
 def _grid_index(shape, axis: int, k: int, other) -> int:
     full = list(other)
     full.insert(axis, k)
@@ -270,10 +287,17 @@ def sweep_summary(sweep: dict, rows: Sequence[dict], *, crossover_phases=None, c
                 totals[nm] = totals.get(nm, 0.0) + m
         cnames = sorted(totals, key=lambda nm: -totals[nm])
         metrics["classify_phase"] = {
+            "names": {nm: next((r["classify_phase"].get("names", {}).get(nm) for r in rows
+                                if nm in r["classify_phase"].get("names", {})), nm) for nm in cnames},
             "mass": {nm: np.array([r["classify_phase"]["mass"].get(nm, 0.0) for r in rows]).reshape(shape).tolist()
                      for nm in cnames},
             "mass_se": {nm: np.array([r["classify_phase"]["mass_se"].get(nm, np.nan) for r in rows]).reshape(
                 shape).tolist() for nm in cnames}}
+    if rows and "cross_table" in rows[0]:
+        rule_phases = list(rows[0]["cross_table"])
+        labels = list(dict.fromkeys(lab for r in rows for tab in r["cross_table"].values() for lab in tab))
+        metrics["cross_table"] = {nm: {lab: np.array([r["cross_table"][nm].get(lab, 0.0) for r in rows]).reshape(
+            shape).tolist() for lab in labels} for nm in rule_phases}
     if rows and "log_evidence" in rows[0]:
         metrics["log_evidence"] = np.array([r["log_evidence"] for r in rows]).reshape(shape).tolist()
         metrics["log_evidence_mcse"] = np.array([r["log_evidence_mcse"] for r in rows]).reshape(shape).tolist()

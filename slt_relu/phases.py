@@ -26,8 +26,7 @@ because their kinks cancel.  Equality is on all of R^n_in; on a bounded input bo
 
 DSLT4's rules on effective weights |q_i| w_i: :func:`radius_rule` and :func:`sector_rule`.
 
-(Slightly over ~450 lines: the enumeration of phases and their classification share the label
-type and the annihilation equation, so they stay one module.)
+Which phase a parameter or a posterior draw is in: ``slt_relu.classify``.
 """
 from __future__ import annotations
 
@@ -105,27 +104,6 @@ class Representative(NamedTuple):
     label: PhaseLabel
     params: TwoLayer
     r: np.ndarray
-
-
-class PhaseAssignment(NamedTuple):
-    """classify_phase's answer (a leading batch axis when params had one).
-
-    label: PhaseLabel (a list of them for a batch).
-    distance: distance to the phase's part of W0 in effective coordinates (q_i w_i, q_i b_i; c)
-        (0 on it; inf when the label cannot occur in W0, e.g. a truth boundary with no node).
-        With the boundaries held where they are, except that a hidden group with nodes on both
-        sides may turn to carry any linear part (its linear equations are dropped, so there
-        the distance is a lower bound).
-    group: (d,) int: truth node j in [0, m), -1 degenerate (or inactive on the whole input box),
-        -2 linear (active on the whole input box), m + k hidden group k.
-    orientation: (d,) +1 / -1 relative to the group's boundary (truth's orientation for truth
-        groups, the first member's for hidden ones), 0 for degenerate and linear nodes.
-    """
-
-    label: object
-    distance: object
-    group: np.ndarray
-    orientation: np.ndarray
 
 
 def check_truth(truth: TwoLayer, tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
@@ -333,130 +311,6 @@ def true_set_representatives(truth: TwoLayer, width: int) -> list[Representative
             raise RuntimeError(f"true_set_representatives: the representative of {label} is not in W0; please report")
         reps.append(Representative(label, params.__class__(*(x.astype(truth.w.dtype) for x in params)), r))
     return sorted(reps, key=lambda rep: (rep.label.degenerate, rep.label.hidden, rep.label.truth))
-
-
-def _classify_one(w, b, q, c, h0, Q0, c0, tol, scale, half_width=None):
-    d, n = w.shape
-    m = len(Q0)
-    eff = q[:, None] * w
-    degenerate = np.linalg.norm(eff, axis=1) <= tol * scale
-    dead = np.zeros(d, bool)
-    linear = np.zeros(d, bool)
-    if half_width is not None:                        # pre-activation range on [-a, a]^n: b +- a |w|_1
-        reach = half_width * np.abs(w).sum(1)
-        dead = ~degenerate & (b + reach <= 0)
-        linear = ~degenerate & (b - reach >= 0)
-    hb = np.concatenate([w, b[:, None]], 1)
-    norm = np.linalg.norm(hb, axis=1)
-    h = hb / np.where(norm > 0, norm, 1.0)[:, None]
-    group = np.where(linear, -2, -1)
-    orient = np.zeros(d)
-    planes = {j: h0[j] for j in range(m)}
-    for i in np.flatnonzero(~degenerate & ~dead & ~linear):
-        plus = np.linalg.norm(h[i] - h0, axis=1)
-        minus = np.linalg.norm(h[i] + h0, axis=1)
-        j = int(np.argmin(np.minimum(plus, minus)))
-        if min(plus[j], minus[j]) <= tol:
-            group[i], orient[i] = j, (1.0 if plus[j] <= minus[j] else -1.0)
-            continue
-        for g in range(m, m + len(planes) - m):
-            if np.linalg.norm(h[i] - planes[g]) <= tol:
-                group[i], orient[i] = g, 1.0
-                break
-            if np.linalg.norm(h[i] + planes[g]) <= tol:
-                group[i], orient[i] = g, -1.0
-                break
-        else:
-            g = len(planes)
-            planes[g] = h[i]
-            group[i], orient[i] = g, 1.0
-    truth_counts = tuple((int(np.sum((group == j) & (orient > 0))), int(np.sum((group == j) & (orient < 0))))
-                         for j in range(m))
-    hidden = tuple(sorted((tuple(sorted((int(np.sum((group == g) & (orient > 0))),
-                                          int(np.sum((group == g) & (orient < 0)))), reverse=True))
-                           for g in range(m, len(planes))), reverse=True))
-    label = PhaseLabel(truth_counts, hidden, int(degenerate.sum() + dead.sum()), int(linear.sum()))
-    # distance: effective vectors v_i = q_i (w_i, b_i) against e_i s_i h_g, plus the linear constraints;
-    # a node inactive on the box contributes nothing there, a linear node its own linear function
-    c_eff = c + float(np.sum(q[degenerate] * np.maximum(b[degenerate], 0.0)))
-    live = np.flatnonzero(group >= 0)
-    lin_nodes = np.flatnonzero(linear)
-    groups = sorted(set(group[live].tolist()))
-    unit = {g: (np.mean([orient[i] * h[i] for i in live if group[i] == g], 0) if g >= m else h0[g]) for g in groups}
-    unit = {g: u / np.linalg.norm(u) for g, u in unit.items()}
-    V = q[live, None] * hb[live]
-    a = np.array([orient[i] * (V[k] @ unit[group[i]]) for k, i in enumerate(live)])
-    along = np.array([orient[i] * unit[group[i]] for i in live]).reshape(len(live), n + 1)
-    perp2 = float(np.sum((V - a[:, None] * along) ** 2)) + float(np.sum(eff[degenerate] ** 2))
-    K, L = len(live), len(lin_nodes)
-    width = K + 1 + L * (n + 1)                       # unknowns: kinks a (K), c, linear nodes' v_i
-    rows, rhs = [], []
-    for g in list(range(m)) + [g for g in groups if g >= m]:
-        row = np.zeros(width)
-        row[:K] = group[live] == g
-        rows.append(row)
-        rhs.append(Q0[g] if g < m else 0.0)
-    lin = np.zeros((n + 1, width))
-    for k, i in enumerate(live):
-        if orient[i] < 0:
-            lin[:, k] = unit[group[i]]
-    lin[n, K] = -1.0                                  # sum_rev e h_g - sum_lin v_i - c e_n = -c0 e_n
-    for k in range(L):
-        lin[:, K + 1 + k * (n + 1): K + 1 + (k + 1) * (n + 1)] = -np.eye(n + 1)
-    if not any(g >= m and np.any(orient[live][group[live] == g] < 0) for g in groups):
-        rows += list(lin)                             # a hidden group with both sides can turn to carry any
-        rhs += [0.0] * n + [-c0]                      # linear part: then these equations are dropped
-    M, t = np.array(rows), np.array(rhs)
-    x0 = np.concatenate([a, [c_eff], (q[lin_nodes, None] * hb[lin_nodes]).reshape(-1)])
-    corr = np.linalg.lstsq(M, t - M @ x0, rcond=None)[0]
-    if np.linalg.norm(M @ (x0 + corr) - t) > 1e-8 * max(scale, 1.0):
-        return label, np.inf, group, orient
-    return label, float(np.sqrt(perp2 + corr @ corr)), group, orient
-
-
-def classify_phase(params: TwoLayer, truth: TwoLayer, tol: float = 0.1, inputs=None) -> PhaseAssignment:
-    """The phase of W0 that params is near, node by node (DSLT3 Appendix 2).
-
-    Node i is degenerate if |q_i w_i| <= tol S (S = min_j |q0_j| |w0_j|, the smallest truth node); otherwise it sits on
-    truth boundary j if its unit boundary (w_i, b_i)/|(w_i, b_i)| is within tol of +-(w0_j, b0_j)/|.|
-    (the sign is its orientation), else it joins (or opens) a hidden group by the same test.
-    The distance is to the phase's part of W0 in effective coordinates (q_i w_i, q_i b_i; c):
-    the orthogonal projection onto the kink sums, the annihilation equation and c (see
-    PhaseAssignment).  Invariant under permutation and rescaling by construction.
-
-    params: TwoLayer (d nodes) or a batch with leading axes; truth: m nodes.  tol: 0.1 suits
-    posterior samples; use ~1e-6 to test exact parameters.  inputs: None for equality on all of
-    R^n_in; a ``UniformBox`` for equality on the box, where a node whose boundary misses the box
-    is linear (active on all of it, label field ``linear``) or inactive (counted degenerate).
-    """
-    check_params(params)
-    h0, Q0 = check_truth(truth)
-    c0 = float(truth.c)
-    _, _, q0, _ = numpy_params(truth)
-    scale = float(np.min(np.abs(q0) * np.linalg.norm(np.asarray(truth.w, np.float64), axis=1)))
-    w = np.asarray(params.w, np.float64)
-    if w.shape[-1] != h0.shape[1] - 1:
-        raise ValueError(f"params: expected n_in = {h0.shape[1] - 1} like the truth, got {w.shape[-1]}")
-    batch = w.shape[:-2]
-    d = w.shape[-2]
-    nb = int(np.prod(batch))
-    w = w.reshape(nb, d, h0.shape[1] - 1)
-    b = np.asarray(params.b, np.float64).reshape(nb, d)
-    q = np.asarray(params.q, np.float64).reshape(nb, d)
-    c = np.asarray(params.c, np.float64).reshape(-1)
-    half_width = None
-    if inputs is not None:
-        from .inputs import UniformBox
-
-        if not isinstance(inputs, UniformBox):
-            raise ValueError(f"inputs: expected None or a UniformBox, got {type(inputs).__name__}")
-        half_width = float(inputs.half_width)
-    out = [_classify_one(w[k], b[k], q[k], c[k], h0, Q0, c0, tol, scale, half_width) for k in range(len(c))]
-    labels, dist, group, orient = zip(*out)
-    if not batch:
-        return PhaseAssignment(labels[0], dist[0], group[0], orient[0])
-    return PhaseAssignment(list(labels), np.array(dist).reshape(batch), np.array(group).reshape(batch + (d,)),
-                           np.array(orient).reshape(batch + (d,)))
 
 
 def effective_weights(params: TwoLayer):

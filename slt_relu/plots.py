@@ -412,6 +412,44 @@ def phase_mass_figure(path: Path, xs, xlabel: str, panels, *, title: str, shades
     plt.close(fig)
 
 
+def cross_table_figure(path: Path, xs, xlabel: str, tables: dict, *, title: str, shades=None):
+    """One panel per phase of a DSLT4 rule: its mass against the swept value, split by the
+    classify_phase label of the same draws (stacked; tables[rule phase][label] = (L, X) masses, the
+    last of the L lines, i.e. the darkest shade, when there are several)."""
+    xs = np.asarray(xs, float)
+    names = list(tables)
+    labels = list(dict.fromkeys(lab for row in tables.values() for lab in row))
+    colours = {lab: ("tab:gray" if lab == "not in W0" else f"C{k}") for k, lab in enumerate(labels)}
+    fig, axs = plt.subplots(1, len(names), figsize=(5.2 * len(names), 4.4), squeeze=False)
+    for ax, nm in zip(axs.flat, names):
+        bottom = np.zeros(len(xs))
+        for lab in labels:
+            if lab not in tables[nm]:
+                continue
+            m = np.atleast_2d(np.asarray(tables[nm][lab], float))[-1]
+            ax.fill_between(xs, bottom, bottom + m, color=colours[lab], alpha=0.75, lw=0, label=lab,
+                            hatch="//" if lab == "not in W0" else None)
+            bottom = bottom + m
+        ax.plot(xs, bottom, "k-", lw=1)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("posterior mass")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.set_title(f"rule phase: {nm}", fontsize=9)
+    handles, labs = [], []
+    for ax in axs.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labs:
+                handles.append(h)
+                labs.append(lab)
+    fig.legend(handles, labs, loc="lower center", ncol=min(3, len(labs)), fontsize=7)
+    extra = f" (shade: {shades[0]} = {shades[2]})" if shades else ""
+    fig.suptitle(title + extra, fontsize=10)
+    fig.tight_layout(rect=(0, 0.06 + 0.03 * ((len(labs) - 1) // 3), 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def free_energy_figure(path: Path, xs, xlabel: str, curves: dict, *, title: str, shades=None):
     """Local free energies against the swept value: curves[phase] = (F_alpha - F (L, X), its standard
     error across data sets (L, X)), F_alpha - F = -log mass_alpha; a Bayesian phase transition is where two

@@ -107,7 +107,7 @@ def test_distance_off_the_true_set_closed_form():
     # a boundary left without a node: the label cannot occur in W0
     far = truth._replace(w=truth.w.at[0].set(jnp.array([0.0, 3.0])))
     off = S.classify_phase(far, truth, tol=0.1)
-    assert off.label.truth[0] == (0, 0) and off.distance == np.inf
+    assert off.label == S.NOT_IN_W0 and off.structure.truth[0] == (0, 0) and off.distance == np.inf
 
 
 def test_true_set_representatives_checks_the_truth():

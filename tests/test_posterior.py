@@ -187,8 +187,9 @@ def test_classify_phase_on_a_box_labels_linear_nodes():
     assert got.label == S.PhaseLabel(((0, 1),), (), 0, 1) and str(got.label) == "- | 1 linear"
     assert got.label.kind == "linear" and got.group.tolist() == [0, -2] and got.distance < 1e-9
     assert S.population_loss(params, truth, box) < 1e-20
-    plain = S.classify_phase(params, truth, tol=1e-6)
-    assert plain.label.hidden == ((1, 0),) and plain.distance == np.inf
-    # a node inactive on the whole box counts as degenerate there
+    plain = S.classify_phase(params, truth, tol=1e-6)                # on R^2 a lone kink: no phase of W0
+    assert plain.label == S.NOT_IN_W0 and plain.structure.hidden == ((1, 0),) and plain.distance == np.inf
+    # a node inactive on the whole box counts as degenerate there (and a lone reversed node is no phase)
     dead = params._replace(w=params.w.at[1].set(jnp.array([0.5, 0.0])), b=params.b.at[1].set(-1.0))
-    assert S.classify_phase(dead, truth, tol=1e-6, inputs=box).label.degenerate == 1
+    got = S.classify_phase(dead, truth, tol=1e-6, inputs=box)
+    assert got.structure.degenerate == 1 and got.label == S.NOT_IN_W0

@@ -188,4 +188,4 @@ def test_width_zero_networks():
     assert S.are_equivalent(z, make_params([[1.0, 0.0]], -1.0, 0.0, 0.5))
     assert S.reduce(petzka_figure_1()).as_two_layer().width == 0
     got = S.classify_phase(z, m_symmetric(3))
-    assert got.label.truth == ((0, 0),) * 3 and got.distance == np.inf
+    assert got.label == S.NOT_IN_W0 and got.structure.truth == ((0, 0),) * 3 and got.distance == np.inf

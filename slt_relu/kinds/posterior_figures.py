@@ -33,8 +33,9 @@ def posterior_figures(r, metrics, rows, params, results, outdir):
                                                    for nm in metrics["mass"]}))
     if "classify_phase" in metrics:
         cp = metrics["classify_phase"]
-        panels.append(("classify_phase (on the input box)", {nm: (lines(cp["mass"][nm]), lines(cp["mass_se"][nm]))
-                                                               for nm in list(cp["mass"])[:6]}))
+        names = cp.get("names", {})
+        panels.append(("classify_phase: phases of W0 at the data's resolution",
+                       {names.get(nm, nm): (lines(cp["mass"][nm]), lines(cp["mass_se"][nm])) for nm in list(cp["mass"])[:6]}))
     if "compare" in metrics and ph.rule != "none":
         cm = metrics["compare"]
         panels.append((f"{cm['sampler'].upper()} on the same data sets: {ph.rule} rule",
@@ -49,6 +50,14 @@ def posterior_figures(r, metrics, rows, params, results, outdir):
         cross = (metrics.get(f"crossover_{name}"), metrics.get(f"crossover_{name}_se"))
     phase_mass_figure(outdir / "phase_mass.png", xs, _axis_label(xkey) if xkey else "", panels, title=title,
                       shades=shades, crossover=cross)
+    if "cross_table" in metrics:
+        from ..plots import cross_table_figure
+
+        names = metrics["classify_phase"].get("names", {})
+        tables = {rule: {names.get(lab, lab): lines(grid) for lab, grid in row.items()}
+                  for rule, row in metrics["cross_table"].items()}
+        cross_table_figure(outdir / "rules_vs_phases.png", xs, _axis_label(xkey) if xkey else "", tables,
+                           title=f"{title}: DSLT4's {ph.rule} rule against classify_phase", shades=shades)
     if "free_energy" in metrics:
         from ..plots import free_energy_figure
 

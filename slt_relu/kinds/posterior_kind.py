@@ -80,8 +80,8 @@ class PhasesSettings(Section):
     eps: float = Field(0.3, ge=0, description="radius rule: tolerance around the radii")
     non_degenerate: float = Field(1.0, description="radius rule: every node's radius")
     degenerate: float = Field(2.0, description="radius rule: the one live node's radius")
-    classify: bool = Field(True, description="classify_phase labels on every classify_every-th draw")
-    classify_tol: float = Field(0.1, ge=0, le=10, description="classify_phase tolerance")
+    classify: bool = Field(True, description="classify_phase labels (a phase of W0 or \"not in W0\", at the "
+                           "resolution of the point's n, sigma, beta) on every classify_every-th draw")
     classify_every: int = Field(10, ge=1, description="thinning of the classified draws")
     crossover: tuple[str, str] | None = Field(None, description="two phases of the rule whose crossing is reported")
     crossover_axis: str | None = Field(None, description="the sweep key the crossover runs along (default: the last)")
@@ -383,16 +383,17 @@ def _rule_labels(ph: PhasesSettings, p: PointSpec, params):
 
 
 def _classify_labels(ph: PhasesSettings, p: PointSpec, params):
+    """classify_phase codes (C, S') of every classify_every-th draw at the point's resolution, and
+    each code's name in words."""
     import jax
 
-    from ..inputs import UniformBox
-    from ..phases import classify_phase, reduced_truth
+    from ..classify import classify_phase
 
     sub = jax.tree.map(lambda a: np.asarray(a)[:, ::ph.classify_every], params)
-    inputs = p.inputs if isinstance(p.inputs, UniformBox) else None
-    got = classify_phase(sub, reduced_truth(p.example.truth), tol=ph.classify_tol, inputs=inputs)
+    got = classify_phase(sub, p.example.truth, inputs=p.inputs, n=p.n, sigma=p.sigma, beta=p.beta)
     C, S = np.shape(sub.c)
-    return np.array([str(lab) for lab in got.label], dtype=object).reshape(C, S)
+    codes = np.array([str(lab) for lab in got.label], dtype=object).reshape(C, S)
+    return codes, dict(zip(map(str, got.label), got.name))
 
 
 def _where(values: dict) -> str:
@@ -412,11 +413,16 @@ def _rows(r: Resolved, points, results) -> tuple[list, list, list]:
         params = _params(p, res["flat"])
         params_per_point.append(params)
         rule = _rule_labels(ph, p, params)
-        classified = _classify_labels(ph, p, params) if ph.classify else None
+        classified, names = _classify_labels(ph, p, params) if ph.classify else (None, {})
         row = {"index": pt.index, "values": pt.values, "n": p.n, "beta": p.beta, "n_beta": p.n_beta}
         row.update(analysis.point_summary(res["loss"], res["dataset"], res["truth_loss"], filter_z=p.trial_filter_z,
                                           apply_filter=p.trial_filter, rule=rule, classified=classified,
                                           mcse_from_runs=smc))
+        if classified is not None:
+            row["classify_phase"]["names"] = names
+            if rule is not None:
+                row["cross_table"] = analysis.cross_table(rule[0][:, ::ph.classify_every], rule[1], classified,
+                                                          res["dataset"])
         stats = {k[5:]: v for k, v in res.items() if k.startswith("stat_")}
         where = _where(pt.values)
         if smc:

@@ -19,7 +19,8 @@ from ..config import ConfigError
 from ..fisher import null_accounting
 from ..loss import population_loss
 from ..network import num_params, to_flat
-from ..phases import check_truth, classify_phase, true_set_representatives
+from ..classify import classify_phase
+from ..phases import check_truth, true_set_representatives
 from ..plots import effective_weights_figure, phase_gallery_figure
 from ..settings import Section
 from ..symmetry import permute, rescale
@@ -65,13 +66,13 @@ def run(s: dict, outdir, key, ctx) -> dict:
         for k, rep in enumerate(tqdm(reps, desc=f"width {d}", disable=not ctx.progress, leave=False)):
             acc = null_accounting(rep.params, inputs, sigma, s["rtol"])
             K = float(population_loss(rep.params, truth, inputs, sigma))
-            own = classify_phase(rep.params, truth, s["tol"])
+            own = classify_phase(rep.params, truth, tol=s["tol"])
             kept = 0
             for c in range(s["checks"]):
                 k1, k2 = jax.random.split(jax.random.fold_in(key, 1000 * d + 10 * k + c))
                 lambdas = jax.numpy.exp(jax.random.uniform(k1, (d,), minval=-1.0, maxval=1.0))
                 moved = permute(rescale(rep.params, lambdas), np.asarray(jax.random.permutation(k2, d)))
-                again = classify_phase(moved, truth, s["tol"])
+                again = classify_phase(moved, truth, tol=s["tol"])
                 K2 = float(population_loss(moved, truth, inputs, sigma))
                 rank2 = null_accounting(moved, inputs, sigma, s["rtol"]).rank
                 kept += int(again.label == rep.label and abs(K2 - K) <= 1e-12 and rank2 == acc.rank)

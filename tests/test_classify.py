@@ -1,0 +1,126 @@
+"""classify_phase on posterior draws: phases of W0 or "not in W0" at the data's resolution, on real SMC draws
+of DSLT4's PT1, near the phases of PT1 at t = pi/2 and of PT2 at v = 1, on a wrong mode; invariance, exact
+representatives, names."""
+import math
+from collections import Counter
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import slt_relu as S
+from slt_relu.posterior import draw_datasets, sample_posterior
+
+N_DATA = 10000
+BOX = S.UniformBox(1.0, 2)
+
+
+def near(params, key, count, sd):
+    """count draws params + N(0, sd^2) in every coordinate (about the posterior's scale at n = 10,000)."""
+    d, n_in = params.w.shape
+    flat = S.to_flat(params) + sd * jax.random.normal(key, (count, S.num_params(d, n_in)))
+    return jax.vmap(lambda f: S.from_flat(f, d, n_in))(flat)
+
+
+def test_real_posterior_draws_of_pt1_in_the_true_basin_get_the_truths_phase():
+    """PT1 at t = 1, n = 10,000, sigma = 1: SMC draws at n beta = 1e4 and 1e5 (their boundaries sit 0.1-0.2
+    off the truth's, where a fixed tolerance of 0.1 mislabelled up to a third of them): at least 99% get
+    the truth's own phase."""
+    ex = S.truths.get("dslt4_pt1", t=1.0)
+    x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), 1), ex.truth, ex.inputs, N_DATA, 1.0)
+    nbs = np.array([1e4, 1e5])
+    ps = sample_posterior(jax.random.split(jax.random.PRNGKey(1), 2), jnp.repeat(x, 2, 0), jnp.repeat(y, 2, 0),
+                          jnp.asarray(nbs, x.dtype), model=ex.model,
+                          settings=S.SMCSettings(num_particles=256, waste_free=True, num_mcmc_steps=7))
+    truth_phase = S.PhaseLabel(((1, 0), (1, 0)))
+    for r, nb in enumerate(nbs):
+        draws = jax.tree.map(lambda a: a[r], ps.params)
+        got = S.classify_phase(draws, ex.truth, inputs=ex.inputs, n=N_DATA, sigma=1.0, beta=nb / N_DATA)
+        share = np.mean([lab == truth_phase for lab in got.label])
+        assert share >= 0.99, Counter(map(str, got.label))
+        assert got.K.shape == (256,) and np.all(got.K >= 0) and np.median(got.K) < got.resolution
+        assert set(got.name) <= {"both truth nodes, true orientation", "not in W0"}
+    assert truth_phase in S.phase_labels(ex.truth, 2)
+
+
+def test_a_wrong_mode_is_not_in_w0():
+    """One node active on the whole box (a linear function) and one on the truth's second boundary: K is far
+    above the resolution of 10,000 points, whatever the nodes' structure."""
+    ex = S.truths.get("dslt4_pt1", t=1.0)
+    wrong = S.make_params([[0.1, 0.3], ex.truth.w[1]], [1.0, -0.3], [0.8, 1.0], -0.5)
+    draws = near(wrong, jax.random.PRNGKey(2), 200, 0.01)
+    got = S.classify_phase(draws, ex.truth, inputs=BOX, n=N_DATA)
+    assert np.all(got.K > 5 * got.resolution) and set(got.label) == {S.NOT_IN_W0}
+    assert set(got.name) == {"not in W0"}
+
+
+def test_pt1_at_pi_over_2_degenerate_and_shared_boundary_are_two_phases():
+    """At t = pi/2 the truth is 2 relu(x2 - 0.3), one node (reduced first); a width-2 model has the phases
+    'one node on the boundary, the other degenerate' and 'both nodes on the boundary'."""
+    truth = S.truths.dslt4_pt1(math.pi / 2)
+    reps = {str(r.label): r.params for r in S.true_set_representatives(S.phases.reduced_truth(truth), 2)}
+    assert set(reps) == {"++", "+ | 1 degenerate"}
+    for key, (label, params) in enumerate(reps.items()):
+        got = S.classify_phase(near(params, jax.random.PRNGKey(10 + key), 300, 0.01), truth, inputs=BOX, n=N_DATA)
+        share = np.mean([str(lab) == label for lab in got.label])
+        assert share >= 0.99, (label, Counter(map(str, got.label)))
+    names = {S.phase_name(S.PhaseLabel(((2, 0),))), S.phase_name(S.PhaseLabel(((1, 0),), (), 1))}
+    assert names == {"truth node 1 carried by 2 nodes", "the truth node, true orientation; one node degenerate"}
+
+
+def test_pt2_at_v_1_true_and_reversed_orientation():
+    """The 3-symmetric truth annihilates: the orientation-reversed network is in W0 (its own phase)."""
+    truth = S.truths.dslt4_pt2(1.0)
+    flipped = S.reverse_orientation(truth, [0, 1, 2])
+    for key, (params, label, name) in enumerate([
+            (truth, "+ + +", "all 3 truth nodes, true orientation"),
+            (flipped, "- - -", "orientation reversed on truth nodes 1-3")]):
+        got = S.classify_phase(near(params, jax.random.PRNGKey(20 + key), 300, 0.01), truth, inputs=BOX, n=N_DATA)
+        assert np.mean([str(lab) == label for lab in got.label]) >= 0.99, Counter(map(str, got.label))
+        assert Counter(got.name).most_common(1)[0][0] == name
+    # at v = 2 the reversed network is no true parameter: its K is far above the resolution
+    v2 = S.truths.dslt4_pt2(2.0)
+    off = S.classify_phase(S.reverse_orientation(truth, [0, 1, 2])._replace(q=v2.q), v2, inputs=BOX, n=N_DATA)
+    assert off.label == S.NOT_IN_W0 and off.K > 10 * off.resolution
+
+
+def test_labels_are_invariant_under_permutation_and_rescaling():
+    truth = S.truths.dslt4_pt2(1.0)
+    draws = near(truth, jax.random.PRNGKey(3), 100, 0.03)
+    lam = np.exp(np.random.default_rng(4).uniform(-1.0, 1.0, (100, 3)))
+    perm = np.argsort(np.random.default_rng(5).random((100, 3)), axis=1)
+    w, b, q, c = (np.asarray(a) for a in draws)
+    rescaled = S.TwoLayer(w * lam[..., None], b * lam, q / lam, c)            # rho_lambda on every draw
+    moved = S.TwoLayer(np.take_along_axis(rescaled.w, perm[..., None], 1), np.take_along_axis(rescaled.b, perm, 1),
+                       np.take_along_axis(rescaled.q, perm, 1), c)             # then pi
+    a = S.classify_phase(draws, truth, inputs=BOX, n=N_DATA)
+    b = S.classify_phase(moved, truth, inputs=BOX, n=N_DATA)
+    assert a.label == b.label and Counter(map(str, a.label))["+ + +"] > 50
+    np.testing.assert_allclose(a.K, b.K, rtol=1e-8, atol=1e-14)
+
+
+@pytest.mark.parametrize("width", [3, 4, 5])
+def test_exact_representatives_are_classified_as_themselves_at_any_resolution(width):
+    truth = S.truths.m_symmetric(3)
+    reps = S.true_set_representatives(truth, width)
+    batch = jax.tree.map(lambda *xs: jnp.stack(xs), *[r.params for r in reps])
+    for got in (S.classify_phase(batch, truth, tol=1e-6), S.classify_phase(batch, truth, inputs=S.UniformBox(3.0, 2),
+                                                                            n=10**9)):
+        assert got.label == [r.label for r in reps]
+    assert S.phase_labels(truth, width) == {r.label for r in reps}
+
+
+def test_names_and_bad_arguments():
+    assert S.phase_name(S.PhaseLabel(((1, 0), (1, 0)))) == "both truth nodes, true orientation"
+    assert S.phase_name(S.PhaseLabel(((1, 0), (0, 1), (1, 0)))) == "orientation reversed on truth node 2"
+    assert S.phase_name(S.PhaseLabel(((1, 0),), ((2, 0),), 1)) == ("the truth node, true orientation; a cancelling pair; "
+                                                                 "one node degenerate")
+    assert S.phase_name(S.NOT_IN_W0) == "not in W0"
+    truth = S.truths.dslt4_pt1(1.0)
+    with pytest.raises(ValueError, match="inputs: expected the input distribution with n"):
+        S.classify_phase(truth, truth, n=100)
+    with pytest.raises(ValueError, match="n, tol: expected one of them"):
+        S.classify_phase(truth, truth, n=100, tol=0.1, inputs=BOX)
+    with pytest.raises(ValueError, match="inputs: expected n_in = 2 like the parameters"):
+        S.classify_phase(truth, truth, n=100, inputs=S.UniformBox(1.0, 3))
