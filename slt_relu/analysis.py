@@ -232,8 +232,8 @@ def point_summary(loss, dataset, truth_loss, *, filter_z: float, apply_filter: b
         pm = phase_masses(classified[use], dataset=ds[use])
         row["classify_phase"] = {"mass": dict(zip(pm.names, pm.mass.tolist())),
                                  "mass_se": dict(zip(pm.names, pm.se.tolist())),
-                                 **({"mass_mcse": dict(zip(pm.names, pm.mcse_runs.tolist()))} if mcse_from_runs
-                                    else {}),
+                                 "mass_mcse": dict(zip(pm.names, (pm.mcse_runs if mcse_from_runs
+                                                                  else pm.mcse).tolist())),
                                  "mass_per_trial": {nm: pm.per_dataset[:, k].tolist() for k, nm in enumerate(pm.names)}}
     return row
 
@@ -291,8 +291,8 @@ def sweep_summary(sweep: dict, rows: Sequence[dict], *, crossover_phases=None, c
                                 if nm in r["classify_phase"].get("names", {})), nm) for nm in cnames},
             "mass": {nm: np.array([r["classify_phase"]["mass"].get(nm, 0.0) for r in rows]).reshape(shape).tolist()
                      for nm in cnames},
-            "mass_se": {nm: np.array([r["classify_phase"]["mass_se"].get(nm, np.nan) for r in rows]).reshape(
-                shape).tolist() for nm in cnames}}
+            **{field: {nm: np.array([r["classify_phase"][field].get(nm, np.nan) for r in rows]).reshape(
+                shape).tolist() for nm in cnames} for field in ("mass_se", "mass_mcse")}}
     if rows and "cross_table" in rows[0]:
         rule_phases = list(rows[0]["cross_table"])
         labels = list(dict.fromkeys(lab for r in rows for tab in r["cross_table"].values() for lab in tab))
