@@ -23,6 +23,7 @@ from .loss import (
     gaussian_nll,
     loss_slice,
     population_loss,
+    population_losses,
     sample_dataset,
 )
 from .classify import NOT_IN_W0, PhaseAssignment, classify_phase, phase_labels, phase_name
@@ -58,6 +59,7 @@ from .mlp import (
     local_affine_maps,
     mlp_forward,
     num_mlp_params,
+    train_mlp,
     unflatten_mlp,
 )
 from .regions import (
@@ -86,7 +88,7 @@ from .network import (
     to_flat,
 )
 
-from .diagnostics import ess_bulk, mcse_mean, rhat
+from .diagnostics import ess_bulk, ess_tail, mcse_mean, rhat, rhat_nested
 from .llc import (
     BetaSweep,
     Calibration,
@@ -120,6 +122,8 @@ from .posterior import (
     sample_posterior,
 )
 
+from .arviz_data import load_draws, save_draws, to_arviz
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -127,7 +131,7 @@ __all__ = [
     "coordinate_names", "coordinate_slice", "empirical_fisher_information", "empirical_loss",
     "expectation_rule", "feature_jacobian", "fisher_information", "fisher_null_space", "fisher_rank", "fisher_spectrum",
     "forward", "from_flat", "init_params", "loss_slice", "make_params", "null_accounting", "num_params",
-    "population_loss", "rank_bound", "sample_dataset", "scaling_generators", "to_flat", "truths",
+    "population_loss", "population_losses", "rank_bound", "sample_dataset", "scaling_generators", "to_flat", "truths",
     # symmetries and phases (Petzka et al. 2020; DSLT3)
     "Irreducible", "PhaseAssignment", "PhaseLabel", "Representative", "annihilating_subsets", "are_equivalent",
     "classify_phase", "NOT_IN_W0", "phase_labels", "phase_name", "effective_weights", "merge_nodes", "permute", "radius_rule", "random_symmetry", "reduce",
@@ -137,14 +141,17 @@ __all__ = [
     "count_regions_box_exact", "count_regions_grid", "count_regions_segment", "dual_points", "flatten_mlp",
     "from_two_layer", "functional_dimension", "functional_dimension_bound", "init_mlp", "kmeans",
     "local_affine_maps", "mlp_forward", "num_mlp_params", "parameter_jacobian", "regions_along_segment",
-    "unflatten_mlp",
+    "train_mlp", "unflatten_mlp",
     # tempered posteriors, many-chain NUTS, diagnostics (DSLT3, DSLT4)
     "GridPosterior", "PhaseMasses", "PosteriorSamples", "Prior", "crossover", "crossover_bootstrap",
-    "draw_datasets", "empirical_loss_columns", "ess_bulk", "forward_columns", "gaussian_nll", "grid_posterior",
-    "mcse_mean", "phase_masses", "posterior_model", "resolve_beta", "rhat", "sample_posterior", "trial_filter",
+    "draw_datasets", "empirical_loss_columns", "ess_bulk", "ess_tail", "forward_columns", "gaussian_nll", "grid_posterior",
+    "mcse_mean", "phase_masses", "posterior_model", "resolve_beta", "rhat", "rhat_nested", "sample_posterior",
+    "trial_filter",
     # one sampler interface, many chains on many devices
     "Draws", "HMCSettings", "NUTSSettings", "SGLDSettings", "SMCSettings", "SMCPosterior", "chain_mesh", "pad_chains",
     "run_sharded", "sample", "smc_posterior",
+    # ArviZ data and netCDF files
+    "load_draws", "save_draws", "to_arviz",
     # learning coefficient and free energy (Lau et al. 2023; Watanabe 2013)
     "BetaSweep", "Calibration", "LLCEstimate", "calibrate_llc", "estimate_llc", "llc_two_layer",
     "minimize_loss", "normal_crossing_expectation", "restricted_two_layer_loss", "rlct_from_beta_sweep",

@@ -163,7 +163,12 @@ def chain_diagnostics(loss, dataset, coordinates, stats: dict, max_steps: int | 
     coord_rhat = [dg.grouped(dg.rhat, coordinates[..., i], dataset) for i in range(coordinates.shape[-1])]
     out = {"rhat_loss": dg.grouped(dg.rhat, loss, dataset),
            "ess_bulk_loss": dg.grouped(dg.ess_bulk, loss, dataset, worst=min),
+           "ess_tail_loss": dg.grouped(dg.ess_tail, loss, dataset, worst=min),
            "rhat_coordinates_max": float(np.max(coord_rhat))}
+    chains = np.unique(np.asarray(dataset), return_counts=True)[1]
+    if chains.min() >= 2:                   # nested R-hat within each data set, every chain its own start
+        nested = lambda x: dg.rhat_nested(x, np.arange(len(x)))
+        out["rhat_nested_loss"] = dg.grouped(nested, loss, dataset)
     if "diverging" in stats:
         out["divergences"] = int(np.sum(stats["diverging"]))
         out["warmup_divergences"] = int(np.sum(stats["warmup_divergences"]))
@@ -184,6 +189,8 @@ def sampler_warnings(d: dict, where: str, n_draws: int, target_accept: float | N
     out = []
     if d.get("divergences"):
         out.append(f"{where}: {d['divergences']} divergent transitions of {n_draws} draws")
+    if d.get("rhat_nested_loss", 1.0) > 1.05:
+        out.append(f"{where}: nested R-hat of L_n within a data set is {d['rhat_nested_loss']:.3f} (> 1.05)")
     if d["rhat_loss"] > 1.05:
         out.append(f"{where}: R-hat of L_n within a data set is {d['rhat_loss']:.3f} (> 1.05): chains not stationary")
     if d["ess_bulk_loss"] < 100:
@@ -329,4 +336,20 @@ def sweep_summary(sweep: dict, rows: Sequence[dict], *, crossover_phases=None, c
         metrics[f"crossover_{name}_se"] = cross_se[0] if scalar else cross_se
         metrics[f"crossover_{name}_bootstrap_fraction"] = cross_frac[0] if scalar else cross_frac
         metrics["crossover_phases"] = [a, b]
+        metrics["lead"] = lead(sweep, rows, a, b)
     return metrics
+
+
+def lead(sweep: dict, rows: Sequence[dict], a: str, b: str) -> dict:
+    """Where phase a holds more mass than phase b: per point the mean over data sets of
+    mass_a - mass_b and its standard error across data sets, on the sweep's grid; the points where
+    a leads by more than two standard errors, and whether a ever leads at all."""
+    shape = tuple(len(v) for v in sweep.values())
+    diff = [np.asarray(r["mass_per_trial"][a], np.float64) - np.asarray(r["mass_per_trial"][b], np.float64)
+            for r in rows]
+    mean = np.array([d.mean() for d in diff])
+    se = np.array([d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else np.nan for d in diff])
+    leads = mean - 2 * np.nan_to_num(se) > 0
+    return {"phases": [a, b], "difference": mean.reshape(shape).tolist(), "difference_se": se.reshape(shape).tolist(),
+            f"{a}_leads_at": [r["values"] for r, yes in zip(rows, leads) if yes],
+            f"{a}_ever_leads": bool(leads.any())}

@@ -2,8 +2,9 @@
 
 A label is always either a phase that exists for this truth and width (a label of
 :func:`~slt_relu.phases.true_set_representatives` of the truth's irreducible form, or on a bounded
-input box one with nodes active on the whole box whose equations can hold) or the single value
-:data:`NOT_IN_W0`.  Two ways to decide:
+input box, where W0 is larger (DSLT3's caveat), one whose extra nodes are active on the whole box,
+adding an affine part, while every truth boundary is still carried and the phase's equations can
+hold) or the single value :data:`NOT_IN_W0`.  Two ways to decide:
 
 * ``tol=`` (exact parameters, e.g. representatives and their images under the symmetries): a node
   is degenerate if |q_i w_i| <= tol S (S = min_j |q0_j| |w0_j|, the smallest truth node), it sits on
@@ -46,17 +47,6 @@ from .network import TwoLayer, check_params, to_flat
 from .phases import PhaseLabel, check_truth, reduced_truth, true_set_representatives
 
 NOT_IN_W0 = "not in W0"
-
-
-def _k_batch():
-    import jax
-
-    from .loss import _population_loss
-
-    return jax.jit(jax.vmap(_population_loss, (0, None, None, None)))
-
-
-_K_BATCH = _k_batch()
 
 
 class PhaseAssignment(NamedTuple):
@@ -146,14 +136,14 @@ def _rule(inputs, n_in: int, dtype=np.float64):
     """A fixed quadrature rule (points, weights) for node norms E_q[g(x)^2]."""
     import jax.numpy as jnp
 
-    from .inputs import Gaussian, UniformBox, _piecewise_rule_1d, tensor_rule_2d
+    from .inputs import Gaussian, UniformBox, piecewise_rule_1d, tensor_rule_2d
 
     if n_in == 2 and isinstance(inputs, (UniformBox, Gaussian)):
         rule = tensor_rule_2d(inputs, jnp.zeros(()).dtype, cells=12, order=2)
         return np.asarray(rule.points, dtype), np.asarray(rule.weights, dtype)
     if n_in == 1 and isinstance(inputs, (UniformBox, Gaussian)):
         lo, hi = inputs.support()
-        rule = _piecewise_rule_1d(jnp.linspace(lo, hi, 65), 4, inputs.density_1d)
+        rule = piecewise_rule_1d(jnp.linspace(lo, hi, 65), 4, inputs.density_1d)
         return np.asarray(rule.points, dtype), np.asarray(rule.weights, dtype)
     import jax
 
@@ -309,7 +299,9 @@ def _population_losses(params, truth, inputs, sigma, chunk: int = 1024) -> np.nd
 
 
 def _losses_batch(params, truth, inputs, sigma):
-    return _K_BATCH(params, truth, inputs, sigma)
+    from .loss import population_losses
+
+    return population_losses(params, truth, inputs, sigma)
 
 
 def classify_phase(params: TwoLayer, truth: TwoLayer, *, inputs=None, n: int | None = None, sigma: float = 1.0,
@@ -395,10 +387,12 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, *, inputs=None, n: int | N
         if all(a + r > 0 for a, r in lab.truth):
             dist[idx] = _distances(w[idx], b[idx], q[idx], c[idx], h[idx], hb[idx], group[idx], orient[idx],
                                    degenerate[idx], linear[idx], h0, Q0, c0, scale, lab)
-        good[u] = lab in valid or (lab.linear > 0 and box is not None)
+        # on a box, nodes active on all of it add an affine part (W0 on the box is larger, DSLT3's caveat):
+        # such a structure is a phase only if every truth boundary is still carried and its equations can hold
+        good[u] = lab in valid or (lab.linear > 0 and box is not None and all(a + r > 0 for a, r in lab.truth))
     linear_label = np.array([lab.linear > 0 for lab in structures], bool)[inverse]
     if n is not None:                                  # the data decide: K within the resolution
-        ok = good[inverse] & (K <= res)
+        ok = good[inverse] & (K <= res) & (~linear_label | np.isfinite(dist))
     else:                                              # exact parameters: the equations must (nearly) hold
         ok = good[inverse] & np.isfinite(dist) & (~linear_label | (dist <= tol * scale))
     names_u = np.array([phase_name(lab, m) for lab in structures] + [NOT_IN_W0], object)

@@ -3,6 +3,8 @@
     slt-relu run CONFIG [--out DIR] [--set KEY=VALUE ...]   run a config (a path or a shipped name)
     slt-relu list                                           the shipped configs: kind, run time, description
     slt-relu settings [KIND] [--markdown]                   the keys of each kind's schema, with defaults
+    slt-relu show PATH                                      a results folder's summary: config, versions,
+                                                            headline numbers, warnings, plots
 
 Exit status 2 with one line on stderr for any mistake in the config or the arguments (nothing is
 computed or written); 130 when interrupted (the checkpoints stay, so a rerun resumes).
@@ -31,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--keep-checkpoints", action="store_true", help="keep the sweep's checkpoints (.NAME.checkpoints) "
                      "after the run: a rerun with other analysis settings re-analyses the draws without sampling")
     sub.add_parser("list", help="list the shipped configs in experiments/")
+    show = sub.add_parser("show", help="print a results folder's summary: config, versions, headline numbers, "
+                          "warnings, plots")
+    show.add_argument("path", help="a results folder (e.g. results/dslt4_pt1_smc or runs/NAME)")
     settings = sub.add_parser("settings", help="print the settings (keys, types, defaults) of each kind")
     settings.add_argument("kind", nargs="?", default=None)
     settings.add_argument("--markdown", action="store_true", help="markdown tables (README's settings section)")
@@ -44,6 +49,11 @@ def main(argv=None) -> int:
             return _list()
         if args.command == "settings":
             return _settings(args.kind, args.markdown)
+        if args.command == "show":
+            from .report import show
+
+            print(show(args.path))
+            return 0
         return _run(args)
     except ConfigError as err:
         print(f"slt-relu: config error: {err}", file=sys.stderr)
@@ -88,13 +98,13 @@ def _run(args) -> int:
 
 
 def _summary(out) -> None:
-    import json
+    """The run's headline numbers (stdout), its warnings (stderr) and where its folder is."""
+    from .report import end_of_run
 
-    try:
-        metrics = json.loads((out / "metrics.json").read_text())
-    except (OSError, ValueError):
-        metrics = {}
-    for w in metrics.get("warnings", []) or []:
+    headline, warnings = end_of_run(out)
+    for line in headline:
+        print(line)
+    for w in warnings:
         print(f"slt-relu: warning: {w}", file=sys.stderr)
     print(f"results written to {out}")
 

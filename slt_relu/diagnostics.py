@@ -1,4 +1,4 @@
-"""MCMC diagnostics: rank-normalised split R-hat, bulk ESS, Monte Carlo standard errors.
+"""MCMC diagnostics: rank-normalised split R-hat, nested R-hat, bulk and tail ESS, Monte Carlo errors.
 
 Vehtari, Gelman, Simpson, Carpenter, Buerkner (2021), "Rank-normalization, folding, and
 localization: an improved R-hat for assessing convergence of MCMC":
@@ -9,8 +9,15 @@ localization: an improved R-hat for assessing convergence of MCMC":
   average rank among the N pooled draws;
 * R-hat = max(R-hat of the rank-normalised split chains, R-hat of the rank-normalised folded
   split chains |x - median(x)|), each by Gelman-Rubin on the split chains;
-* bulk ESS = the effective sample size (Geyer's initial monotone sequence, numpyro's
-  ``effective_sample_size``) of the rank-normalised split chains.
+* bulk ESS = the effective sample size (Geyer's initial monotone sequence) of the
+  rank-normalised split chains; tail ESS = the smaller ESS of the 5% and 95% quantile
+  indicators; MCSE of the mean = sd / sqrt(ESS of the split chains).
+
+Nested R-hat (Margossian et al. 2024) is for many short chains, the regime of the vectorised
+runners: :func:`rhat_nested`.  Every function equals its ``arviz_stats`` counterpart to 1e-6
+(tests/test_diagnostics.py: iid, AR(1), shifted and drifting chains); they are kept here as plain
+NumPy because the kinds call them per data set, coordinate and sweep point, where one call of
+ArviZ's xarray layer costs more than the computation.
 
 Chains that sample different posteriors (DSLT4's trials each have their own data set) must
 not be pooled: :func:`grouped` applies a diagnostic within each data set and reports the worst.
@@ -77,32 +84,105 @@ def rhat(x) -> float:
     return max(gelman_rubin(rank_normalize(s)), gelman_rubin(rank_normalize(folded)))
 
 
-def ess(x) -> float:
-    """Effective sample size of (C, S) draws (numpyro's Geyer estimator, chains pooled), capped
-    like Stan's at N log10 N (antithetic chains, e.g. HMC with a fixed number of steps on a
-    Gaussian, give a negative autocorrelation time); the number of draws for constant draws."""
-    from numpyro.diagnostics import effective_sample_size
+def autocov(x) -> np.ndarray:
+    """Autocovariances of each chain at every lag, by FFT: x (C, S) -> (C, S), lag 0 first,
+    normalised by S (the biased estimator Stan and ArviZ use)."""
+    x = np.asarray(x, np.float64)
+    S = x.shape[-1]
+    m = 1 << int(np.ceil(np.log2(2 * S)))                 # zero padding: no wrap-around
+    f = np.fft.rfft(x - x.mean(-1, keepdims=True), n=m, axis=-1)
+    return np.fft.irfft(f * np.conjugate(f), n=m, axis=-1)[..., :S] / S
 
+
+def ess(x) -> float:
+    """Effective sample size of (C, S) draws as in Stan and ArviZ (Vehtari et al. 2021, eqs.
+    10-11; Geyer 1992): autocorrelations rho_t = 1 - (W - mean_c acov_c(t)) / var+ with
+    var+ = (S-1)/S W + B/S, summed in pairs while a pair is positive (initial positive
+    sequence), made monotone (initial monotone sequence); ESS = C S / tau with
+    tau = -1 + 2 sum_{t <= T} rho_t + rho_{T+1}, capped at C S log10(C S) (antithetic chains);
+    C S for constant draws.  Equal to ``arviz_stats.ess(x, method="identity")``
+    (tests/test_diagnostics.py)."""
     x = _as_chains(x)
-    if np.ptp(x) == 0.0:
+    C, S = x.shape
+    if np.max(x) - np.min(x) < np.finfo(float).resolution:
         return float(x.size)
-    cap = x.size * np.log10(x.size)
-    e = float(effective_sample_size(x))
-    return cap if not np.isfinite(e) or e <= 0 or e > cap else e
+    acov = autocov(x)
+    mean_var = np.mean(acov[:, 0]) * S / (S - 1.0)           # W
+    var_plus = mean_var * (S - 1.0) / S + (np.var(x.mean(1), ddof=1) if C > 1 else 0.0)
+    rho = 1.0 - (mean_var - acov.mean(0)) / var_plus          # (S,)
+    rho[0] = 1.0
+    keep = np.zeros(S)
+    keep[:2] = rho[:2]
+    t = 1
+    even, odd = rho[0], rho[1]
+    while t < S - 3 and even + odd > 0.0:                     # initial positive sequence
+        even, odd = rho[t + 1], rho[t + 2]
+        if even + odd >= 0.0:
+            keep[t + 1], keep[t + 2] = even, odd
+        t += 2
+    last = t - 2
+    if even > 0.0:
+        keep[last + 1] = even
+    for t in range(1, last - 1, 2):                           # initial monotone sequence
+        if keep[t + 1] + keep[t + 2] > keep[t - 1] + keep[t]:
+            keep[t + 1] = keep[t + 2] = (keep[t - 1] + keep[t]) / 2.0
+    tau = -1.0 + 2.0 * np.sum(keep[:last + 1]) + np.sum(keep[last + 1:last + 2])
+    tau = max(tau, 1.0 / np.log10(x.size))
+    return float(x.size / tau)
 
 
 def ess_bulk(x) -> float:
     """Bulk ESS: ESS of the rank-normalised split chains; x: (C, S)."""
-    s = split_chains(x)
-    if np.ptp(s) == 0.0:
-        return float(s.size)
-    return ess(rank_normalize(s))
+    return ess(rank_normalize(split_chains(x)))
+
+
+def ess_tail(x, prob: float = 0.05) -> float:
+    """Tail ESS: the smaller ESS of the indicators x <= q_prob and x <= q_(1-prob) (quantiles of
+    all draws, NumPy's linear rule) on the split chains (Vehtari et al. 2021, sec. 4.3)."""
+    x = _as_chains(x)
+    lo, hi = sorted((prob, 1.0 - prob))
+    return min(ess(split_chains(x <= np.quantile(x, p)).astype(np.float64)) for p in (lo, hi))
+
+
+def ess_mean(x) -> float:
+    """ESS of the mean: ESS of the split chains (not rank-normalised); x: (C, S)."""
+    return ess(split_chains(x))
 
 
 def mcse_mean(x) -> float:
-    """Monte Carlo standard error of the mean of (C, S) draws: sd / sqrt(ESS)."""
+    """Monte Carlo standard error of the mean of (C, S) draws: sd / sqrt(ESS of the split chains)."""
     x = _as_chains(x)
-    return float(np.std(x, ddof=1) / np.sqrt(ess(x)))
+    return float(np.std(x, ddof=1) / np.sqrt(ess_mean(x)))
+
+
+def rhat_nested(x, superchains) -> float:
+    """Nested R-hat (Margossian, Hoffman, Sountsov, Riou-Durand, Vehtari, Gelman 2024) for many
+    short chains: chains are grouped into K superchains of M chains that started at one point,
+
+        nR-hat = sqrt(1 + B_nu / W_nu),   B_nu = var_k(mean of superchain k) (ddof 1),
+        W_nu = mean_k [var_m(chain means in k) (ddof 1; 0 if M = 1) + mean_m(chain variances)],
+
+    on the rank-normalised split chains (each chain's two halves stay in its superchain), the
+    larger of the bulk and the folded versions as for :func:`rhat`.  x: (C, S); superchains:
+    (C,) integer ids, every superchain the same size, at least two superchains."""
+    x = _as_chains(x)
+    ids = np.asarray(superchains)
+    if ids.shape != (x.shape[0],):
+        raise ValueError(f"superchains: expected one id per chain ({x.shape[0]}), got shape {ids.shape}")
+    groups, counts = np.unique(ids, return_counts=True)
+    if len(groups) < 2 or counts.min() != counts.max():
+        raise ValueError(f"superchains: expected at least two superchains of equal size, got sizes {counts.tolist()}")
+    s = split_chains(x)
+    ids = np.concatenate([ids, ids])
+
+    def nested(z):
+        means, vars_ = z.mean(1), z.var(1, ddof=1)
+        sup = np.array([means[ids == g].mean() for g in groups])
+        between = np.array([means[ids == g].var(ddof=1) for g in groups])     # 2M >= 2 half-chains each
+        within = np.array([vars_[ids == g].mean() for g in groups])
+        return float(np.sqrt(1.0 + np.var(sup, ddof=1) / np.mean(within + between)))
+
+    return max(nested(rank_normalize(s)), nested(rank_normalize(np.abs(s - np.median(s)))))
 
 
 def grouped(fn, x, groups, worst=max) -> float:

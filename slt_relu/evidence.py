@@ -127,9 +127,11 @@ def free_energy_slopes(n_beta, phase_free_energy, min_loss):
     w_alpha the minimum of L_n in the phase (DSLT3; Watanabe's free energy expansion restricted to
     the phase's region).  n_beta: (B,) with the data sets fixed; phase_free_energy: (B, K, P);
     min_loss: (B, K, P) the smallest L_n among the phase's particles on each data set (its minimum
-    over the B temperatures stands in for L_n(w_alpha)).  Per data set and phase the least-squares
-    slope of F_alpha - n beta L_min against log(n beta); returns (mean slope (P,), its standard error
-    across data sets (P,))."""
+    over the B temperatures stands in for L_n(w_alpha); it lies above it, which adds a term linear
+    in n beta to G and biases the slope upward where a phase has few particles at the largest
+    n beta).  Per data set and phase the
+    least-squares slope of G = F_alpha - n beta L_min against log(n beta).  Returns (mean slope (P,),
+    its standard error across data sets (P,), G (B, K, P))."""
     nb = np.asarray(n_beta, np.float64)
     F = np.asarray(phase_free_energy, np.float64)
     L = np.min(np.asarray(min_loss, np.float64), axis=0)                    # (K, P)
@@ -139,12 +141,14 @@ def free_energy_slopes(n_beta, phase_free_energy, min_loss):
     with np.errstate(invalid="ignore"):
         slopes = np.tensordot(t, G - G.mean(0), axes=(0, 0)) / np.sum(t**2)     # (K, P)
     K = slopes.shape[0]
-    return slopes.mean(0), slopes.std(0, ddof=1) / np.sqrt(K) if K > 1 else np.full(slopes.shape[1], np.nan)
+    se = slopes.std(0, ddof=1) / np.sqrt(K) if K > 1 else np.full(slopes.shape[1], np.nan)
+    return slopes.mean(0), se, G
 
 
 def lambda_along_beta(sweep: dict, rows) -> list:
     """:func:`free_energy_slopes` along a sweep's posterior.beta axis (its points share their data sets),
-    for every value of the other sweep axes: [{values, n_beta, lambda: {phase: slope}, lambda_se}]."""
+    for every value of the other sweep axes: [{values, n_beta, lambda: {phase: slope}, lambda_se,
+    excess: {phase: mean over data sets of G = F_alpha - n beta L_min per n beta}, excess_se}]."""
     axes = list(sweep)
     shape = tuple(len(v) for v in sweep.values())
     b = axes.index("posterior.beta")
@@ -159,10 +163,15 @@ def lambda_along_beta(sweep: dict, rows) -> list:
         F = np.array([[rows[i]["free_energy"]["phase_per_trial"][nm] for nm in names] for i in idx]).transpose(0, 2, 1)
         L = np.array([[rows[i]["min_loss_per_trial"][nm] for nm in names] for i in idx]).transpose(0, 2, 1)
         nb = [rows[i]["n_beta"] for i in idx]
-        slope, se = free_energy_slopes(nb, np.where(np.isfinite(F), F, np.nan), L)
+        slope, se, G = free_energy_slopes(nb, np.where(np.isfinite(F), F, np.nan), L)
+        K = G.shape[1]
+        with np.errstate(invalid="ignore"):
+            g_mean, g_se = G.mean(1), G.std(1, ddof=1) / np.sqrt(K) if K > 1 else np.full(G.mean(1).shape, np.nan)
         values = {k: v for k, v in rows[idx[0]]["values"].items() if k != "posterior.beta"}
         out.append({"values": values, "n_beta": nb, "lambda": dict(zip(names, slope.tolist())),
-                    "lambda_se": dict(zip(names, se.tolist()))})
+                    "lambda_se": dict(zip(names, se.tolist())),
+                    "excess": {nm: g_mean[:, k].tolist() for k, nm in enumerate(names)},
+                    "excess_se": {nm: g_se[:, k].tolist() for k, nm in enumerate(names)}})
     return out
 
 

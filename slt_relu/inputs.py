@@ -132,7 +132,7 @@ def _check_dimension(n_in, cells, order):
 Distribution = UniformBox | Gaussian
 
 
-def _piecewise_rule_1d(edges: jax.Array, order: int, density) -> Quadrature:
+def piecewise_rule_1d(edges: jax.Array, order: int, density) -> Quadrature:
     """Gauss-Legendre with ``order`` nodes on each interval [edges[j], edges[j+1]] (sorted edges)."""
     t, g = (jnp.asarray(a, edges.dtype) for a in np.polynomial.legendre.leggauss(order))
     lo, hi = edges[:-1], edges[1:]
@@ -185,7 +185,7 @@ def expectation_rule(inputs, *networks, dtype=None) -> Quadrature:
         bps = breakpoints_1d(*networks).astype(dtype)
         bps = jnp.clip(jnp.where(jnp.isnan(bps), lo, bps), lo, hi)
         edges = jnp.sort(jnp.concatenate([grid, bps]))
-        return _piecewise_rule_1d(edges, order, inputs.density_1d)
+        return piecewise_rule_1d(edges, order, inputs.density_1d)
     if inputs.n_in == 2:
         if isinstance(inputs, UniformBox):
             return box_rule_2d(inputs.half_width, *networks, dtype=dtype)
@@ -277,7 +277,7 @@ def tensor_rule_2d(inputs, dtype=None, cells: int | None = None, order: int | No
     order = order or inputs.order
     lo, hi = inputs.support()
     edges = jnp.linspace(lo, hi, cells + 1, dtype=dtype)
-    rule = _piecewise_rule_1d(edges, order, inputs.density_1d)
+    rule = piecewise_rule_1d(edges, order, inputs.density_1d)
     x, wx = rule.points[:, 0], rule.weights
     pts = jnp.stack(jnp.meshgrid(x, x, indexing="ij"), -1).reshape(-1, 2)
     return Quadrature(pts, (wx[:, None] * wx[None, :]).reshape(-1))

@@ -60,6 +60,20 @@ def _population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> ja
 
 
 _population_loss_jit = jax.jit(_population_loss)
+_population_loss_batch = jax.jit(jax.vmap(_population_loss, (0, None, None, None)))
+
+
+def population_losses(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> jax.Array:
+    """K(w) of a batch of parameters: params with leading axis B (leaves (B, ...)) -> (B,);
+    one compiled program per batch shape (vmapped :func:`population_loss`)."""
+    check_params(truth)
+    check_sigma(sigma)
+    if jnp.ndim(params.c) != 1:
+        raise ValueError(f"params: expected a batch with one leading axis (c of shape (B,)), got c of shape "
+                         f"{jnp.shape(params.c)}")
+    check_params(jax.tree.map(lambda a: a[0], params))
+    check_inputs(inputs, params.w.shape[-1])
+    return _population_loss_batch(params, truth, inputs, sigma)
 
 
 def gaussian_nll(resid: jax.Array, sigma) -> jax.Array:

@@ -97,6 +97,7 @@ class _Draw(NamedTuple):
     steps: jax.Array
     accept: jax.Array
     diverging: jax.Array
+    energy: jax.Array           # the Hamiltonian at the draw with the momentum it was reached with (numpyro's)
 
 
 def _where(pred, a, b):
@@ -243,7 +244,7 @@ def _tick(s: NUTSSettings, potential_gen, c: _Chain, args) -> tuple[_Chain, _Dra
     write = tree_done & (j >= 0) & (j % s.thin == 0) & (j // s.thin < s.num_samples)
     diverging = tree.diverging
     draw = _Draw(write, jnp.clip(j // s.thin, 0, s.num_samples - 1), tree.z_prop, tree.pe_prop, steps, accept,
-                 diverging)
+                 diverging, tree.energy_prop)
     r_new = momentum_generator(tree.z_prop, adapt.mass_matrix_sqrt, k_mom)
     energy_new = tree.pe_prop + _kinetic(adapt.inverse_mass_matrix, r_new)
     tree = _where(tree_done, _fresh_tree(tree.z_prop, r_new, tree.pe_prop, tree.g_prop, energy_new), tree)
@@ -274,6 +275,7 @@ class _Queue(NamedTuple):
     steps: jax.Array
     accept: jax.Array
     diverging: jax.Array
+    energy: jax.Array
     step_size: jax.Array        # (T,)
     inverse_mass_matrix: jax.Array
     grad_evals: jax.Array
@@ -295,7 +297,7 @@ def _start(s: NUTSSettings, potential_gen, slots: int, z0, keys, args) -> _Queue
     dt = z0.dtype
     return _Queue(chains, slot_args, first.astype(jnp.int32), jnp.full((1,), slots, jnp.int32), jnp.zeros(T, bool),
                   jnp.zeros((T, S, D), dt), jnp.zeros((T, S), dt), jnp.zeros((T, S), jnp.int32),
-                  jnp.zeros((T, S), dt), jnp.zeros((T, S), bool), jnp.zeros(T, dt),
+                  jnp.zeros((T, S), dt), jnp.zeros((T, S), bool), jnp.zeros((T, S), dt), jnp.zeros(T, dt),
                   jnp.zeros((T,) + imm.shape[1:], dt), jnp.zeros(T, jnp.int32), jnp.zeros(T, jnp.int32))
 
 
@@ -334,7 +336,8 @@ def _advance(s: NUTSSettings, potential_gen, max_ticks: int, q: _Queue, z0, keys
                        pe=q.pe.at[ti, d.k].set(d.pe, mode="drop"),
                        steps=q.steps.at[ti, d.k].set(d.steps, mode="drop"),
                        accept=q.accept.at[ti, d.k].set(d.accept, mode="drop"),
-                       diverging=q.diverging.at[ti, d.k].set(d.diverging, mode="drop"))
+                       diverging=q.diverging.at[ti, d.k].set(d.diverging, mode="drop"),
+                       energy=q.energy.at[ti, d.k].set(d.energy, mode="drop"))
         total = s.num_warmup + s.num_samples * s.thin
         finished = jnp.any((q.chains.i >= total) & (q.task >= 0))
         q = jax.lax.cond(finished, lambda q: _refill(s, potential_gen, q, z0, keys, args), lambda q: q, q)
@@ -343,6 +346,12 @@ def _advance(s: NUTSSettings, potential_gen, max_ticks: int, q: _Queue, z0, keys
     t, q = jax.lax.while_loop(lambda carry: (carry[0] < max_ticks) & ~jnp.all(carry[1].done), body,
                               (jnp.int32(0), q))
     return q, t[None]
+
+
+def tree_depth(num_steps) -> np.ndarray:
+    """NUTS's tree depth from its leapfrog steps: a trajectory of depth j has 2^(j-1) to 2^j - 1 steps,
+    so j = floor(log2(steps)) + 1 (Stan's and ArviZ's ``tree_depth``)."""
+    return np.floor(np.log2(np.maximum(np.asarray(num_steps), 1))).astype(np.int32) + 1
 
 
 def _lockstep_chain(s, potential_gen, z0, key, args):
@@ -359,20 +368,22 @@ def _lockstep_chain(s, potential_gen, z0, key, args):
 
     def body(st, _):
         st = sample_kernel(st, model_args=args)
-        return st, (st.z, st.potential_energy, st.num_steps, st.accept_prob, st.diverging)
+        return st, (st.z, st.potential_energy, st.num_steps, st.accept_prob, st.diverging, st.energy)
 
-    state, (z, pe, ns, acc, div) = jax.lax.scan(body, state, None, length=total)
+    state, (z, pe, ns, acc, div, energy) = jax.lax.scan(body, state, None, length=total)
     keep = slice(s.num_warmup, total, s.thin)
-    return (z[keep], pe[keep], ns[keep], acc[keep], div[keep], state.adapt_state.step_size,
+    return (z[keep], pe[keep], ns[keep], acc[keep], div[keep], energy[keep], state.adapt_state.step_size,
             state.adapt_state.inverse_mass_matrix, ns, jnp.sum(div[:s.num_warmup]))
 
 
 def _lockstep(keys, potential_gen, init_z, args, s, devices) -> Draws:
     start = time.time()
     out = run_sharded(StaticPartial(_lockstep_chain, (s, potential_gen)), (init_z, keys, args), devices=devices)
-    z, pe, ns, acc, div, eps, imm, ns_all, wdiv = (np.asarray(o) for o in out)
-    stats = {"num_steps": ns, "accept_prob": acc, "diverging": div, "step_size": eps, "inverse_mass_matrix": imm,
-             "warmup_divergences": wdiv}
+    z, pe, ns, acc, div, energy, eps, imm, ns_all, wdiv = (np.asarray(o) for o in out)
+    stats = {"num_steps": ns, "accept_prob": acc, "diverging": div, "energy": energy, "step_size": eps,
+             "inverse_mass_matrix": imm, "warmup_divergences": wdiv}
+    if s.name == "nuts":
+        stats["tree_depth"] = tree_depth(ns)
     # lockstep: every iteration costs the largest tree among the chains
     return Draws(z, pe, stats, ns_all.sum(1), None, int(ns_all.max(0).sum()), time.time() - start)
 
@@ -420,7 +431,7 @@ def run_nuts(keys, potential_gen, init_z, args, settings: NUTSSettings, *, devic
             break
     q = jax.tree.map(lambda x: np.asarray(x), q)
     # tasks are laid out device by device: device k holds chains k * per_device ... (k + 1) * per_device - 1
-    stats = {"num_steps": q.steps[:C], "accept_prob": q.accept[:C], "diverging": q.diverging[:C],
-             "step_size": q.step_size[:C], "inverse_mass_matrix": q.inverse_mass_matrix[:C],
+    stats = {"num_steps": q.steps[:C], "tree_depth": tree_depth(q.steps[:C]), "accept_prob": q.accept[:C],
+             "diverging": q.diverging[:C], "energy": q.energy[:C], "step_size": q.step_size[:C], "inverse_mass_matrix": q.inverse_mass_matrix[:C],
              "warmup_divergences": q.warmup_divergences[:C]}
     return Draws(q.z[:C], q.pe[:C], stats, q.grad_evals[:C], None, ticks, time.time() - start)

@@ -475,6 +475,36 @@ def free_energy_figure(path: Path, xs, xlabel: str, curves: dict, *, title: str,
     plt.close(fig)
 
 
+def free_energy_scaling_figure(path: Path, panels, *, title: str):
+    """Each phase's local free energy against log(n beta) at fixed data, one panel per value of the
+    other sweep axes: panels = [(label, n_beta (B,), {phase: (G (B,), its standard error across data
+    sets (B,), lambda, lambda_se)})] with G = F_alpha - n beta L_min (Watanabe's expansion restricted to
+    the phase: G = lambda_alpha log(n beta) + const + ...), drawn with its least-squares line."""
+    fig, axes, nrows = _panel_grid(len(panels), 4.6, 3.8)
+    for ax, (label, nb, curves) in zip(axes.flat, panels):
+        t = np.log(np.asarray(nb, float))
+        for k, (nm, (g, e, lam, lam_se)) in enumerate(curves.items()):
+            g, e = np.asarray(g, float), np.asarray(e, float)
+            ok = np.isfinite(g)
+            if not ok.any():
+                continue
+            colour = _PHASE_COLOURS.get(nm, f"C{k}")
+            ax.errorbar(t[ok], g[ok], yerr=np.nan_to_num(e[ok]), color=colour, marker="o", ms=3, capsize=2, lw=0,
+                        elinewidth=1)
+            if np.isfinite(lam):
+                mid = np.mean(t[ok])
+                ax.plot(t[ok], np.mean(g[ok]) + lam * (t[ok] - mid), color=colour, lw=1.2,
+                        label=f"{nm}: lambda = {lam:.2f} +- {lam_se:.2f}")
+        ax.set_xlabel("log(n beta)")
+        ax.set_ylabel("F_alpha - n beta L_min  (nats)")
+        ax.set_title(label, fontsize=9)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    _save_panels(fig, path, f"{title}: local free energies against log(n beta) (slopes = learning coefficients)",
+                 nrows)
+
+
 def phase_diagram_figure(path: Path, xs, ys, masses: dict, crossover, crossover_se, *, xlabel: str, ylabel: str,
                          crossover_label: str, title: str):
     """Two sweep axes: heat maps of each phase's mass, masses[phase]: (Y, X) (rows: ys), and the

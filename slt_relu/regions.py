@@ -17,6 +17,8 @@ number of distinct activation patterns on a grid (a lower bound that converges a
 """
 from __future__ import annotations
 
+from functools import partial
+
 from typing import NamedTuple, Sequence
 
 import jax
@@ -290,21 +292,15 @@ def parameter_jacobian(params: MLP, points: jax.Array) -> jax.Array:
     points = jnp.asarray(points)
     if points.ndim != 2 or points.shape[1] != params.widths[0]:
         raise ValueError(f"points: expected shape (p, {params.widths[0]}), got {points.shape}")
-    return _jac_for(params.widths)(flatten_mlp(params), points)
+    return _jacobian(tuple(params.widths), flatten_mlp(params), points)
 
 
-_JACS: dict = {}
-
-
-def _jac_for(widths):
-    """Jitted (theta, points) -> (p * n_L, D): one reverse-mode pass per point, vmapped over points."""
-    if widths not in _JACS:
-        def outputs(theta, z):
-            return mlp_forward(unflatten_mlp(theta, widths), z)
-
-        per_point = jax.vmap(jax.jacrev(outputs), in_axes=(None, 0))
-        _JACS[widths] = jax.jit(lambda theta, points: per_point(theta, points).reshape(-1, theta.shape[0]))
-    return _JACS[widths]
+@partial(jax.jit, static_argnums=0)
+def _jacobian(widths: tuple, theta, points):
+    """(theta, points) -> (p * n_L, D): one reverse-mode pass per point, vmapped over points;
+    compiled once per architecture (``widths`` is static)."""
+    per_point = jax.vmap(jax.jacrev(lambda th, z: mlp_forward(unflatten_mlp(th, widths), z)), in_axes=(None, 0))
+    return per_point(theta, points).reshape(-1, theta.shape[0])
 
 
 _singular_values = jax.jit(lambda J: jnp.linalg.svd(J, compute_uv=False))

@@ -68,7 +68,8 @@ def write_json(path: Path, data) -> None:
 
 def _versions() -> dict:
     out = {"python": platform.python_version()}
-    for pkg in ("slt_relu", "jax", "jaxlib", "numpy", "optax", "numpyro", "pydantic", "matplotlib"):
+    for pkg in ("slt_relu", "jax", "jaxlib", "numpy", "scipy", "optax", "numpyro", "blackjax", "pydantic", "matplotlib",
+                "xarray", "arviz-base", "arviz-stats", "h5netcdf"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -161,13 +162,20 @@ def is_results_folder(folder: Path) -> bool:
             "versions", {})):
         return False
     listed = manifest.get("files")
-    for entry in folder.iterdir():
-        if entry.is_symlink() or not entry.is_file():
+    for entry in folder.rglob("*"):
+        name = entry.relative_to(folder).as_posix()
+        if entry.is_symlink():
+            return False
+        if entry.is_dir():                             # a folder the tool wrote (draws/) holds only listed files
+            if listed is None or not any(f.startswith(name + "/") for f in listed):
+                return False
+            continue
+        if not entry.is_file():
             return False
         if listed is not None:
-            if entry.name not in listed and entry.name not in OWN_FILES:
+            if name not in listed and name not in OWN_FILES:
                 return False
-        elif entry.suffix not in OWN_SUFFIXES:
+        elif entry.suffix not in OWN_SUFFIXES or "/" in name:
             return False
     return True
 
@@ -312,7 +320,7 @@ def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) ->
             metrics = prep.module.run(prep.resolved, tmp, jax.random.PRNGKey(prep.settings.seed), ctx)
             wall = time.time() - start
             write_json(tmp / "metrics.json", metrics)
-            files = sorted(p.name for p in tmp.iterdir()) + ["manifest.json"]
+            files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()) + ["manifest.json"]
             write_json(tmp / "manifest.json", {
                 "tool": TOOL,
                 "name": prep.name,

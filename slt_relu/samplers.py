@@ -42,7 +42,8 @@ class Draws(NamedTuple):
 
     z: (C, S, D) unconstrained draws; potential_energy: (C, S) U at each draw; stats: the
     sampler's statistics by name, per draw (C, S) or per chain (C, ...) (NUTS: num_steps,
-    accept_prob, diverging, step_size, inverse_mass_matrix, warmup_divergences); grad_evals:
+    tree_depth, accept_prob, diverging, energy (the Hamiltonian at the draw), step_size,
+    inverse_mass_matrix, warmup_divergences; HMC the same but tree_depth); grad_evals:
     (C,) gradient evaluations of each chain, warmup included; log_evidence: (C,) log Z where the
     sampler estimates it (SMC), else None; ticks: vmapped gradient evaluations the program ran
     (the wall-clock work of all chains together); wall_s: seconds, compilation included.

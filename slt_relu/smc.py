@@ -26,7 +26,16 @@ Jasra 2006; the adaptive schedule of Jasra et al. 2011):
    for num_mcmc_steps + 1 times fewer gradients, correlated in short chains (which the Monte Carlo
    errors from independent runs see).
 
-S at the particles comes with U from one forward-mode pass (``jax.jvp`` in t).  Runs (the
+S at the particles comes with U from one forward-mode pass (``jax.jvp`` in t).
+
+The stage loop is written here from BlackJAX's pieces (``solver.dichotomy``, ``smc.ess``,
+``resampling.systematic``, ``mcmc.hmc``) rather than by calling ``adaptive_tempered_smc``: the
+whole run (stages until lambda = 1, at most ``max_stages``, with their histories) must be one
+``lax.while_loop`` that vmaps and shards over runs with different n beta; the moves run in
+``lax.map`` chunks of ``particle_batch`` particles (each chunk's intermediates over the n data
+points stay in cache); the step
+size is tuned after every move, not once per stage from the last stage's acceptance; and the
+waste-free variant keeps the moved particles of every step.  Runs (the
 "chains" of :func:`slt_relu.samplers.sample`, e.g. one per data set, or several independent runs
 per data set for Monte Carlo errors) are vmapped and sharded like MCMC chains; a run that has
 reached lambda = 1 waits for the others.  ``init_z``: (C, N, D) prior draws.

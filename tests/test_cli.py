@@ -68,7 +68,10 @@ def test_shipped_config_runs_tiny(tmp_path, name):
     assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
     assert (out / "arrays.npz").exists()
     assert not list(tmp_path.glob(".res.*"))
-    assert manifest["tool"] == "slt_relu" and sorted(manifest["files"]) == sorted(p.name for p in out.iterdir())
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert manifest["tool"] == "slt_relu" and sorted(manifest["files"]) == written
+    if metrics.get("draws", {}).get("saved"):              # the draws as ArviZ netCDF, listed in the manifest
+        assert metrics["draws"]["files"] and set(metrics["draws"]["files"]) <= set(written)
     assert manifest["resolved"]["kind"] == manifest["kind"] and manifest["resolved"]["seed"] == 0
     same_as_reference(name, metrics)
     if name == "dslt3_degenerate_node.toml":
@@ -128,6 +131,7 @@ def test_shipped_config_runs_tiny(tmp_path, name):
             if "free_energy" in name:
                 slopes = metrics["lambda_from_free_energy"]
                 assert len(slopes) == 2 and set(slopes[0]["lambda"]) == {"other", "degenerate", "non_degenerate"}
+                assert (out / "free_energy_scaling.png").exists()
             assert (out / "free_energy.png").exists()
         if "diagram" in name:
             assert metrics["n_beta"] == pytest.approx([200 / np.log(200), 200.0])
@@ -135,6 +139,10 @@ def test_shipped_config_runs_tiny(tmp_path, name):
             assert len(metrics["crossover_t"]) == 2 and (out / "phase_diagram.png").exists()
         for png in ("phase_mass.png", "effective_weights.png") + (() if "smc" in name or "free_energy" in name else ("traces.png",)):
             assert (out / png).exists()
+        a_leads = metrics["lead"][f"{a}_leads_at"]
+        assert metrics["lead"][f"{a}_ever_leads"] == bool(a_leads) and np.shape(metrics["lead"]["difference"]) == grid.shape
+        n_points = grid.size * (2 if "compare" in metrics else 1)
+        assert metrics["draws"]["saved"] and len(metrics["draws"]["files"]) == n_points
     if name.startswith("llc"):
         rows = metrics["cases"]
         assert {"name", "true_lambda", "estimate", "se", "method"} <= set(rows[0])
@@ -492,3 +500,35 @@ def test_kept_checkpoints_are_reanalysed_without_sampling(tmp_path, monkeypatch,
     assert set(metrics["mass"]) == {"other", "true_orientation", "reversed"}
     assert metrics["points"][0]["mean_loss_per_trial"] == first["points"][0]["mean_loss_per_trial"]
     assert not (tmp_path / ".a.checkpoints").exists()
+
+
+def test_posterior_draws_as_netcdf_the_printed_headline_and_show(tmp_path, capsys):
+    """A tiny posterior sweep with two chains per data set: each point's draws in draws/point-NNNNN.nc, which
+    xarray reads and arviz-stats summarises with an R-hat per data set (never pooled); the run prints its
+    masses per point with error bars and the crossover; `slt-relu show` prints the folder's summary."""
+    import xarray as xr
+    import arviz_stats as azs
+
+    cfg = ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"
+    out = tmp_path / "res"
+    sets = [f"{k}={json.dumps(v)}" for k, v in {**TINY["dslt4_pt1_node_degeneracy.toml"],
+                                                 "posterior.chains_per_dataset": 2}.items()]
+    assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress", "--no-cache"]
+                    + sum((["--set", s] for s in sets), [])) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"truth\.t = 1: other [0-9.]+ \+- [0-9.]+ \(MC [0-9.]+\), degenerate", printed), printed
+    assert "crossover of degenerate and non_degenerate along t" in printed and f"results written to {out}" in printed
+    with xr.open_datatree(out / "draws" / "point-00001.nc", engine="h5netcdf") as tree:
+        assert dict(tree["posterior"].sizes) == {"chain": 2, "draw": 40, "dataset": 2, "node": 2, "input": 2}
+        assert {"energy", "tree_depth", "lp", "diverging"} <= set(tree["sample_stats"].data_vars)
+        assert tree["observed_data"]["y"].shape == (2, 200)
+        table = azs.summary(tree, var_names=["loss", "c"])
+        assert len(table) == 4 and table["r_hat"].notna().all()      # one row per variable and data set
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert all("rhat_nested_loss" in p["diagnostics"] for p in metrics["points"])
+    assert cli.main(["show", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "kind posterior, seed 0" in shown and "truth.t = 1.571:" in shown and "plots: " in shown
+    assert "draws: 2 netCDF files" in shown
+    assert cli.main(["show", str(tmp_path)]) == 2
+    assert "expected a results folder of slt-relu" in capsys.readouterr().err

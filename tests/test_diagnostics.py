@@ -77,3 +77,59 @@ def test_bad_shapes():
         dg.rhat(np.zeros((2, 3, 4)))
     with pytest.raises(ValueError, match="at least 4 draws"):
         dg.ess(np.zeros((2, 3)))
+
+
+def _oracle_cases():
+    rng = np.random.default_rng(7)
+    drifting = rng.normal(size=(4, 600))
+    drifting[1, 300:] += 0.8                               # one chain whose halves disagree
+    return {
+        "iid": rng.normal(size=(4, 500)),
+        "ar1": ar1(rng, 0.9, 4, 500),
+        "antithetic": ar1(rng, -0.7, 4, 400),
+        "shifted": rng.normal(size=(4, 500)) + 0.5 * np.arange(4)[:, None],
+        "drifting": drifting,
+        "odd draws, 8 chains": ar1(rng, 0.5, 8, 301),
+    }
+
+
+@pytest.mark.parametrize("case", list(_oracle_cases()))
+def test_diagnostics_equal_arviz_stats(case):
+    """The oracle: arviz-stats's rank-normalised split R-hat, bulk and tail ESS, ESS, MCSE of the mean and
+    nested R-hat (superchains of two chains) on the same arrays, to 1e-6."""
+    azs = pytest.importorskip("arviz_stats")
+    x = _oracle_cases()[case]
+    superchains = np.arange(len(x)) // 2
+    pairs = {
+        "rhat": (dg.rhat(x), azs.rhat(x, method="rank")),
+        "ess_bulk": (dg.ess_bulk(x), azs.ess(x, method="bulk")),
+        "ess_tail": (dg.ess_tail(x), azs.ess(x, method="tail", prob=0.05)),
+        "ess": (dg.ess(x), azs.ess(x, method="identity")),
+        "mcse_mean": (dg.mcse_mean(x), azs.mcse(x, method="mean")),
+        "rhat_nested": (dg.rhat_nested(x, superchains), azs.rhat_nested(x, superchain_ids=superchains)),
+    }
+    for name, (ours, theirs) in pairs.items():
+        assert ours == pytest.approx(float(theirs), rel=1e-6), name
+
+
+def test_nested_rhat_by_hand_and_what_it_sees():
+    """nR-hat = sqrt(1 + B_nu / W_nu) (Margossian et al. 2024, eqs. 6-8) of the rank-normalised split chains
+    (each chain's halves in its superchain), checked against the formula written out; many short chains of
+    one posterior give nR-hat near 1, superchains stuck in different places do not."""
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(8, 40))
+    ids = np.repeat(np.arange(4), 2)
+    z = dg.rank_normalize(dg.split_chains(x))
+    half_ids = np.concatenate([ids, ids])
+    means, variances = z.mean(1), z.var(1, ddof=1)
+    sup = [means[half_ids == k].mean() for k in range(4)]
+    W = np.mean([means[half_ids == k].var(ddof=1) + variances[half_ids == k].mean() for k in range(4)])
+    bulk = np.sqrt(1 + np.var(sup, ddof=1) / W)
+    assert dg.rhat_nested(x, ids) >= bulk - 1e-12
+    short = rng.normal(size=(256, 10))                     # 16 superchains of 16 chains, 10 draws each
+    superchains = np.arange(256) // 16
+    assert dg.rhat_nested(short, superchains) < 1.01      # about sqrt(1 + 1 / (16 x 10))
+    stuck = short + 2.0 * (superchains % 2)[:, None]      # half the superchains in another mode
+    assert dg.rhat_nested(stuck, superchains) > 1.2
+    with pytest.raises(ValueError, match="superchains: expected at least two superchains of equal size"):
+        dg.rhat_nested(x, [0, 0, 0, 1, 1, 1, 1, 1])

@@ -81,6 +81,11 @@ def test_jit_vmap_and_loop_agree(key):
     vm = jax.vmap(S.population_loss, (0, None, None, None))(batch, t, box, 1.0)
     loop = [slt_relu.loss._population_loss(jax.tree.map(lambda a: a[i], batch), t, box, 1.0) for i in range(5)]
     np.testing.assert_allclose(vm, loop, rtol=1e-12)
+    np.testing.assert_allclose(S.population_losses(batch, t, box, 1.0), loop, rtol=1e-12)
+    with pytest.raises(ValueError, match="params: expected a batch with one leading axis"):
+        S.population_losses(t, t, box)
+    with pytest.raises(ValueError, match="sigma"):
+        S.population_losses(batch, t, box, -1.0)
     x, y = S.sample_dataset(key, t, box, 50, 1.0)
     vl = jax.vmap(S.empirical_loss, (0, None, None, None))(batch, x, y, 1.0)
     np.testing.assert_allclose(vl, [S.empirical_loss(jax.tree.map(lambda a: a[i], batch), x, y, 1.0) for i in range(5)])

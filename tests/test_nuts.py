@@ -56,6 +56,10 @@ def test_nuts_recovers_each_chains_gaussian(schedule):
     # the potential energy of each draw is the target's
     np.testing.assert_allclose(out.potential_energy, 0.5 * np.sum(((out.z - MU[:, None]) / SCALE[:, None]) ** 2, -1),
                                rtol=1e-10)
+    # the Hamiltonian at each draw (ArviZ's energy): U plus a kinetic energy of mean D/2 (momenta ~ N(0, M))
+    kinetic = st["energy"] - out.potential_energy
+    assert st["energy"].shape == (C, 1500) and (kinetic >= 0).all()
+    assert kinetic.mean() == pytest.approx(D / 2, rel=0.1)
 
 
 def test_async_is_numpyros_nuts_and_wastes_less():

@@ -11,7 +11,7 @@ import pytest
 import slt_relu as S
 from slt_relu.analysis import phase_masses
 from slt_relu.evidence import logmeanexp
-from slt_relu.posterior import draw_datasets, grid_posterior, sample_posterior
+from slt_relu.posterior import draw_datasets, grid_posterior, sample_posterior, target
 from slt_relu.smc import SMCSettings
 
 RUNS = 4
@@ -103,14 +103,20 @@ def test_smc_weights_separated_modes_where_nuts_reports_its_starting_points():
     per_run = (ps.params.w[..., 0, 0] > 0).mean(1)
     mcse = per_run.std(ddof=1) / math.sqrt(RUNS)
     assert abs(per_run.mean() - exact) < 3 * mcse + 0.01, (per_run, exact)
-    # NUTS: 8 chains from random starts; not one crosses (each chain's mass is 0 or 1), so NUTS's "mass" is the
-    # fraction of chains that started in the basin (documented, not a posterior mass)
+    # NUTS: 8 chains, 2 started at the first mode and 6 at the second.  Not one crosses (each chain's mass is 0
+    # or 1), so NUTS's "mass" is the share of chains that started in the basin, 0.25 here whatever the posterior
+    # says (documented, not asserted as a posterior mass; from random starts it is the share of the starts that
+    # fall into each basin during warm-up)
     chains = 8
-    nuts = sample_posterior(jax.random.split(jax.random.PRNGKey(6), chains), jnp.repeat(x, chains, 0),
-                            jnp.repeat(y, chains, 0), nb, model=model,
-                            settings=S.NUTSSettings(num_warmup=300, num_samples=500))
-    per_chain = (nuts.params.w[..., 0, 0] > 0).mean(1)
-    assert set(np.round(per_chain, 6)) <= {0.0, 1.0}, per_chain
+    tg = target(model, S.Prior(), 1.0)
+    starts = jnp.array([[1.0, -0.75]] * 2 + [[-1.5, 0.5]] * 6) + 0.05 * jax.random.normal(jax.random.PRNGKey(5), (8, 2))
+    x_cols = jnp.repeat(jnp.swapaxes(x, 1, 2), chains, 0)
+    nuts = S.sample(jax.random.split(jax.random.PRNGKey(6), chains), tg.potential, starts,
+                    (x_cols, jnp.repeat(y, chains, 0), jnp.full(chains, nb)), S.NUTSSettings(num_warmup=300,
+                                                                                           num_samples=500))
+    per_chain = (nuts.z[..., 0] > 0).mean(1)
+    np.testing.assert_array_equal(per_chain, [1.0] * 2 + [0.0] * 6)
+    assert abs(per_chain.mean() - exact) > 0.3                    # 0.25 against the exact 0.62
 
 
 def test_log_evidence_against_thermodynamic_integration():

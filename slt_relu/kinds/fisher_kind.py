@@ -300,3 +300,9 @@ def run(s: dict, outdir, key, ctx) -> dict:
         }
     public = [{k: v for k, v in r.items() if k not in ("spectrum", "params")} for r in rows]
     return {"summary": summary, "points": public}
+
+
+def headline(metrics: dict) -> list[str]:
+    """Per group of points: how many, the fraction at the bound D - d, the fraction matching the hand count."""
+    return [f"{group}: {v['points']} points, at D - d {100 * v['fraction_at_bound']:.0f}%, excess = hand count "
+            f"{100 * v['matches_hand_count']:.0f}%" for group, v in metrics.get("summary", {}).items()]

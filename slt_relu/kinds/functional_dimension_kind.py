@@ -98,3 +98,13 @@ def run(s: dict, outdir, key, ctx) -> dict:
                                       "Gaussian points (Grigsby et al. 2023)")
     np.savez_compressed(outdir / "arrays.npz", **arrays)
     return {"cells": rows, "all_at_or_below_bound": all(r["max_dim_le_bound"] for r in rows)}
+
+
+def headline(metrics: dict) -> list[str]:
+    """Per architecture the fraction of networks at the functional-dimension bound."""
+    lines = [f"never above the bound: {metrics.get('all_at_or_below_bound')}"]
+    for c in metrics.get("cells", []):
+        lo, hi = c["fraction_ci95"]
+        lines.append(f"widths {c['widths']} ({c['points']} points): at the bound {c['fraction_at_bound']:.2f} "
+                     f"[{lo:.2f}, {hi:.2f}], mean dimension {c['mean_dim']:.1f} of {c['bound']}")
+    return lines

@@ -178,7 +178,7 @@ def _valley_mass(s, fn, curve, metrics):
     ts = np.linspace(-h, h, 801)
     thetas = pts[:, None, :] + ts[None, :, None] * normal[:, None, :]
     model = s["example"].model
-    loss = np.asarray(jax.jit(jax.vmap(jax.vmap(lambda th: fn(model.embed(th)))))(thetas))
+    loss = np.asarray(jax.vmap(jax.vmap(lambda th: fn(model.embed(th))))(thetas))
     floor = float(np.asarray(jax.vmap(lambda th: fn(model.embed(th)))(pts)).min())
     mass = np.exp(-s["n_beta"] * (loss - floor)).sum(axis=1) * (ts[1] - ts[0])
     metrics["valley_mass"] = {"n_beta": s["n_beta"], "halfwidth": h, "position": pos, "point": pts, "mass": mass}
@@ -203,3 +203,19 @@ def _fisher_along(s, curve, metrics, progress):
         "generator_rank": gens, "excess": excess,
     }
     return [(f"Fisher rank of the restricted model ({ex.model.num_free} free)", pos, ranks, "rank")]
+
+
+def headline(metrics: dict) -> list[str]:
+    """K or L_n on the grid and on W0, the valley's mass ratio, the Fisher rank along W0."""
+    lines = [f"{metrics['loss']} loss of {metrics['truth']} over ({', '.join(metrics['axes'])}): min "
+             f"{metrics['loss_min_on_grid']:.3g} at {metrics['argmin_on_grid']}, max {metrics['loss_max_on_grid']:.3g}"]
+    if "loss_on_true_set_max" in metrics:
+        lines.append(f"on W0: max {metrics['loss_on_true_set_max']:.3g}")
+    if "valley_mass_end_to_middle_ratio" in metrics:
+        lines.append("mass across the valley, end / middle: "
+                     + ", ".join(f"{v:.4f}" for v in metrics["valley_mass_end_to_middle_ratio"]))
+    fa = metrics.get("fisher_along_true_set")
+    if fa:
+        lines.append(f"Fisher rank along W0: {sorted(set(fa['rank']))} of {fa['num_free']} (excess "
+                     f"{sorted(set(fa['excess']))})")
+    return lines

@@ -107,6 +107,8 @@ class Settings(Experiment):
     llc: LLCSettings
     cases: tuple[Annotated[Union[TwoLayerCase, MonomialCase], Field(discriminator="model")], ...] = Field(
         min_length=1, description="the cases ([[cases]])")
+    save_draws: bool | None = Field(None, description="write each SGLD estimate's loss traces as ArviZ netCDF "
+                                    "(draws/case-NN-K.nc; default: when they take at most 50 MB)")
 
     @model_validator(mode="before")
     @classmethod
@@ -242,7 +244,7 @@ def _case(c: dict, n: int, refine: bool, key) -> dict:
     from ..llc import estimate_llc, minimize_loss, normal_crossing_expectation, rlct_from_beta_sweep, wbic
 
     cs = c["settings"]
-    rows, sweeps, arrays = [], [], {}
+    rows, sweeps, arrays, draws = [], [], {}, []
     k_data, k_sgld, k_nuts = jax.random.split(jax.random.fold_in(key, c["index"]), 3)
     g, b = cs.sgld, cs.beta_sweep
     nuts = NUTSSettings(**b.model_dump(include=set(NUTSSettings.model_fields)))
@@ -261,10 +263,12 @@ def _case(c: dict, n: int, refine: bool, key) -> dict:
                 exact = normal_crossing_expectation(cs.exponents, est.nbeta, g.localization)
             rows.append({"name": label, "true_lambda": lam, "estimate": est.estimate, "se": est.se, "method": "sgld",
                          "exact_finite_n": exact, "refined": refined, "per_chain": est.per_chain,
-                         "accept_prob": float(np.mean(est.accept_prob)), "rhat": est.rhat, "nbeta": est.nbeta,
+                         "accept_prob": float(np.mean(est.accept_prob)), "rhat": est.rhat,
+                         "rhat_nested": _rhat_nested(est.loss_trace), "nbeta": est.nbeta,
                          "step_size": g.step_size, "localization": g.localization, "num_steps": g.num_steps,
                          "warnings": est.warnings})
             arrays[f"{label} sgld trace"] = est.nbeta * (est.loss_trace.mean(0) - est.init_loss)
+            draws.append({"label": label, **est._asdict()})
         if "beta_sweep" in c["methods"]:
             bs = rlct_from_beta_sweep(k_nuts, loss, star if b.localization else init, data,
                                       betas=np.asarray(b.factors) / math.log(n), chains_per_beta=b.chains_per_beta,
@@ -278,7 +282,19 @@ def _case(c: dict, n: int, refine: bool, key) -> dict:
                          settings=nuts)
             rows.append({"name": label, "true_lambda": lam, "estimate": None, "se": None, "method": "wbic",
                          "wbic": v, "wbic_se": se})
-    return {"rows": rows, "sweeps": sweeps, "arrays": arrays}
+    return {"rows": rows, "sweeps": sweeps, "arrays": arrays, "draws": draws}
+
+
+def _rhat_nested(trace) -> float | None:
+    """Nested R-hat of SGLD's L_n traces (slt_relu.diagnostics.rhat_nested), each chain its own superchain:
+    the chains all start at w*, so any grouping is faithful; with one chain per superchain it compares
+    the chains' means with their halves' spread."""
+    from ..diagnostics import rhat_nested
+
+    trace = np.asarray(trace)
+    if trace.shape[0] < 2 or trace.shape[1] < 8:
+        return None
+    return rhat_nested(trace, np.arange(trace.shape[0]))
 
 
 def _calibration(c: dict, s: Settings, key) -> dict:
@@ -323,12 +339,13 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
     s = r.settings
     report = run_points(r.points, partial(_run_point, key=key, s=s), ident=partial(_ident, s=s, seed=ctx.seed),
                         checkpoints=ctx.checkpoints, progress=ctx.progress, label="cases")
-    rows, sweeps, arrays = [], [], {}
+    rows, sweeps, arrays, draws = [], [], {}, []
     for pt in r.points:
         res = report.results[pt.index]
         if "calibration" in res:
             continue
         rows += res["rows"]
+        draws += [(pt.index, k, d) for k, d in enumerate(res.get("draws", []))]
         sweeps += [(sw["label"], BetaSweep(**{k: sw.get(k) for k in BetaSweep._fields}), sw["lambda"])
                    for sw in res["sweeps"]]
         arrays.update(res["arrays"])
@@ -336,7 +353,7 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
     for row in rows:
         if row["estimate"] is not None and isinstance(row["true_lambda"], (int, float)):
             row["relative_error"] = (row["estimate"] - row["true_lambda"]) / row["true_lambda"]
-    metrics = {"n": s.llc.n, "cases": rows, "warnings": warnings}
+    metrics = {"n": s.llc.n, "cases": rows, "warnings": warnings, "draws": _save_draws(s.save_draws, draws, outdir)}
     llc_cases_figure(outdir / "llc.png", [row for row in rows if row["estimate"] is not None],
                      title="Learning coefficient")
     if sweeps:
@@ -355,3 +372,39 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
     np.savez_compressed(outdir / "arrays.npz", **{k.replace(" ", "_"): v for k, v in arrays.items()})
     metrics["resumed_cases"] = report.resumed
     return metrics
+
+
+def _save_draws(save: bool | None, draws: list, outdir) -> dict:
+    """Each SGLD estimate's loss traces as ArviZ data (slt_relu.arviz_data.llc_tree) in
+    draws/case-NN-K.nc, when asked or when they take at most 50 MB."""
+    from ..arviz_data import llc_tree, save_draws
+    from ..llc import LLCEstimate
+    from .posterior_report import SAVE_DRAWS_MB
+
+    mb = sum(np.asarray(d["loss_trace"]).nbytes for _, _, d in draws) / 2**20
+    if not draws or save is False or (save is None and mb > SAVE_DRAWS_MB):
+        why = ("no SGLD estimates" if not draws else "save_draws = false" if save is False
+               else f"about {mb:.0f} MB > {SAVE_DRAWS_MB} MB; set save_draws = true")
+        return {"saved": False, "why": why}
+    (outdir / "draws").mkdir(exist_ok=True)
+    files = []
+    for index, k, d in draws:
+        est = LLCEstimate(**{f: d[f] for f in LLCEstimate._fields})
+        name = f"draws/case-{index:02d}-{k}.nc"
+        save_draws(llc_tree(est, {"case": d["label"]}), outdir / name)
+        files.append(name)
+    return {"saved": True, "files": files, "megabytes": round(mb, 1)}
+
+
+def headline(metrics: dict) -> list[str]:
+    """lambda_hat of every case and method, with its standard error and the known value."""
+    lines = []
+    for row in metrics.get("cases", []):
+        known = row.get("true_lambda")
+        tail = f" (known {known:.4g}, {100 * row['relative_error']:+.0f}%)" if isinstance(known, (int, float)) \
+            and row.get("relative_error") is not None else ""
+        if row.get("estimate") is not None:
+            lines.append(f"{row['name']} ({row['method']}): lambda_hat = {row['estimate']:.3f} +- {row['se']:.3f}{tail}")
+        elif row.get("wbic") is not None:
+            lines.append(f"{row['name']} (wbic): WBIC = {row['wbic']:.2f} +- {row['wbic_se']:.2f}")
+    return lines

@@ -9,9 +9,16 @@ def _axis_label(key: str) -> str:
     return {"posterior.beta": "beta", "truth.t": "t", "truth.v": "v", "posterior.n": "n"}.get(key, key)
 
 
+def _where_label(values: dict) -> str:
+    name = lambda k: _axis_label(k).split(".")[-1]
+    return ", ".join(f"{name(k)} = {v:.4g}" if isinstance(v, float) else f"{name(k)} = {v}"
+                     for k, v in values.items()) or "all points"
+
+
 def posterior_figures(r, metrics, rows, params, results, outdir):
-    """phase_mass.png, free_energy.png (SMC), phase_diagram.png (two sweep axes), effective_weights.png
-    (n_in = 2), traces.png: a posterior sweep's metrics as plain arrays for slt_relu.plots."""
+    """phase_mass.png, free_energy.png (SMC), free_energy_scaling.png (SMC swept over beta),
+    phase_diagram.png (two sweep axes), effective_weights.png (n_in = 2), traces.png: a posterior
+    sweep's metrics as plain arrays for slt_relu.plots."""
     from ..phases import effective_weights
     from ..plots import phase_diagram_figure, phase_mass_figure, posterior_traces_figure, weights_facets_figure
 
@@ -65,6 +72,14 @@ def posterior_figures(r, metrics, rows, params, results, outdir):
         curves = {nm: (lines(fe["relative"][nm]), lines(fe["relative_se"][nm])) for nm in fe["phase"] if nm != "other"}
         free_energy_figure(outdir / "free_energy.png", xs, _axis_label(xkey) if xkey else "", curves, title=title,
                            shades=shades)
+    if "lambda_from_free_energy" in metrics:
+        from ..plots import free_energy_scaling_figure
+
+        panels = [(_where_label(entry["values"]), entry["n_beta"],
+                   {nm: (entry["excess"][nm], entry["excess_se"][nm], entry["lambda"][nm], entry["lambda_se"][nm])
+                    for nm in entry["lambda"] if nm != "other"})
+                  for entry in metrics["lambda_from_free_energy"]]
+        free_energy_scaling_figure(outdir / "free_energy_scaling.png", panels, title=title)
     if len(axes) == 2 and ph.rule != "none":
         ykey = axes[1 - xi]
         ys = np.asarray(metrics["n_beta"] if ykey == "posterior.beta" else sweep[ykey], float)
@@ -83,9 +98,7 @@ def posterior_figures(r, metrics, rows, params, results, outdir):
         for pt, prm in list(zip(points, params))[::step]:
             truth = pt.settings.example.truth
             eff_truth = np.abs(np.asarray(truth.q))[:, None] * np.asarray(truth.w)
-            label = ", ".join(f"{_axis_label(k).split('.')[-1]} = {v:.4g}" if isinstance(v, float)
-                              else f"{_axis_label(k).split('.')[-1]} = {v}" for k, v in pt.values.items())
-            panels.append((label, effective_weights(prm).reshape(-1, 2), eff_truth))
+            panels.append((_where_label(pt.values), effective_weights(prm).reshape(-1, 2), eff_truth))
         weights_facets_figure(outdir / "effective_weights.png", panels,
                               title=f"{title}: posterior density of the effective weights |q_i| w_i (all nodes)")
     if s.plots.trace_points:

@@ -3,8 +3,8 @@
 Glue: the schema below, then per sweep point (``slt_relu.sweep``: checkpointed, resumable, points
 that share a compiled program run together) data sets drawn with the point's own key and the
 posterior sampled by the sampler of ``[sampler]`` (``slt_relu.posterior.sample_posterior``);
-the analysis (masses, trial filter, diagnostics, crossovers) is ``slt_relu.analysis``, the
-figures ``slt_relu.plots``.
+the analysis (masses, trial filter, diagnostics, crossovers; ``slt_relu.analysis``,
+``slt_relu.evidence``) is ``posterior_report``, the figures ``posterior_figures``.
 
 Data for every trial is drawn with its own key (fold_in(seed, data index) split per trial;
 points that differ only in beta, prior, model or sampler share their data sets, see
@@ -12,9 +12,12 @@ points that differ only in beta, prior, model or sampler share their data sets, 
 do not depend on which points share its program.
 
 Outputs: metrics.json (per point: masses with standard errors across trials and Monte Carlo
-errors, per-trial masses, classify_phase masses, trial filter, diagnostics; per sweep axis the
-values and mass grids; the crossover), phase_mass.png, effective_weights.png, traces.png,
-phase_diagram.png (two sweep axes), arrays.npz (per-trial mean losses).
+errors, per-trial masses, classify_phase masses and their cross-table with the DSLT4 rule, trial
+filter, diagnostics, SMC's log evidence and free energies; per sweep axis the values and mass
+grids; the crossover and where each phase leads; the [compare] sampler's numbers), phase_mass.png,
+rules_vs_phases.png, free_energy.png and free_energy_scaling.png (SMC), effective_weights.png,
+traces.png, phase_diagram.png (two sweep axes), arrays.npz (per-trial mean losses), and
+draws/[compare-]point-NNNNN.nc (each point's draws as ArviZ data, ``save_draws``).
 """
 from __future__ import annotations
 
@@ -32,9 +35,10 @@ from ..smc import SMCSettings
 from ..settings import Section, parse
 from ..sweep import Point, expand, fingerprint, flatten_sweep, run_points
 from .common import TruthExperiment, resolve_setup
-from .posterior_figures import posterior_figures
+from .posterior_report import analyze, headline  # noqa: F401  (headline: the run's summary lines)
 
 SWEEP_TABLES = ("truth", "inputs", "model", "prior", "posterior", "sampler")
+OBSERVED_SMALL = 20_000     # values of a point's x and y at most to be kept with its draws (observed_data)
 RULES = ("radius", "sector", "none")
 
 
@@ -109,6 +113,8 @@ class Settings(TruthExperiment):
     plots: PlotsSettings = PlotsSettings()
     sweep: dict = Field({}, description="dotted keys of [truth], [inputs], [model], [prior], [posterior], "
                         "[sampler] or sigma with lists of values: the grid of all combinations")
+    save_draws: bool | None = Field(None, description="write each point's draws as ArviZ netCDF (draws/point-NNNNN.nc; "
+                                    "default: when they take at most 50 MB)")
 
     @model_validator(mode="before")
     @classmethod
@@ -328,8 +334,10 @@ def _run_program(points: list, key) -> list[dict]:
     for k in range(len(points)):
         sl = slice(k * C, (k + 1) * C)
         res = {"flat": flat[sl], "loss": ps.loss[sl], "dataset": ps.dataset[sl] - k * p0.datasets,
-               "grad_evals": d.grad_evals[sl], "truth_loss": truth_loss[k], "program_ticks": d.ticks,
-               "program_chains": len(ps.dataset)}
+               "potential_energy": np.asarray(d.potential_energy)[sl], "grad_evals": d.grad_evals[sl],
+               "truth_loss": truth_loss[k], "program_ticks": d.ticks, "program_chains": len(ps.dataset)}
+        if np.size(xs[k]) + np.size(ys[k]) <= OBSERVED_SMALL:          # small data sets go into the draws' file
+            res.update(x=np.asarray(xs[k]), y=np.asarray(ys[k]))
         res.update({f"stat_{name}": np.asarray(v)[sl] for name, v in d.stats.items()})
         if d.log_evidence is not None:
             res["log_evidence"] = np.asarray(d.log_evidence)[sl]
@@ -352,125 +360,8 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
                                    signature=_signature, batch=r.batch, checkpoints=folder, cost=_cost,
                                    progress=ctx.progress, label="sweep points" + ("" if name == "sampler" else
                                                                                   f" ({r.settings.compare.name})"))
-    metrics = _analyze(r, reports["sampler"].results, outdir,
-                       reports["compare"].results if "compare" in reports else None)
+    metrics = analyze(r, reports["sampler"].results, outdir, runs.get("compare"),
+                      reports["compare"].results if "compare" in reports else None)
     metrics["resumed_points"] = reports["sampler"].resumed
     metrics["programs"] = [{"points": prog} for prog in reports["sampler"].programs]
-    return metrics
-
-
-# ----------------------------------------------------------------------------------------
-# analysis (slt_relu.analysis) and figures
-
-
-def _params(p: PointSpec, flat):
-    import jax
-
-    from ..network import from_flat
-
-    w, n_in = p.model.base.width, p.model.base.n_in
-    return jax.tree.map(np.asarray, jax.vmap(jax.vmap(lambda f: from_flat(f, w, n_in)))(jax.numpy.asarray(flat)))
-
-
-def _rule_labels(ph: PhasesSettings, p: PointSpec, params):
-    from ..phases import RADIUS_PHASES, SECTOR_PHASES, radius_rule, sector_phase
-
-    if ph.rule == "radius":
-        return radius_rule(params, ph.eps, ph.non_degenerate, ph.degenerate), RADIUS_PHASES
-    if ph.rule == "sector":
-        return sector_phase(params, p.example.truth), SECTOR_PHASES
-    return None
-
-
-def _classify_labels(ph: PhasesSettings, p: PointSpec, params):
-    """classify_phase codes (C, S') of every classify_every-th draw at the point's resolution, and
-    each code's name in words."""
-    import jax
-
-    from ..classify import classify_phase
-
-    sub = jax.tree.map(lambda a: np.asarray(a)[:, ::ph.classify_every], params)
-    got = classify_phase(sub, p.example.truth, inputs=p.inputs, n=p.n, sigma=p.sigma, beta=p.beta)
-    C, S = np.shape(sub.c)
-    codes = np.array([str(lab) for lab in got.label], dtype=object).reshape(C, S)
-    return codes, dict(zip(map(str, got.label), got.name))
-
-
-def _where(values: dict) -> str:
-    return ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in values.items()) \
-        or "the run"
-
-
-def _rows(r: Resolved, points, results) -> tuple[list, list, list]:
-    """Each point's row of metrics.json, the warnings, and the draws as parameters."""
-    from .. import analysis, evidence
-
-    ph = r.settings.phases
-    rows, warnings, params_per_point = [], [], []
-    for pt in points:
-        p, res = pt.settings, results[pt.index]
-        smc = p.sampler.name == "smc"
-        params = _params(p, res["flat"])
-        params_per_point.append(params)
-        rule = _rule_labels(ph, p, params)
-        classified, names = _classify_labels(ph, p, params) if ph.classify else (None, {})
-        row = {"index": pt.index, "values": pt.values, "n": p.n, "beta": p.beta, "n_beta": p.n_beta}
-        row.update(analysis.point_summary(res["loss"], res["dataset"], res["truth_loss"], filter_z=p.trial_filter_z,
-                                          apply_filter=p.trial_filter, rule=rule, classified=classified,
-                                          mcse_from_runs=smc))
-        if classified is not None:
-            row["classify_phase"]["names"] = names
-            if rule is not None:
-                row["cross_table"] = analysis.cross_table(rule[0][:, ::ph.classify_every], rule[1], classified,
-                                                          res["dataset"])
-        stats = {k[5:]: v for k, v in res.items() if k.startswith("stat_")}
-        where = _where(pt.values)
-        if smc:
-            d = evidence.smc_diagnostics(stats, res["grad_evals"])
-            labels = rule if rule is not None else (classified, None)
-            masses = analysis.phase_masses(labels[0], labels[1], res["dataset"])
-            warnings += evidence.smc_warnings(d, where, masses, p.sampler.num_particles, res["log_evidence"],
-                                              res["dataset"], p.sampler.target_ess)
-            row.update(evidence.evidence_summary(res, rule, classified))
-        else:
-            stats["grad_evals"] = res["grad_evals"]
-            free = np.flatnonzero(np.asarray(p.model.free))
-            max_steps = 2 ** p.sampler.max_tree_depth - 1 if p.sampler.name == "nuts" else None
-            d = analysis.chain_diagnostics(res["loss"], res["dataset"], np.asarray(res["flat"])[..., free], stats,
-                                           max_steps)
-            n_draws = p.datasets * p.chains_per_dataset * p.sampler.num_samples
-            warnings += analysis.sampler_warnings(d, where, n_draws, p.sampler.target_accept_prob)
-        d.update(program_wall_s=float(res["program_wall_s"]), program_ticks=int(res["program_ticks"]),
-                 program_chains=int(res["program_chains"]), program_points=int(res["program_points"]))
-        row["diagnostics"] = d
-        rows.append(row)
-    return rows, warnings, params_per_point
-
-
-def _analyze(r: Resolved, results: dict, outdir, compare: dict | None = None) -> dict:
-    from .. import analysis, evidence
-
-    s, ph = r.settings, r.settings.phases
-    rows, warnings, params_per_point = _rows(r, r.points, results)
-    summary = partial(analysis.sweep_summary, r.sweep, crossover_phases=ph.crossover, crossover_axis=ph.crossover_axis)
-    metrics = {"truth": r.points[0].settings.example.name, "rule": ph.rule, "sweep": r.sweep,
-               "sampler": r.points[0].settings.sampler.name}
-    metrics.update(summary(rows))
-    metrics["points"] = rows
-    metrics["warnings"] = warnings
-    metrics["sampler_totals"] = {"grad_evals": sum(row["diagnostics"]["grad_evals"] for row in rows),
-                                 "draws": int(sum(np.size(results[pt.index]["loss"]) for pt in r.points))}
-    if "posterior.beta" in r.sweep and "free_energy" in metrics:
-        metrics["lambda_from_free_energy"] = evidence.lambda_along_beta(r.sweep, rows)
-    if compare is not None:
-        crows, cwarnings, _ = _rows(r, _compare_points(r), compare)
-        metrics["compare"] = {"sampler": s.compare.name, **summary(crows),
-                              "points": [{k: row[k] for k in ("index", "values", "mass", "mass_se", "mass_mcse",
-                                                               "mass_per_trial", "classify_phase", "diagnostics")
-                                          if k in row} for row in crows],
-                              "grad_evals": sum(row["diagnostics"]["grad_evals"] for row in crows)}
-        metrics["warnings"] += [f"{s.compare.name} (compare): {w}" for w in cwarnings]
-    posterior_figures(r, metrics, rows, params_per_point, results, outdir)
-    np.savez_compressed(outdir / "arrays.npz", **{f"point{row['index']}_mean_loss_per_trial": row["mean_loss_per_trial"]
-                                                  for row in rows})
     return metrics

@@ -77,35 +77,6 @@ def resolve(s: Settings, raw=None) -> dict:
     return s.regions.model_dump()
 
 
-def _train(key, widths, x, y, steps, lr):
-    """Full-batch Adam on mean (f(x) - y)^2 from He initialisation; returns (params, final loss)."""
-    import jax
-    import jax.numpy as jnp
-    import optax
-
-    from ..mlp import init_mlp, mlp_forward
-
-    params = init_mlp(key, widths, bias_std=0.1)
-    opt = optax.adam(lr)
-
-    def loss(p):
-        return jnp.mean((mlp_forward(p, x)[:, 0] - y) ** 2)
-
-    @jax.jit
-    def run(params):
-        def step(carry, _):
-            p, state = carry
-            value, grad = jax.value_and_grad(loss)(p)
-            updates, state = opt.update(grad, state, p)
-            return (optax.apply_updates(p, updates), state), value
-
-        (p, _), _ = jax.lax.scan(step, (params, opt.init(params)), None, length=steps)
-        return p, loss(p)
-
-    params, final = run(params)
-    return params, float(final)
-
-
 def _grid_data(params, half_width, resolution):
     import jax.numpy as jnp
 
@@ -124,7 +95,7 @@ def run(s: dict, outdir, key, ctx) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from ..mlp import MLP, Dense, dual_points, init_mlp, mlp_forward
+    from ..mlp import MLP, Dense, dual_points, init_mlp, mlp_forward, train_mlp
     from ..plots import layer_boundaries_figure, lines_figure, regions_figure
     from ..regions import affine_map_between, cluster_affine_maps, count_linear_regions, distinct_patterns
 
@@ -167,7 +138,7 @@ def run(s: dict, outdir, key, ctx) -> dict:
     labels = jnp.asarray([-1.0, -1.0, 1.0, 1.0])
     which = jax.random.randint(kx, (wx["samples"],), 0, 4)
     xs = jnp.asarray(corners)[which] + 0.1 * jax.random.normal(kn, (wx["samples"], 2))
-    wide, wide_loss = _train(k_wide, (2, wx["width"], 1), xs, labels[which], wx["steps"], wx["learning_rate"])
+    wide, wide_loss = train_mlp(k_wide, (2, wx["width"], 1), xs, labels[which], wx["steps"], wx["learning_rate"])
     C2 = np.asarray(dual_points(wide, pts))
     M, resid = affine_map_between(C, C2)
     Xt = np.concatenate([np.asarray(pts), np.ones((len(C), 1))], 1)
@@ -193,7 +164,7 @@ def run(s: dict, outdir, key, ctx) -> dict:
     angle = 2 * jnp.pi * jax.random.uniform(k3, (an["samples"],))
     xa = jnp.stack([radius * jnp.cos(angle), radius * jnp.sin(angle)], 1)
     ya = jnp.where(inside, 1.0, -1.0)
-    net, ann_loss = _train(k_ann, tuple(an["widths"]), xa, ya, an["steps"], an["learning_rate"])
+    net, ann_loss = train_mlp(k_ann, tuple(an["widths"]), xa, ya, an["steps"], an["learning_rate"])
     apts, agrid, apre, apats, avals = _grid_data(net, a, R)
     CA = np.asarray(dual_points(net, apts))
     metrics["annulus"] = {
@@ -266,3 +237,22 @@ def _affine_map_figure(path, mapped_dual, target_dual, mapped_f, target_f, grid,
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def headline(metrics: dict) -> list[str]:
+    """The XOR network's regions, the trained circle-vs-annulus network's, regions along random lines."""
+    lines = []
+    if "xor" in metrics:
+        x = metrics["xor"]
+        lines.append(f"XOR network: {x['regions_in_box_exact']} regions in the box (grid {x['regions_on_grid']}), "
+                     f"patterns {', '.join(x['patterns_seen'])}")
+    if "annulus" in metrics:
+        a = metrics["annulus"]
+        lines.append(f"circle vs annulus {a['widths']}: train accuracy {a['train_accuracy']:.3f}, "
+                     f"{a['regions_on_grid']} regions on the grid")
+    if "lines" in metrics:
+        ln = metrics["lines"]
+        lines.append("regions along random segments: " + ", ".join(f"{r:.1f} ({n} neurons)" for n, r in
+                                                                   zip(ln["neurons"], ln["mean_regions"]))
+                     + f"; {ln['slope_per_neuron']:.2f} per neuron")
+    return lines

@@ -108,3 +108,10 @@ def run(s: dict, outdir, key, ctx) -> dict:
                                      title=f"{ex.name}, width {d}: effective weights |q_i| w_i (grey: truth)")
     np.savez_compressed(outdir / "arrays.npz", **arrays)
     return {"truth": ex.name, "widths": widths}
+
+
+def headline(metrics: dict) -> list[str]:
+    """Phases of W0 per width, the largest K over the representatives, whether each is classified as itself."""
+    return [f"width {w}: {v['num_phases']} phases ({v['num_phases_without_hidden_groups']} without hidden groups), "
+            f"max K {v['max_K']:.2g}, all classified as themselves: {v['all_classified_as_themselves']}"
+            for w, v in metrics.get("widths", {}).items()]

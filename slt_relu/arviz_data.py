@@ -1,0 +1,200 @@
+"""Posterior draws, SMC particles and LLC traces as ArviZ data: an ``xarray.DataTree`` built with
+arviz-base, saved as netCDF (h5netcdf) and read back with ``xarray.open_datatree``.
+
+ArviZ's data model (the InferenceData schema, as a DataTree): groups ``posterior`` and
+``sample_stats`` whose variables lead with the sample dimensions (``chain``, ``draw``),
+``constant_data`` and ``observed_data`` without them.  Here:
+
+* ``posterior``: the parameters of f(x, w) = c + sum_i q_i relu(<w_i, x> + b_i) (DESIGN.md) as
+  w (chain, draw, dataset, node, input), b and q (chain, draw, dataset, node), c (chain, draw,
+  dataset), and ``loss`` = L_n(w) on the chain's own data set.  The data set is a dimension of
+  its own, not part of ``chain``: chains on different data sets sample different posteriors
+  (DSLT4's trials), so ArviZ's R-hat, ESS and ``summary`` are computed per data set and never
+  pool trials by accident.  ``chain`` numbers the chains (MCMC) or independent runs (SMC) of one
+  data set; for SMC, ``draw`` numbers the particles (equally weighted after the last resampling).
+* ``sample_stats``: MCMC (numpyro's NUTS and HMC, desynchronised or lockstep; ArviZ's names):
+  ``diverging``, ``n_steps`` (leapfrog steps), ``tree_depth`` (NUTS: floor(log2 n_steps) + 1),
+  ``acceptance_rate``, ``energy`` (the Hamiltonian at the draw), ``lp`` (log density = -U),
+  ``step_size`` (per draw), and per chain ``inverse_mass_matrix`` (chain, dataset, unconstrained),
+  ``warmup_divergences``, ``grad_evals``.  SMC: ``log_evidence`` and ``num_stages``
+  (chain, dataset), and per stage (chain, dataset, stage) the tempering ``lambda``, the incremental
+  weights' ``ess`` fraction, the moves' ``acceptance_rate`` and ``step_size``.  LLC (SGLD):
+  ``acceptance_rate`` (MALA's, per chain) and ``llc`` (each chain's estimate).
+* ``constant_data``: ``n_beta`` (dataset).  ``observed_data``: x (dataset, obs, input) and
+  y (dataset, obs) when given and small.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+OBSERVED_MAX = 1_000_000          # values of x and y at most, else observed_data is left out
+
+
+def _by_dataset(dataset) -> np.ndarray:
+    """(R, K) chain indices: the r-th chain of data set k (every data set needs R chains)."""
+    dataset = np.asarray(dataset)
+    groups, counts = np.unique(dataset, return_counts=True)
+    if counts.min() != counts.max():
+        raise ValueError(f"dataset: expected the same number of chains per data set, got counts {counts.tolist()}")
+    return np.stack([np.flatnonzero(dataset == g) for g in groups], 1)
+
+
+def _arrange(a, idx, per_draw: bool) -> np.ndarray:
+    """(C, S, ...) -> (R, S, K, ...) or (C, ...) -> (R, K, ...)."""
+    a = np.asarray(a)[idx]                              # (R, K, ...)
+    return np.moveaxis(a, 2, 1) if per_draw else a
+
+
+def _dataset(data: dict, dims: dict, coords: dict, attrs: dict | None = None):
+    from arviz_base import dict_to_dataset
+
+    used = {d for name in data for d in dims[name]}
+    return dict_to_dataset(data, dims={k: v[1:] for k, v in dims.items() if k in data}, sample_dims=["chain"],
+                           coords={k: v for k, v in coords.items() if k in used}, attrs=attrs,
+                           check_conventions=False)
+
+
+def posterior_tree(params, loss, dataset, stats: dict | None = None, *, log_evidence=None, n_beta=None,
+                   potential_energy=None, grad_evals=None, observed=None, attrs: dict | None = None):
+    """The ArviZ DataTree of C chains (or SMC runs) of S draws (or particles) each (module docstring).
+
+    params: TwoLayer with leaves (C, S, ...); loss: (C, S); dataset: (C,) data set of each chain
+    (equally many chains per data set); stats: the sampler's statistics (``Draws.stats``: per draw
+    (C, S), per chain (C, ...), SMC per stage (C, M)); log_evidence: (C,) for SMC; n_beta: (C,);
+    potential_energy: (C, S) U at each draw; grad_evals: (C,); observed: (x (K, n, n_in),
+    y (K, n)) or None; attrs: extra attributes of the root (e.g. the sampler's name)."""
+    import xarray as xr
+    from arviz_base import make_attrs
+
+    stats = dict(stats or {})
+    idx = _by_dataset(dataset)
+    R, K = idx.shape
+    w = np.asarray(params.w)
+    C, S, d, n_in = w.shape
+    coords = {"chain": np.arange(R), "draw": np.arange(S), "dataset": np.arange(K), "node": np.arange(d),
+              "input": np.arange(n_in)}
+    dims = {"w": ["chain", "draw", "dataset", "node", "input"], "b": ["chain", "draw", "dataset", "node"],
+            "q": ["chain", "draw", "dataset", "node"], "c": ["chain", "draw", "dataset"],
+            "loss": ["chain", "draw", "dataset"]}
+    post = {name: _arrange(getattr(params, name), idx, True) for name in ("w", "b", "q", "c")}
+    post["loss"] = _arrange(loss, idx, True)
+    groups = {"posterior": _dataset(post, dims, coords, {"loss": "L_n(w) on the chain's own data set"})}
+
+    ss, sdims = {}, {}
+    smc = log_evidence is not None
+    per_draw = {"diverging": "diverging", "num_steps": "n_steps", "tree_depth": "tree_depth",
+                "accept_prob": "acceptance_rate", "energy": "energy"}
+    if smc:
+        stages = int(np.max(stats.get("num_stages", [0]))) if "num_stages" in stats else 0
+        ss["log_evidence"], sdims["log_evidence"] = _arrange(log_evidence, idx, False), ["chain", "dataset"]
+        for name, new in (("num_stages", "num_stages"), ("final_lambda", "final_lambda")):
+            if name in stats:
+                ss[new], sdims[new] = _arrange(stats[name], idx, False), ["chain", "dataset"]
+        for name, new in (("lambda", "lambda"), ("ess", "ess"), ("accept_prob", "acceptance_rate"),
+                          ("step_size", "step_size")):
+            if name in stats:
+                ss[new] = _arrange(np.asarray(stats[name])[:, :stages], idx, False)
+                sdims[new] = ["chain", "dataset", "stage"]
+        coords["stage"] = np.arange(stages)
+    else:
+        for name, new in per_draw.items():
+            if name in stats:
+                ss[new], sdims[new] = _arrange(stats[name], idx, True), ["chain", "draw", "dataset"]
+        if "step_size" in stats:
+            step = np.asarray(stats["step_size"])
+            step = step if step.ndim == 2 else np.broadcast_to(step[:, None], (C, S))
+            ss["step_size"], sdims["step_size"] = _arrange(step, idx, True), ["chain", "draw", "dataset"]
+        if potential_energy is not None:
+            ss["lp"], sdims["lp"] = -_arrange(potential_energy, idx, True), ["chain", "draw", "dataset"]
+        if "inverse_mass_matrix" in stats:
+            imm = np.asarray(stats["inverse_mass_matrix"])
+            ss["inverse_mass_matrix"] = _arrange(imm, idx, False)
+            sdims["inverse_mass_matrix"] = ["chain", "dataset"] + [f"unconstrained_{k}" for k in range(imm.ndim - 1)]
+            coords.update({f"unconstrained_{k}": np.arange(n) for k, n in enumerate(imm.shape[1:])})
+        if "warmup_divergences" in stats:
+            ss["warmup_divergences"] = _arrange(stats["warmup_divergences"], idx, False)
+            sdims["warmup_divergences"] = ["chain", "dataset"]
+    if grad_evals is not None:
+        ss["grad_evals"], sdims["grad_evals"] = _arrange(grad_evals, idx, False), ["chain", "dataset"]
+    if ss:
+        groups["sample_stats"] = _dataset(ss, sdims, coords)
+    if n_beta is not None:
+        nb = np.asarray(n_beta, np.float64)[idx[0]]
+        groups["constant_data"] = xr.Dataset({"n_beta": ("dataset", nb)}, coords={"dataset": np.arange(K)},
+                                             attrs=make_attrs())
+    if observed is not None:
+        x, y = (np.asarray(a) for a in observed)
+        if x.size + y.size <= OBSERVED_MAX:
+            groups["observed_data"] = xr.Dataset(
+                {"x": (("dataset", "obs", "input"), x), "y": (("dataset", "obs"), y)},
+                coords={"dataset": np.arange(x.shape[0]), "obs": np.arange(x.shape[1]), "input": np.arange(n_in)},
+                attrs=make_attrs())
+    tree = xr.DataTree.from_dict(groups)
+    tree.attrs = make_attrs({"library": "slt_relu", **{k: v for k, v in (attrs or {}).items() if v is not None}})
+    return tree
+
+
+def llc_tree(est, attrs: dict | None = None):
+    """The ArviZ DataTree of an :class:`~slt_relu.llc.LLCEstimate`: posterior ``loss`` (chain, draw),
+    the L_n trace of each SGLD chain; sample_stats ``acceptance_rate`` (MALA's) and ``llc`` per chain;
+    the estimate, its standard error, L_n(w*), n beta and R-hat as attributes."""
+    import xarray as xr
+    from arviz_base import make_attrs
+
+    trace = np.asarray(est.loss_trace)
+    C, T = trace.shape
+    coords = {"chain": np.arange(C), "draw": np.arange(T)}
+    post = _dataset({"loss": trace}, {"loss": ["chain", "draw"]}, coords)
+    ss = _dataset({"acceptance_rate": np.asarray(est.accept_prob), "llc": np.asarray(est.per_chain)},
+                  {"acceptance_rate": ["chain"], "llc": ["chain"]}, coords)
+    tree = xr.DataTree.from_dict({"posterior": post, "sample_stats": ss})
+    tree.attrs = make_attrs({"library": "slt_relu", "llc_estimate": float(est.estimate), "llc_se": float(est.se),
+                             "init_loss": float(est.init_loss), "n_beta": float(est.nbeta), "rhat": float(est.rhat),
+                             **(attrs or {})})
+    return tree
+
+
+def to_arviz(result, *, observed=None):
+    """ArviZ data (an ``xarray.DataTree`` with ArviZ's groups, built with arviz-base) of
+    :class:`~slt_relu.posterior.PosteriorSamples` (NUTS, HMC or SMC through ``sample_posterior``),
+    :class:`~slt_relu.posterior.SMCPosterior` (each run its own data set) or
+    :class:`~slt_relu.llc.LLCEstimate` (module docstring for the variables and dimensions).
+    observed: (x (K, n, n_in), y (K, n)) the data sets, stored as ``observed_data`` when small."""
+    from .llc import LLCEstimate
+    from .posterior import PosteriorSamples, SMCPosterior
+
+    if isinstance(result, LLCEstimate):
+        return llc_tree(result)
+    if isinstance(result, SMCPosterior):
+        d = result.draws
+        return posterior_tree(result.params, result.loss, np.arange(len(result.log_evidence)), d.stats,
+                              log_evidence=result.log_evidence, grad_evals=d.grad_evals, observed=observed,
+                              attrs={"sampler": "smc"})
+    if isinstance(result, PosteriorSamples):
+        d = result.draws
+        smc = d.log_evidence is not None
+        return posterior_tree(result.params, result.loss, result.dataset, d.stats, log_evidence=d.log_evidence,
+                              n_beta=result.n_beta, potential_energy=None if smc else d.potential_energy,
+                              grad_evals=d.grad_evals, observed=observed, attrs={"sampler": "smc" if smc else "mcmc"})
+    raise TypeError(f"result: expected PosteriorSamples, SMCPosterior or LLCEstimate, got {type(result).__name__}")
+
+
+def save_draws(tree, path) -> Path:
+    """Write a DataTree to ``path`` as netCDF (h5netcdf, compressed), atomically (a temporary name,
+    then a rename)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.partial")
+    encoding = {f"/{g}": {v: {"zlib": True, "complevel": 4} for v in tree[g].data_vars} for g in tree.children}
+    tree.to_netcdf(tmp, engine="h5netcdf", encoding=encoding)
+    tmp.replace(path)
+    return path
+
+
+def load_draws(path):
+    """Read a netCDF file written by :func:`save_draws` into memory (``xarray.open_datatree``)."""
+    import xarray as xr
+
+    with xr.open_datatree(path, engine="h5netcdf") as tree:
+        return tree.load()

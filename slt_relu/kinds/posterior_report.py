@@ -1,0 +1,208 @@
+"""A posterior sweep's analysis (kind ``posterior``): each point's draws turned into metrics.json rows
+(phase masses by DSLT4's rule and by classify_phase, their cross-table, diagnostics, log evidence and
+free energies for SMC), the sweep's summary, the figures, the draws as ArviZ netCDF files, and the
+headline numbers a run prints.  The numbers come from the pure functions of ``slt_relu.analysis``
+and ``slt_relu.evidence``; the figures from ``posterior_figures``.
+"""
+from __future__ import annotations
+
+import json
+from functools import partial
+
+import numpy as np
+
+from .posterior_figures import posterior_figures
+
+SAVE_DRAWS_MB = 50          # save_draws = None (the default): the draws are saved when they take at most this
+
+
+def _params(p, flat):
+    import jax
+
+    from ..network import from_flat
+
+    w, n_in = p.model.base.width, p.model.base.n_in
+    return jax.tree.map(np.asarray, jax.vmap(jax.vmap(lambda f: from_flat(f, w, n_in)))(jax.numpy.asarray(flat)))
+
+
+def _rule_labels(ph, p, params):
+    from ..phases import RADIUS_PHASES, SECTOR_PHASES, radius_rule, sector_phase
+
+    if ph.rule == "radius":
+        return radius_rule(params, ph.eps, ph.non_degenerate, ph.degenerate), RADIUS_PHASES
+    if ph.rule == "sector":
+        return sector_phase(params, p.example.truth), SECTOR_PHASES
+    return None
+
+
+def _classify_labels(ph, p, params):
+    """classify_phase codes (C, S') of every classify_every-th draw at the point's resolution, and
+    each code's name in words."""
+    import jax
+
+    from ..classify import classify_phase
+
+    sub = jax.tree.map(lambda a: np.asarray(a)[:, ::ph.classify_every], params)
+    got = classify_phase(sub, p.example.truth, inputs=p.inputs, n=p.n, sigma=p.sigma, beta=p.beta)
+    C, S = np.shape(sub.c)
+    codes = np.array([str(lab) for lab in got.label], dtype=object).reshape(C, S)
+    return codes, dict(zip(map(str, got.label), got.name))
+
+
+def _where(values: dict) -> str:
+    return ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in values.items()) \
+        or "the run"
+
+
+def _rows(r, points, results) -> tuple[list, list, list]:
+    """Each point's row of metrics.json, the warnings, and the draws as parameters."""
+    from .. import analysis, evidence
+
+    ph = r.settings.phases
+    rows, warnings, params_per_point = [], [], []
+    for pt in points:
+        p, res = pt.settings, results[pt.index]
+        smc = p.sampler.name == "smc"
+        params = _params(p, res["flat"])
+        params_per_point.append(params)
+        rule = _rule_labels(ph, p, params)
+        classified, names = _classify_labels(ph, p, params) if ph.classify else (None, {})
+        row = {"index": pt.index, "values": pt.values, "n": p.n, "beta": p.beta, "n_beta": p.n_beta}
+        row.update(analysis.point_summary(res["loss"], res["dataset"], res["truth_loss"], filter_z=p.trial_filter_z,
+                                          apply_filter=p.trial_filter, rule=rule, classified=classified,
+                                          mcse_from_runs=smc))
+        if classified is not None:
+            row["classify_phase"]["names"] = names
+            if rule is not None:
+                row["cross_table"] = analysis.cross_table(rule[0][:, ::ph.classify_every], rule[1], classified,
+                                                          res["dataset"])
+        stats = {k[5:]: v for k, v in res.items() if k.startswith("stat_")}
+        where = _where(pt.values)
+        if smc:
+            d = evidence.smc_diagnostics(stats, res["grad_evals"])
+            labels = rule if rule is not None else (classified, None)
+            masses = analysis.phase_masses(labels[0], labels[1], res["dataset"])
+            warnings += evidence.smc_warnings(d, where, masses, p.sampler.num_particles, res["log_evidence"],
+                                              res["dataset"], p.sampler.target_ess)
+            row.update(evidence.evidence_summary(res, rule, classified))
+        else:
+            stats["grad_evals"] = res["grad_evals"]
+            free = np.flatnonzero(np.asarray(p.model.free))
+            max_steps = 2 ** p.sampler.max_tree_depth - 1 if p.sampler.name == "nuts" else None
+            d = analysis.chain_diagnostics(res["loss"], res["dataset"], np.asarray(res["flat"])[..., free], stats,
+                                           max_steps)
+            n_draws = p.datasets * p.chains_per_dataset * p.sampler.num_samples
+            warnings += analysis.sampler_warnings(d, where, n_draws, p.sampler.target_accept_prob)
+        d.update(program_wall_s=float(res["program_wall_s"]), program_ticks=int(res["program_ticks"]),
+                 program_chains=int(res["program_chains"]), program_points=int(res["program_points"]))
+        row["diagnostics"] = d
+        rows.append(row)
+    return rows, warnings, params_per_point
+
+
+def analyze(r, results: dict, outdir, compare_points: list | None = None, compare: dict | None = None) -> dict:
+    """metrics.json of a posterior sweep from its points' results (and the [compare] sampler's on the
+    same data sets), its figures, arrays.npz and, when asked or small, the draws as netCDF."""
+    from .. import analysis, evidence
+
+    s, ph = r.settings, r.settings.phases
+    rows, warnings, params_per_point = _rows(r, r.points, results)
+    summary = partial(analysis.sweep_summary, r.sweep, crossover_phases=ph.crossover, crossover_axis=ph.crossover_axis)
+    metrics = {"truth": r.points[0].settings.example.name, "rule": ph.rule, "sweep": r.sweep,
+               "sampler": r.points[0].settings.sampler.name}
+    metrics.update(summary(rows))
+    metrics["points"] = rows
+    metrics["warnings"] = warnings
+    metrics["sampler_totals"] = {"grad_evals": sum(row["diagnostics"]["grad_evals"] for row in rows),
+                                 "draws": int(sum(np.size(results[pt.index]["loss"]) for pt in r.points))}
+    if "posterior.beta" in r.sweep and "free_energy" in metrics:
+        metrics["lambda_from_free_energy"] = evidence.lambda_along_beta(r.sweep, rows)
+    runs = [("", r.points, results, params_per_point)]
+    if compare is not None:
+        crows, cwarnings, cparams = _rows(r, compare_points, compare)
+        metrics["compare"] = {"sampler": s.compare.name, **summary(crows),
+                              "points": [{k: row[k] for k in ("index", "values", "mass", "mass_se", "mass_mcse",
+                                                               "mass_per_trial", "classify_phase", "diagnostics")
+                                          if k in row} for row in crows],
+                              "grad_evals": sum(row["diagnostics"]["grad_evals"] for row in crows)}
+        metrics["warnings"] += [f"{s.compare.name} (compare): {w}" for w in cwarnings]
+        runs.append(("compare-", compare_points, compare, cparams))
+    metrics["draws"] = save_sweep_draws(s.save_draws, runs, outdir)
+    posterior_figures(r, metrics, rows, params_per_point, results, outdir)
+    np.savez_compressed(outdir / "arrays.npz", **{f"point{row['index']}_mean_loss_per_trial": row["mean_loss_per_trial"]
+                                                  for row in rows})
+    return metrics
+
+
+def save_sweep_draws(save: bool | None, runs: list, outdir) -> dict:
+    """Each point's draws as ArviZ data in ``draws/[compare-]point-NNNNN.nc`` (slt_relu.arviz_data)
+    when ``save`` is true, or when it is None (the default) and they take at most SAVE_DRAWS_MB.
+    runs: [(prefix, points, results, params per point)].  Returns what metrics.json says of them."""
+    from ..arviz_data import posterior_tree, save_draws
+
+    size = sum(np.asarray(res["flat"]).nbytes + np.asarray(res["loss"]).nbytes * 8
+               for _, points, results, _ in runs for res in (results[pt.index] for pt in points))
+    mb = size / 2**20
+    if save is False or (save is None and mb > SAVE_DRAWS_MB):
+        why = "save_draws = false" if save is False else f"about {mb:.0f} MB > {SAVE_DRAWS_MB} MB; set save_draws = true"
+        return {"saved": False, "why": why}
+    folder = outdir / "draws"
+    folder.mkdir(exist_ok=True)
+    files = []
+    for prefix, points, results, params_per_point in runs:
+        for pt, params in zip(points, params_per_point):
+            p, res = pt.settings, results[pt.index]
+            stats = {k[5:]: v for k, v in res.items() if k.startswith("stat_")}
+            C = len(res["dataset"])
+            tree = posterior_tree(params, res["loss"], res["dataset"], stats, log_evidence=res.get("log_evidence"),
+                                  n_beta=np.full(C, p.n_beta), potential_energy=res.get("potential_energy"),
+                                  grad_evals=res["grad_evals"],
+                                  observed=(res["x"], res["y"]) if "x" in res else None,
+                                  attrs={"sampler": p.sampler.name, "point": json.dumps(pt.values),
+                                         "truth": p.example.name, "n": p.n, "beta": p.beta, "n_beta": p.n_beta,
+                                         "sigma": p.sigma})
+            name = f"{prefix}point-{pt.index:05d}.nc"
+            save_draws(tree, folder / name)
+            files.append(f"draws/{name}")
+    return {"saved": True, "files": files, "megabytes": round(mb, 1)}
+
+
+def headline(metrics: dict) -> list[str]:
+    """A posterior sweep's headline numbers: each point's masses (mean over data sets, +- their standard
+    error across data sets, and the Monte Carlo error), log Z for SMC, the crossover and who leads."""
+    lines = []
+    for row in metrics.get("points", []):
+        where = _where(row["values"]) if row["values"] else f"n beta = {row['n_beta']:.4g}"
+        if "mass" in row:
+            parts = [f"{nm} {m:.3f} +- {row['mass_se'][nm] or 0:.3f} (MC {row['mass_mcse'][nm] or 0:.3f})"
+                     for nm, m in row["mass"].items()]
+        else:
+            cp = row.get("classify_phase", {})
+            names = cp.get("names", {})
+            top = sorted(cp.get("mass", {}).items(), key=lambda kv: -kv[1])[:3]
+            parts = [f"{names.get(nm, nm)} {m:.3f}" for nm, m in top]
+        lz = (f"; log Z {row['log_evidence']:.2f} +- {row['log_evidence_se'] or 0:.2f} (MC "
+              f"{row['log_evidence_mcse'] or 0:.2f})" if row.get("log_evidence") is not None else "")
+        lines.append(f"{where}: " + ", ".join(parts) + lz)
+    for key, value in metrics.items():
+        if key.startswith("crossover_") and not key.endswith(("_se", "_fraction")) and key != "crossover_phases":
+            a, b = metrics.get("crossover_phases", ("?", "?"))
+            lines.append(f"crossover of {a} and {b} along {key[10:]}: {_fmt(value)} +- {_fmt(metrics.get(key + '_se'))}")
+    lead = metrics.get("lead")
+    if lead:
+        a, b = lead["phases"]
+        at = lead.get(f"{a}_leads_at", [])
+        lines.append(f"{a} leads {b} (by two standard errors) at {len(at)} of {len(metrics.get('points', []))} points")
+    cm = metrics.get("compare")
+    if cm:
+        for key, value in cm.items():
+            if key.startswith("crossover_") and not key.endswith(("_se", "_fraction")) and key != "crossover_phases":
+                lines.append(f"{cm['sampler']} on the same data sets: crossover along {key[10:]}: {_fmt(value)} +- "
+                             f"{_fmt(cm.get(key + '_se'))}")
+    return lines
+
+
+def _fmt(value) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    return "none" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)

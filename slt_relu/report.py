@@ -1,0 +1,83 @@
+"""What a results folder says, in lines a reader can take in: the summary a run prints at its end
+(its headline numbers, its warnings, where the folder is) and ``slt-relu show PATH`` (the same with
+the config, the versions, the machine and the files), read from ``manifest.json`` and
+``metrics.json`` alone, so a committed result can be read without opening JSON.
+
+Each experiment kind says what its headline numbers are (``headline(metrics) -> lines`` in its
+module: a posterior sweep's masses per point with error bars and its crossover, the learning
+coefficient's lambda_hat per case, ...).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .config import ConfigError
+
+
+def _read(folder: Path) -> tuple[dict, dict]:
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        raise ConfigError(f"show {folder}: expected a results folder of slt-relu (no readable manifest.json)") from None
+    try:
+        metrics = json.loads((folder / "metrics.json").read_text())
+    except (OSError, ValueError):
+        raise ConfigError(f"show {folder}: metrics.json is missing or unreadable") from None
+    if not isinstance(manifest, dict) or not isinstance(metrics, dict):
+        raise ConfigError(f"show {folder}: expected JSON tables in manifest.json and metrics.json")
+    return manifest, metrics
+
+
+def headline(kind: str | None, metrics: dict) -> list[str]:
+    """The kind's headline lines of its metrics (none for an unknown kind)."""
+    from .kinds import KINDS
+
+    module = KINDS.get(kind or "")
+    fn = getattr(module, "headline", None)
+    if fn is None:
+        return []
+    try:
+        return fn(metrics)
+    except (KeyError, TypeError, ValueError, IndexError):       # an older folder without some numbers
+        return ["(headline numbers not available for this folder's metrics)"]
+
+
+def end_of_run(folder: Path) -> tuple[list[str], list[str]]:
+    """What a run prints when it finishes: (its headline lines, its warnings)."""
+    manifest, metrics = _read(Path(folder))
+    return headline(manifest.get("kind"), metrics), list(metrics.get("warnings") or [])
+
+
+def show(folder) -> str:
+    """``slt-relu show``: a results folder's config, versions, machine, headline numbers, warnings
+    and files."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigError(f"show {folder}: expected a results folder, got {'a file' if folder.exists() else 'nothing'}")
+    manifest, metrics = _read(folder)
+    versions = manifest.get("versions", {})
+    out = [f"{manifest.get('name', folder.name)}  (kind {manifest.get('kind', '?')}, seed {manifest.get('seed', '?')})",
+           f"config: {manifest.get('config_path', '?')}"]
+    if manifest.get("overrides"):
+        out.append("overrides: " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in manifest["overrides"].items()))
+    desc = (manifest.get("config") or {}).get("description")
+    if desc:
+        out.append(f"description: {desc}")
+    out.append(f"ran {manifest.get('finished_utc', '?')} in {manifest.get('wall_time_s', float('nan')):.0f} s on "
+               f"{', '.join(manifest.get('jax_devices', [])) or '?'}; git {manifest.get('git_commit') or '?'}")
+    out.append("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v))
+    out.append("")
+    out += headline(manifest.get("kind"), metrics) or ["(no headline numbers for this kind)"]
+    warnings = metrics.get("warnings") or []
+    out.append("")
+    out.append(f"{len(warnings)} warning{'' if len(warnings) == 1 else 's'}" + (":" if warnings else ""))
+    out += [f"  {w}" for w in warnings]
+    files = manifest.get("files") or sorted(p.name for p in folder.iterdir())
+    plots = [f for f in files if f.endswith(".png")]
+    draws = [f for f in files if f.endswith(".nc")]
+    out.append("")
+    out.append("plots: " + (", ".join(plots) or "none"))
+    if draws:
+        out.append(f"draws: {len(draws)} netCDF files in draws/ (xarray.open_datatree(path, engine=\"h5netcdf\"))")
+    return "\n".join(out)
