@@ -1,6 +1,8 @@
 """Command line.
 
     slt-relu run CONFIG [--out DIR] [--set KEY=VALUE ...]   run a config (a path or a shipped name)
+        [--processes N | --coordinator HOST:PORT --num-processes N --process-id I]
+                                                            over several processes (slt_relu.distributed)
     slt-relu list                                           the shipped configs: kind, run time, description
     slt-relu settings [KIND] [--markdown]                   the keys of each kind's schema, with defaults
     slt-relu show PATH                                      a results folder's summary: config, versions,
@@ -32,6 +34,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
     run.add_argument("--keep-checkpoints", action="store_true", help="keep the sweep's checkpoints (.NAME.checkpoints) "
                      "after the run: a rerun with other analysis settings re-analyses the draws without sampling")
+    multi = run.add_argument_group("several processes (slt_relu.distributed; under SLURM or Open MPI nothing to "
+                                   "set: srun slt-relu run CONFIG)")
+    multi.add_argument("--processes", type=int, default=1, metavar="N", help="start N coordinated processes on "
+                       "this machine and share the sweep's points among them")
+    multi.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="process 0's address (with "
+                       "--num-processes and --process-id) when no scheduler provides it")
+    multi.add_argument("--num-processes", type=int, default=None, metavar="N")
+    multi.add_argument("--process-id", type=int, default=None, metavar="I")
+    multi.add_argument("--heartbeat-timeout", type=int, default=60, metavar="S", help="seconds without a "
+                       "process's heartbeat before the run is stopped (default 60)")
     sub.add_parser("list", help="list the shipped configs in experiments/")
     show = sub.add_parser("show", help="print a results folder's summary: config, versions, headline numbers, "
                           "warnings, plots")
@@ -87,14 +99,36 @@ def _settings(kind: str | None, markdown: bool) -> int:
 
 
 def _run(args) -> int:
-    from . import runner
+    from . import distributed, runner
 
     overrides = dict(parse_override(item) for item in args.set)
+    if args.processes < 1:
+        raise ConfigError(f"--processes: expected a positive integer, got {args.processes}")
+    if args.processes > 1:
+        if args.coordinator is not None:
+            raise ConfigError("--processes: expected either --processes (this machine) or --coordinator, not both")
+        prep = runner.prepare(args.config, overrides)          # config mistakes before any process starts
+        runner.check_output(runner.default_output(prep.name) if args.out is None else args.out)
+        return distributed.launch_local(_forwarded(args), args.processes, heartbeat_timeout=args.heartbeat_timeout)
+    try:
+        distributed.initialize(args.coordinator, args.num_processes, args.process_id, args.heartbeat_timeout)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     cache = False if args.no_cache else (args.cache_dir or True)
     out = runner.run_config(args.config, args.out, not args.no_progress, overrides, cache=cache,
                             keep_checkpoints=args.keep_checkpoints)
-    _summary(out)
+    if out is not None:                                   # process 0 (or a single process) writes and reports
+        _summary(out)
     return 0
+
+
+def _forwarded(args) -> list[str]:
+    """The run's own arguments, for the processes launch_local starts."""
+    out = [args.config] + (["--out", args.out] if args.out is not None else [])
+    out += sum((["--set", item] for item in args.set), [])
+    out += [flag for flag, on in (("--no-progress", args.no_progress), ("--no-cache", args.no_cache),
+                                  ("--keep-checkpoints", args.keep_checkpoints)) if on]
+    return out + (["--cache-dir", args.cache_dir] if args.cache_dir else [])
 
 
 def _summary(out) -> None:

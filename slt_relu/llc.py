@@ -101,7 +101,7 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int =
     loss_fn(params, data) -> scalar mean loss L over the data given (any JAX function of a
     parameter pytree and a data pytree whose leaves share a leading axis n).  params_star: the
     parameter (pytree) to localise at.  num_chains chains run vmapped in one program, sharded over
-    ``devices`` (default jax.devices()).  num_steps SGLD steps per chain, the first num_burnin
+    ``devices`` (default jax.local_devices()).  num_steps SGLD steps per chain, the first num_burnin
     dropped, then every thin-th loss kept (defaults: :class:`slt_relu.sgld.SGLD`'s).  nbeta: n beta
     (default n / log n); batch_size: None for full-batch gradients, else mini-batches drawn with
     replacement at every step.  Sampled by :func:`slt_relu.samplers.sample` with SGLD settings.

@@ -2,7 +2,7 @@
 
 Every chain has its own potential (its own data set, its own tempering): the potential is
 ``potential_gen(*args)`` with ``args`` carrying a leading chain axis.  Chains are vmapped in
-one program and sharded over ``jax.devices()`` (``jax.shard_map`` over a ``chains`` mesh axis):
+one program and sharded over ``jax.local_devices()`` (``jax.shard_map`` over a ``chains`` mesh axis):
 one CPU, several host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=N``) or a GPU
 run the same code.
 

@@ -269,10 +269,13 @@ class _Lock:
 
 
 class RunContext:
-    """What a kind's run gets besides its settings: where to checkpoint and whether to show progress."""
+    """What a kind's run gets besides its settings: where to checkpoint, whether to show progress,
+    and this process's place among the run's processes (``slt_relu.distributed.Layout``: a kind
+    whose run is a sweep passes it to ``run_points``; on every process but 0 it returns None once its
+    share of the points is checkpointed)."""
 
-    def __init__(self, checkpoints: Path, progress: bool, seed: int):
-        self.checkpoints, self.progress, self.seed = checkpoints, progress, seed
+    def __init__(self, checkpoints: Path, progress: bool, seed: int, layout=(0, 1)):
+        self.checkpoints, self.progress, self.seed, self.layout = checkpoints, progress, seed, tuple(layout)
 
 
 def default_output(name: str) -> Path:
@@ -299,10 +302,18 @@ def run_config(config, out: str | Path | None = None, progress: bool = True, ove
         jax.config.update("jax_enable_x64", x64_before)
 
 
-def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) -> Path:
+def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) -> Path | None:
     import jax
 
+    from .distributed import layout
+
     out = check_output(default_output(prep.name) if out is None else out)
+    lay = layout()
+    if lay.index:                 # another process of a multi-process run: its share of the points, nothing else
+        if getattr(prep.module, "SWEEPS", False):
+            ctx = RunContext(out.parent / f".{out.name}.checkpoints", progress, prep.settings.seed, lay)
+            prep.module.run(prep.resolved, None, jax.random.PRNGKey(prep.settings.seed), ctx)
+        return None
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -316,7 +327,7 @@ def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) ->
         checkpoints = out.parent / f".{out.name}.checkpoints"
         start = time.time()
         try:
-            ctx = RunContext(checkpoints, progress, prep.settings.seed)
+            ctx = RunContext(checkpoints, progress, prep.settings.seed, lay)
             metrics = prep.module.run(prep.resolved, tmp, jax.random.PRNGKey(prep.settings.seed), ctx)
             wall = time.time() - start
             write_json(tmp / "metrics.json", metrics)
@@ -332,6 +343,7 @@ def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) ->
                 "seed": prep.settings.seed,
                 "versions": _versions(),
                 "jax_devices": [str(d) for d in jax.devices()],
+                "processes": lay.count,
                 "jax_backend": jax.default_backend(),
                 "x64": bool(jax.config.read("jax_enable_x64")),
                 "git_commit": _git_commit(),

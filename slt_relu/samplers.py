@@ -18,7 +18,7 @@ runs, its "draws" the particles, equally weighted after the last resampling, and
 ``log_evidence`` its estimate of log Z.
 
 :func:`run_sharded` is the helper they share: it vmaps a per-chain function over the chains,
-shards them over ``jax.devices()`` (a ``chains`` mesh axis; chains padded to a multiple of the
+shards them over the process's devices (``jax.local_devices()``; a ``chains`` mesh axis; chains padded to a multiple of the
 device count, padding dropped afterwards) and caches the compiled program through ``jax.jit``
 on the function's value.
 """
@@ -134,7 +134,7 @@ def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, devi
     keys: (C, 2), one per chain: a chain's numbers depend on its key, not on which other chains
     share the program; init_z: (C, D) (SMC: (C, N, D) prior draws, and the last of ``args`` is the
     inverse temperature the bridge scales); args: tuple of arrays with a leading axis C; devices: to
-    shard the chains over (default ``jax.devices()``); progress: called as progress(fraction)
+    shard the chains over (default ``jax.local_devices()``); progress: called as progress(fraction)
     between compiled calls where the sampler has them.
     """
     from .nuts import run_hmc, run_nuts
@@ -163,8 +163,10 @@ def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, devi
 
 
 def chain_mesh(devices=None) -> jax.sharding.Mesh:
-    """A one-axis mesh ("chains") over ``devices`` (default ``jax.devices()``)."""
-    devices = list(devices) if devices is not None else jax.devices()
+    """A one-axis mesh ("chains") over ``devices`` (default ``jax.local_devices()``: this process's
+    devices, all of them in a single-process run; the processes of a multi-process run share a
+    sweep's points instead, ``slt_relu.distributed``)."""
+    devices = list(devices) if devices is not None else jax.local_devices()
     return jax.sharding.Mesh(np.array(devices), ("chains",))
 
 

@@ -19,6 +19,7 @@ import hashlib
 import itertools
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -113,13 +114,13 @@ def save_result(path: Path, ident: str, result: dict) -> None:
     structure and the fingerprint) by rename, so a file that exists is complete."""
     arrays: list = []
     structure = _split_arrays(result, arrays)
-    pid = os.getpid()
+    tag = f"{socket.gethostname()}-{os.getpid()}"
     npz = path.with_suffix(".npz")
-    tmp = path.with_name(f"{path.stem}.tmp-{pid}.npz")
+    tmp = path.with_name(f"{path.stem}.tmp-{tag}.npz")
     with open(tmp, "wb") as fh:
         np.savez(fh, **{f"a{i}": a for i, a in enumerate(arrays)})
     os.replace(tmp, npz)
-    tmp = path.with_name(f"{path.stem}.tmp-{pid}.json")
+    tmp = path.with_name(f"{path.stem}.tmp-{tag}.json")
     tmp.write_text(json.dumps({"id": ident, "result": structure}))
     os.replace(tmp, path.with_suffix(".json"))
 
@@ -141,9 +142,25 @@ def _point_path(folder: Path, index: int) -> Path:
 
 
 def remove_temporary(folder: Path) -> None:
-    """Half-written files of killed runs (``*.tmp-PID.*``)."""
+    """Half-written files of killed runs (``*.tmp-HOST-PID.*``) of this host whose process is gone."""
+    host = socket.gethostname()
     for f in folder.glob("*.tmp-*"):
-        f.unlink(missing_ok=True)
+        tag = f.name.split(".tmp-", 1)[1].rsplit(".", 1)[0]
+        owner, _, pid = tag.rpartition("-")
+        if owner == host and pid.isdigit() and _alive(int(pid)):
+            continue                                   # another process of this run is writing it
+        if owner in (host, "") or not pid.isdigit():
+            f.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # ----------------------------------------------------------------------------------------
@@ -161,14 +178,22 @@ class SweepReport(NamedTuple):
 def run_points(points: Sequence[Point], run_program: Callable[[list], list], *, ident: Callable[[Point], str],
                signature: Callable[[Point], object] = lambda p: p.index, batch: int = 1,
                checkpoints: Path | None = None, cost: Callable[[Point], float] = lambda p: 1.0,
-               progress: bool = True, label: str = "points") -> SweepReport:
+               progress: bool = True, label: str = "points", layout=(0, 1), poll_s: float = 0.5) -> SweepReport:
     """Compute every point not yet checkpointed, ``batch`` points of equal ``signature`` per
     ``run_program(points) -> [result per point]`` call (results are dicts of arrays, numbers,
-    strings, lists), checkpointing each program's points as it finishes."""
+    strings, lists), checkpointing each program's points as it finishes.
+
+    layout: (process index, process count) of a multi-process run (``slt_relu.distributed``): the
+    programs are formed from all points as one process forms them, program k runs on process
+    k mod count, and process 0 then waits for the others' checkpoints and returns every result; the
+    other processes return their own."""
     from tqdm.auto import tqdm
 
     if not (isinstance(batch, int) and batch >= 1):
         raise ValueError(f"batch: expected a positive integer, got {batch!r}")
+    index, count = layout
+    if count > 1 and checkpoints is None:
+        raise ValueError("checkpoints: a run over several processes needs a checkpoint folder they all see")
     ids = {p.index: ident(p) for p in points}
     results, resumed = {}, []
     if checkpoints is not None:
@@ -179,15 +204,16 @@ def run_points(points: Sequence[Point], run_program: Callable[[list], list], *, 
             if got is not None:
                 results[p.index] = got
                 resumed.append(p.index)
-        if resumed:
+        if resumed and index == 0:
             print(f"resuming: {len(resumed)} of {len(points)} {label} done", file=sys.stderr, flush=True)
-    pending = [p for p in points if p.index not in results]
     groups: dict = {}
-    for p in pending:
+    for p in (points if count > 1 else [p for p in points if p.index not in results]):
         groups.setdefault(signature(p), []).append(p)
     programs = [g[i:i + batch] for g in groups.values() for i in range(0, len(g), batch)]
-    total = sum(cost(p) for p in pending)
-    bar = tqdm(total=total, desc=label, disable=not progress or not pending, leave=False)
+    programs = [[p for p in prog if p.index not in results] for k, prog in enumerate(programs) if k % count == index]
+    programs = [prog for prog in programs if prog]
+    pending = [p for p in points if p.index not in results]
+    bar = tqdm(total=sum(cost(p) for p in pending), desc=label, disable=not progress or not pending, leave=False)
     for program in programs:
         start = time.time()
         out = run_program(program)
@@ -200,5 +226,14 @@ def run_points(points: Sequence[Point], run_program: Callable[[list], list], *, 
                 res = load_result(_point_path(checkpoints, p.index), ids[p.index])   # same types as a resume
             results[p.index] = res
         bar.update(sum(cost(p) for p in program))
+    while index == 0 and len(results) < len(points):     # process 0: the other processes' points
+        for p in points:
+            if p.index not in results:
+                got = load_result(_point_path(checkpoints, p.index), ids[p.index])
+                if got is not None:
+                    results[p.index] = got
+                    bar.update(cost(p))
+        if len(results) < len(points):
+            time.sleep(poll_s)
     bar.close()
     return SweepReport(results, resumed, [[p.index for p in prog] for prog in programs])

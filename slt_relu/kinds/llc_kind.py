@@ -35,6 +35,7 @@ from ..sweep import Point, fingerprint, run_points
 from .common import TRUTH_SCHEMAS, Experiment
 
 Method = Literal["sgld", "beta_sweep", "wbic"]
+SWEEPS = True              # cases are points: the processes of a multi-process run share them (slt_relu.distributed)
 
 
 class LLCSGLDSettings(SGLDSettings):
@@ -338,7 +339,9 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
 
     s = r.settings
     report = run_points(r.points, partial(_run_point, key=key, s=s), ident=partial(_ident, s=s, seed=ctx.seed),
-                        checkpoints=ctx.checkpoints, progress=ctx.progress, label="cases")
+                        checkpoints=ctx.checkpoints, progress=ctx.progress, label="cases", layout=ctx.layout)
+    if ctx.layout[0]:                                   # not process 0: its cases are checkpointed, done
+        return None
     rows, sweeps, arrays, draws = [], [], {}, []
     for pt in r.points:
         res = report.results[pt.index]

@@ -38,6 +38,7 @@ from .common import TruthExperiment, resolve_setup
 from .posterior_report import analyze, headline  # noqa: F401  (headline: the run's summary lines)
 
 SWEEP_TABLES = ("truth", "inputs", "model", "prior", "posterior", "sampler")
+SWEEPS = True              # a sweep: the processes of a multi-process run share its points (slt_relu.distributed)
 OBSERVED_SMALL = 20_000     # values of a point's x and y at most to be kept with its draws (observed_data)
 RULES = ("radius", "sector", "none")
 
@@ -258,7 +259,7 @@ def _batch(setting, p: PointSpec) -> int:
     if setting != "auto":
         return int(setting)
     chains = p.datasets * p.chains_per_dataset
-    devices = jax.devices()
+    devices = jax.local_devices()
     if devices[0].platform != "cpu":
         return max(1, 512 // chains)
     slots = getattr(p.sampler, "slots", None) or CPU_SLOTS * len(devices)
@@ -359,7 +360,10 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
         reports[name] = run_points(points, partial(_run_program, key=key), ident=partial(_ident, seed=ctx.seed),
                                    signature=_signature, batch=r.batch, checkpoints=folder, cost=_cost,
                                    progress=ctx.progress, label="sweep points" + ("" if name == "sampler" else
-                                                                                  f" ({r.settings.compare.name})"))
+                                                                                  f" ({r.settings.compare.name})"),
+                                   layout=ctx.layout)
+    if ctx.layout[0]:                                   # not process 0: its points are checkpointed, done
+        return None
     metrics = analyze(r, reports["sampler"].results, outdir, runs.get("compare"),
                       reports["compare"].results if "compare" in reports else None)
     metrics["resumed_points"] = reports["sampler"].resumed
