@@ -174,6 +174,11 @@ class SweepReport(NamedTuple):
     resumed: list
     programs: list
 
+    def resumed_wall_s(self) -> float:
+        """Seconds the resumed points took when they were computed (each program's wall time shared
+        among its points): what a resumed run did not spend again."""
+        return float(sum(self.results[i]["program_wall_s"] / self.results[i]["program_points"] for i in self.resumed))
+
 
 def run_points(points: Sequence[Point], run_program: Callable[[list], list], *, ident: Callable[[Point], str],
                signature: Callable[[Point], object] = lambda p: p.index, batch: int = 1,

@@ -167,7 +167,8 @@ def test_shipped_config_runs_tiny(tmp_path, name):
 
 
 REFERENCE = ROOT / "tests" / "reference"
-VOLATILE = {"program_wall_s", "resumed_points", "programs", "program_ticks", "program_chains", "program_points"}
+VOLATILE = {"program_wall_s", "resumed_points", "resumed_wall_s", "programs", "program_ticks", "program_chains",
+            "program_points"}
 # The learning coefficient's chains changed by rounding when SGLD moved onto the shared sampler interface (its
 # potential takes the data as an argument instead of a constant): estimates agree to 1e-12, and the rank-based
 # split R-hat of 60-step tiny traces moves in its third digit.
@@ -498,6 +499,7 @@ def test_kept_checkpoints_are_reanalysed_without_sampling(tmp_path, monkeypatch,
     assert "resuming: 2 of 2 sweep points done" in capsys.readouterr().err
     metrics = json.loads((again / "metrics.json").read_text())
     assert set(metrics["mass"]) == {"other", "true_orientation", "reversed"}
+    assert metrics["resumed_wall_s"] > 0 and first["resumed_wall_s"] == 0      # the sampling the rerun did not redo
     assert metrics["points"][0]["mean_loss_per_trial"] == first["points"][0]["mean_loss_per_trial"]
     assert not (tmp_path / ".a.checkpoints").exists()
 

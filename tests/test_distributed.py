@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"
 TINY = {"posterior.n": 200, "posterior.datasets": 2, "sampler.num_warmup": 60, "sampler.num_samples": 40,
         "phases.classify_every": 4, "sweep.truth.t": [1.0, 1.5707963267948966], "posterior.points_per_program": 1}
-VOLATILE = {"program_wall_s", "resumed_points", "programs", "program_ticks", "program_chains", "program_points"}
+VOLATILE = {"program_wall_s", "resumed_points", "resumed_wall_s", "programs", "program_ticks", "program_chains",
+            "program_points"}
 
 
 def cli(args, **kw):

@@ -374,6 +374,7 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
         arrays["calibration_mean_trace"] = grid.mean_trace
     np.savez_compressed(outdir / "arrays.npz", **{k.replace(" ", "_"): v for k, v in arrays.items()})
     metrics["resumed_cases"] = report.resumed
+    metrics["resumed_wall_s"] = report.resumed_wall_s()
     return metrics
 
 

@@ -367,5 +367,6 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
     metrics = analyze(r, reports["sampler"].results, outdir, runs.get("compare"),
                       reports["compare"].results if "compare" in reports else None)
     metrics["resumed_points"] = reports["sampler"].resumed
+    metrics["resumed_wall_s"] = sum(rep.resumed_wall_s() for rep in reports.values())
     metrics["programs"] = [{"points": prog} for prog in reports["sampler"].programs]
     return metrics
