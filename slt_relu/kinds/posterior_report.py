@@ -139,6 +139,7 @@ def save_sweep_draws(save: bool | None, runs: list, outdir) -> dict:
     when ``save`` is true, or when it is None (the default) and they take at most SAVE_DRAWS_MB.
     runs: [(prefix, points, results, params per point)].  Returns what metrics.json says of them."""
     from ..arviz_data import posterior_tree, save_draws
+    from ..nuts import tree_depth
 
     size = sum(np.asarray(res["flat"]).nbytes + np.asarray(res["loss"]).nbytes * 8
                for _, points, results, _ in runs for res in (results[pt.index] for pt in points))
@@ -153,6 +154,8 @@ def save_sweep_draws(save: bool | None, runs: list, outdir) -> dict:
         for pt, params in zip(points, params_per_point):
             p, res = pt.settings, results[pt.index]
             stats = {k[5:]: v for k, v in res.items() if k.startswith("stat_")}
+            if p.sampler.name == "nuts" and "tree_depth" not in stats:      # draws checkpointed before it was kept
+                stats["tree_depth"] = tree_depth(stats["num_steps"])
             C = len(res["dataset"])
             tree = posterior_tree(params, res["loss"], res["dataset"], stats, log_evidence=res.get("log_evidence"),
                                   n_beta=np.full(C, p.n_beta), potential_energy=res.get("potential_energy"),
