@@ -14,6 +14,7 @@ computed or written); 130 when interrupted (the checkpoints stay, so a rerun res
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .config import ConfigError, parse_override
@@ -111,12 +112,27 @@ def _run(args) -> int:
         runner.check_output(runner.default_output(prep.name) if args.out is None else args.out)
         return distributed.launch_local(_forwarded(args), args.processes, heartbeat_timeout=args.heartbeat_timeout)
     try:
-        distributed.initialize(args.coordinator, args.num_processes, args.process_id, args.heartbeat_timeout)
+        lay = distributed.initialize(args.coordinator, args.num_processes, args.process_id, args.heartbeat_timeout)
     except ValueError as err:
         raise ConfigError(str(err)) from None
     cache = False if args.no_cache else (args.cache_dir or True)
-    out = runner.run_config(args.config, args.out, not args.no_progress, overrides, cache=cache,
-                            keep_checkpoints=args.keep_checkpoints)
+    try:
+        out = runner.run_config(args.config, args.out, not args.no_progress, overrides, cache=cache,
+                                keep_checkpoints=args.keep_checkpoints)
+    except BaseException as err:
+        if lay.count == 1:
+            raise
+        # one process of several failed: leave at once, without JAX's shutdown barrier (which would wait for
+        # the others); the others stop when its heartbeats do
+        import traceback
+
+        if isinstance(err, ConfigError):
+            print(f"slt-relu: config error: {err}", file=sys.stderr)
+        elif not isinstance(err, KeyboardInterrupt):
+            traceback.print_exc()
+        print(f"slt-relu: process {lay.index} of {lay.count} stopped", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(2 if isinstance(err, ConfigError) else 130 if isinstance(err, KeyboardInterrupt) else 1)
     if out is not None:                                   # process 0 (or a single process) writes and reports
         _summary(out)
     return 0

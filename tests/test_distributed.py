@@ -100,3 +100,24 @@ def test_programs_are_shared_out_as_one_process_forms_them(tmp_path):
     assert ran == [[0, 1], [4]] and {i: r["x"] for i, r in mine.results.items()} == {i: 10 * i for i in range(5)}
     with pytest.raises(ValueError, match="checkpoints: a run over several processes needs a checkpoint folder"):
         run_points(points, program, ident=lambda p: "x", layout=(0, 2), progress=False)
+
+
+def test_a_failing_process_under_a_scheduler_stops_the_others(tmp_path):
+    """Without the launcher (a scheduler starts the processes with --coordinator ...): process 1 fails at once
+    (a config error), process 0 is stopped by JAX's coordination service within the heartbeat timeout instead
+    of waiting for process 1's points, and no results folder is written."""
+    from slt_relu.distributed import free_port
+
+    out = tmp_path / "sched"
+    port = free_port()
+    common = ["--out", str(out), "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2",
+              "--heartbeat-timeout", "5"]
+    cmd0, env = cli(common + ["--process-id", "0"], **TINY)
+    cmd1, _ = cli(common + ["--process-id", "1", "--set", "sampler.max_tree_depth=0"], **TINY)
+    start = time.time()
+    p0 = subprocess.Popen(cmd0, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p1 = subprocess.run(cmd1, env=env, capture_output=True, text=True, timeout=120)
+    assert p1.returncode == 2 and "sampler.max_tree_depth" in p1.stderr and "process 1 of 2 stopped" in p1.stderr
+    p0.communicate(timeout=180)
+    assert p0.returncode != 0 and time.time() - start < 150
+    assert not out.exists()
