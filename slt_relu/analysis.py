@@ -298,8 +298,8 @@ def sweep_summary(sweep: dict, rows: Sequence[dict], *, crossover_phases=None, c
                                 if nm in r["classify_phase"].get("names", {})), nm) for nm in cnames},
             "mass": {nm: np.array([r["classify_phase"]["mass"].get(nm, 0.0) for r in rows]).reshape(shape).tolist()
                      for nm in cnames},
-            **{field: {nm: np.array([r["classify_phase"][field].get(nm, np.nan) for r in rows]).reshape(
-                shape).tolist() for nm in cnames} for field in ("mass_se", "mass_mcse")}}
+            **{field: {nm: np.array([r["classify_phase"][field].get(nm, 0.0) for r in rows]).reshape(
+                shape).tolist() for nm in cnames} for field in ("mass_se", "mass_mcse")}}   # no draws at a point: 0
     if rows and "cross_table" in rows[0]:
         rule_phases = list(rows[0]["cross_table"])
         labels = list(dict.fromkeys(lab for r in rows for tab in r["cross_table"].values() for lab in tab))

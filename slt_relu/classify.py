@@ -26,10 +26,16 @@ hold) or the single value :data:`NOT_IN_W0`.  Two ways to decide:
   bound with the node's n_in + 2 parameters.  The others take the nearest truth boundary (the
   assignment that minimises each node's distance; no fixed angle), unless they lie closer to each
   other than to any truth boundary and their kinks cancel (the kink of q_i relu(+-z) is
-  q_i |(w_i, b_i)| whatever the side; their sum within a quarter of the largest): a hidden group.  So a draw whose boundaries the data place 0.1-0.2 off
-  the truth's still gets the truth's phase, and a draw of a wrong mode (K above the resolution)
-  gets "not in W0" whatever its structure.  (A node's variance under q is what counts: a
-  constant node, w_i = 0 with b_i > 0, is degenerate, its constant absorbed in c.)
+  q_i |(w_i, b_i)| whatever the side; their sum within a quarter of the largest): a hidden group.
+  A draw within the resolution whose nodes leave a truth boundary uncarried (its truth node too weak
+  for the data: e.g. one node degenerate where the truth has two) cannot be told apart from W0, so it
+  gets the phase it is closest to: each uncarried truth boundary j, in turn, takes the spare node
+  nearest to it (a degenerate node, a node linear on the box, or one of two or more nodes sharing a
+  boundary), an assignment with a node for every truth node; its ``structure`` keeps what its nodes
+  form.  So a draw whose boundaries the data place 0.1-0.2 off the truth's still gets the truth's
+  phase, and a draw of a wrong mode (K above the resolution) gets "not in W0" whatever its
+  structure.  (A node's variance under q is what counts: a constant node, w_i = 0 with b_i > 0, is
+  degenerate, its constant absorbed in c.)
 
 Per draw the answer also holds K(w) (exact on a uniform box; a 96 x 96 tensor rule for Gaussian
 inputs), the distance to the assigned phase's part of W0 in effective coordinates (q_i w_i, q_i b_i;
@@ -209,6 +215,32 @@ def _structure(w, b, q, h0, Q0, degenerate, linear, tol):
     return group, orient, h, hb
 
 
+def _assign_uncarried(group, orient, h, h0, degenerate, linear, near):
+    """For the draws ``near`` (B,) whose nodes leave a truth boundary uncarried: each such boundary j
+    in turn takes the spare node nearest to it (degenerate, linear on the box, or one of two or more
+    nodes of a group), with its orientation.  Returns new (group, orient, degenerate, linear)."""
+    group, orient, degenerate, linear = group.copy(), orient.copy(), degenerate.copy(), linear.copy()
+    B, d = group.shape
+    m = h0.shape[0]
+    dp = np.linalg.norm(h[:, :, None, :] - h0[None, None], axis=-1)          # (B, d, m)
+    dm = np.linalg.norm(h[:, :, None, :] + h0[None, None], axis=-1)
+    rows = np.arange(B)
+    for j in range(m):
+        need = near & ~np.any(group == j, -1)
+        if not need.any():
+            continue
+        size = np.sum(group[:, :, None] == group[:, None, :], -1)              # members of each node's group
+        spare = degenerate | linear | ((group >= 0) & (size >= 2))
+        cost = np.where(spare, np.minimum(dp[:, :, j], dm[:, :, j]), np.inf)
+        i = cost.argmin(-1)
+        take = need & np.isfinite(cost[rows, i])
+        group[rows[take], i[take]] = j
+        orient[rows[take], i[take]] = np.where(dp[rows, i, j] <= dm[rows, i, j], 1.0, -1.0)[take]
+        degenerate[rows[take], i[take]] = False
+        linear[rows[take], i[take]] = False
+    return group, orient, degenerate, linear
+
+
 def _codes(group, orient, m, d, degenerate_count, linear_count):
     """Integer rows that determine the label: truth counts (m, 2), hidden (a, b) sorted, counts."""
     B = group.shape[0]
@@ -374,11 +406,19 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, *, inputs=None, n: int | N
         h = hb = np.zeros((B, 0, n_in + 1))
     else:
         group, orient, h, hb = _structure(w, b, q, h0, Q0, degenerate, linear, tol)
+    valid = phase_labels(truth_min, d) if d >= m else frozenset()
+    formed = _codes(group, orient, m, d, degenerate.sum(-1), linear.sum(-1))      # what the nodes form
+    uniq_formed, back = np.unique(formed, axis=0, return_inverse=True)
+    back = np.asarray(back).reshape(-1)
+    formed_labels = np.array([_label(code, m) for code in uniq_formed] + [None], object)[:-1]
+    if n is not None and d >= m and B:                 # within the resolution: a node for every truth node
+        near = (K <= res) & np.array([lab not in valid for lab in formed_labels], bool)[back]
+        if near.any():
+            group, orient, degenerate, linear = _assign_uncarried(group, orient, h, h0, degenerate, linear, near)
     codes = _codes(group, orient, m, d, degenerate.sum(-1), linear.sum(-1))
     uniq, inverse = np.unique(codes, axis=0, return_inverse=True)
     inverse = np.asarray(inverse).reshape(-1)
     dist = np.full(B, np.inf)
-    valid = phase_labels(truth_min, d) if d >= m else frozenset()
     structures = np.empty(len(uniq), object)
     good = np.zeros(len(uniq), bool)
     for u, code in enumerate(uniq):                   # a few distinct structures, each one batch
@@ -398,7 +438,7 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, *, inputs=None, n: int | N
     names_u = np.array([phase_name(lab, m) for lab in structures] + [NOT_IN_W0], object)
     labels_u = np.append(structures, np.array([NOT_IN_W0], object))
     pick = np.where(ok, inverse, len(uniq))
-    labels, names, structure = labels_u[pick].tolist(), names_u[pick].tolist(), structures[inverse].tolist()
+    labels, names, structure = labels_u[pick].tolist(), names_u[pick].tolist(), formed_labels[back].tolist()
     if not batch:
         return PhaseAssignment(labels[0], names[0], float(K[0]), float(dist[0]), group[0], orient[0], structure[0], res)
     return PhaseAssignment(labels, names, K.reshape(batch), dist.reshape(batch), group.reshape(batch + (d,)),

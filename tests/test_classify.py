@@ -57,13 +57,16 @@ def test_a_wrong_mode_is_not_in_w0():
     got = S.classify_phase(draws, ex.truth, inputs=BOX, n=N_DATA)
     assert np.all(got.K > 5 * got.resolution) and set(got.label) == {S.NOT_IN_W0}
     assert set(got.name) == {"not in W0"}
-    # a node linear on the box that fits truth node 1's ReLU by a plane: at 1,000 points K is within the
-    # resolution, yet the structure rules it out (a linear node has no kink: truth boundary 1 is carried by no
-    # node, and no phase of W0 lacks it)
+    # a node linear on the box that fits truth node 1's ReLU by a plane (its nodes form "0 + | 1 linear", no
+    # phase of W0): at 1,000 points K is within the resolution, the data cannot tell it from the truth, and the
+    # spare node is assigned to the uncarried truth boundary: the truth's phase; at 10,000 points it is a
+    # wrong mode, K 9 times the resolution
     plane = S.make_params([0.6 * ex.truth.w[0], ex.truth.w[1]], [2.0, -0.3], [1.0, 1.0], -1.9)
     coarse = S.classify_phase(plane, ex.truth, inputs=BOX, n=1000)
     assert coarse.K < coarse.resolution and str(coarse.structure) == "0 + | 1 linear"
-    assert coarse.label == S.NOT_IN_W0
+    assert coarse.label == S.PhaseLabel(((1, 0), (1, 0))) and list(coarse.group) == [0, 1]
+    fine = S.classify_phase(plane, ex.truth, inputs=BOX, n=10000)
+    assert fine.K > 9 * fine.resolution and fine.label == S.NOT_IN_W0
 
 
 def test_pt1_at_pi_over_2_degenerate_and_shared_boundary_are_two_phases():
@@ -135,3 +138,20 @@ def test_names_and_bad_arguments():
         S.classify_phase(truth, truth, n=100, tol=0.1, inputs=BOX)
     with pytest.raises(ValueError, match="inputs: expected n_in = 2 like the parameters"):
         S.classify_phase(truth, truth, n=100, inputs=S.UniformBox(1.0, 3))
+
+
+def test_a_truth_node_the_data_cannot_resolve_takes_a_spare_node():
+    """PT1 at t = 1.5 (two truth nodes 0.07 rad apart): one node on truth boundary 1 with both nodes' output, the
+    other degenerate.  Its nodes form "+ 0 | 1 degenerate", no phase of W0; K is within the resolution of
+    10,000 points, so the degenerate node is assigned to truth boundary 2: the truth's phase, as the data see
+    it.  The same merge at t = 1 (1.14 rad apart) is far outside the resolution: not in W0."""
+    for t, in_w0 in ((1.5, True), (1.0, False)):
+        ex = S.truths.get("dslt4_pt1", t=t)
+        merged = S.make_params([ex.truth.w[0], [0.0, 0.0]], [-0.3, -1.0], [2.0, 0.0], 0.0)
+        got = S.classify_phase(near(merged, jax.random.PRNGKey(30), 100, 0.005), ex.truth, inputs=BOX, n=N_DATA)
+        assert {str(s) for s in got.structure} == {"+ 0 | 1 degenerate"}
+        if in_w0:
+            assert np.all(got.K < got.resolution) and np.all(got.group == [0, 1])
+            assert set(got.label) == {S.PhaseLabel(((1, 0), (1, 0)))}
+        else:
+            assert np.all(got.K > 5 * got.resolution) and set(got.label) == {S.NOT_IN_W0}
