@@ -218,7 +218,8 @@ def _structure(w, b, q, h0, Q0, degenerate, linear, tol):
 def _assign_uncarried(group, orient, h, h0, degenerate, linear, near):
     """For the draws ``near`` (B,) whose nodes leave a truth boundary uncarried: each such boundary j
     in turn takes the spare node nearest to it (degenerate, linear on the box, or one of two or more
-    nodes of a group), with its orientation.  Returns new (group, orient, degenerate, linear)."""
+    nodes of a group), with its orientation (a degenerate node, with no output to orient, the truth's).
+    Returns new (group, orient, degenerate, linear)."""
     group, orient, degenerate, linear = group.copy(), orient.copy(), degenerate.copy(), linear.copy()
     B, d = group.shape
     m = h0.shape[0]
@@ -235,7 +236,9 @@ def _assign_uncarried(group, orient, h, h0, degenerate, linear, near):
         i = cost.argmin(-1)
         take = need & np.isfinite(cost[rows, i])
         group[rows[take], i[take]] = j
-        orient[rows[take], i[take]] = np.where(dp[rows, i, j] <= dm[rows, i, j], 1.0, -1.0)[take]
+        # a degenerate node has no output to orient: it takes the truth's orientation
+        side = np.where((dp[rows, i, j] <= dm[rows, i, j]) | degenerate[rows, i], 1.0, -1.0)
+        orient[rows[take], i[take]] = side[take]
         degenerate[rows[take], i[take]] = False
         linear[rows[take], i[take]] = False
     return group, orient, degenerate, linear
