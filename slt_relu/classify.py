@@ -47,6 +47,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .network import TwoLayer, check_params, to_flat
@@ -136,6 +138,14 @@ def resolution(n: int, sigma: float, beta: float, dims: int) -> float:
 
 
 # ----------------------------------------------------------------------------------------
+
+
+@jax.jit
+def _node_variance(w, b, q, x, wt):
+    """Var_q[q_i relu(<w_i, x> + b_i)] = q_i^2 (E[r^2] - E[r]^2) of every node of every draw (B, d), by the
+    rule x (P, n_in), wt (P,): one fused program."""
+    r = jnp.maximum(w @ x.T + b[..., None], 0.0)                          # (B, d, P)
+    return q**2 * ((r * r) @ wt - (r @ wt) ** 2)
 
 
 def _rule(inputs, n_in: int, dtype=np.float64):
@@ -394,9 +404,7 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, *, inputs=None, n: int | N
     if n is not None:
         res = resolution(int(n), sigma, beta, d * (n_in + 2) + 1)
         x, wt = _rule(inputs, n_in)
-        node = q[..., None] * np.maximum(np.einsum("bdk,pk->bdp", w, x) + b[..., None], 0.0)
-        mean = np.einsum("bdp,p->bd", node, wt)
-        strength = (np.einsum("bdp,p->bd", node**2, wt) - mean**2) / (2 * sigma**2)      # a constant is c's
+        strength = np.asarray(_node_variance(w, b, q, x, wt), np.float64) / (2 * sigma**2)   # a constant is c's
         degenerate = (strength <= resolution(int(n), sigma, beta, n_in + 2)) | dead
         linear = linear & ~degenerate
     else:
