@@ -87,7 +87,9 @@ def smc_diagnostics(stats: dict, grad_evals) -> dict:
 def smc_warnings(d: dict, where: str, masses: PhaseMasses, num_particles: int, log_z, dataset,
                  target_ess: float) -> list[str]:
     """What makes a point's SMC numbers doubtful: a stage whose ESS collapsed, moves that barely
-    move, a run that did not reach lambda = 1, a phase whose mass in a run rests on fewer than 20
+    move, a run that did not reach lambda = 1 (the adaptive schedule holds every stage's ESS at
+    the target, so a collapse, e.g. particles whose potential is NaN and lose all weight at any
+    step, shows as the schedule stalling at max_stages; tests/test_evidence.py), a phase whose mass in a run rests on fewer than 20
     particles, runs on one data set whose masses differ beyond the particles' binomial error, and
     runs whose log evidences differ by more than one nat."""
     out = []
@@ -97,10 +99,7 @@ def smc_warnings(d: dict, where: str, masses: PhaseMasses, num_particles: int, l
         out.append(f"{where}: HMC acceptance fell to {d['accept_prob_min']:.2f} at a stage: the moves barely move")
     if d["final_lambda_min"] < 1.0:
         out.append(f"{where}: a run stopped at lambda = {d['final_lambda_min']:.3g} < 1 (max_stages too small)")
-    counts = masses.per_chain * num_particles
-    thin = [nm for k, nm in enumerate(masses.names) if np.any((counts[:, k] > 0) & (counts[:, k] < 20))]
-    if thin:
-        out.append(f"{where}: the mass of {', '.join(thin)} rests on fewer than 20 particles in a run")
+    out += thin_phase_warnings(masses, num_particles, where)
     dataset = np.asarray(dataset)
     for g in np.unique(dataset):
         runs = masses.per_chain[dataset == g]
@@ -117,6 +116,18 @@ def smc_warnings(d: dict, where: str, masses: PhaseMasses, num_particles: int, l
         if np.ptp(lz) > 1.0:
             out.append(f"{where}: runs on data set {int(g)} differ by {np.ptp(lz):.2f} nats in log evidence")
     return out
+
+
+def thin_phase_warnings(masses: PhaseMasses, counted: int, where: str, what: str = "") -> list[str]:
+    """A warning naming the phases whose mass in some run rests on fewer than 20 of the ``counted``
+    particles it was measured on (all of a run's particles, or the every-k-th that
+    classify_phase labels): such a mass has a relative error of 1/sqrt(count) > 0.2 at best."""
+    counts = np.rint(masses.per_chain * counted)
+    thin = [nm for k, nm in enumerate(masses.names) if np.any((counts[:, k] > 0) & (counts[:, k] < 20))]
+    if not thin:
+        return []
+    return [f"{where}: the {what + ' ' if what else ''}mass of {', '.join(thin)} rests on fewer than 20 of the "
+            f"{counted} particles it is measured on in a run"]
 
 
 def free_energy_slopes(n_beta, phase_free_energy, min_loss):

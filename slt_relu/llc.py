@@ -195,7 +195,9 @@ class TwoLayerLoss(NamedTuple):
 
 def two_layer_loss_for(sigma: float) -> Callable:
     """two_layer_loss at a fixed sigma; equal sigmas give equal functions, so compiled programs are reused."""
-    return TwoLayerLoss(float(sigma))
+    from .loss import check_sigma
+
+    return TwoLayerLoss(float(check_sigma(sigma)))
 
 
 def two_layer_loss(params, data, sigma: float = 1.0):
@@ -212,6 +214,11 @@ def llc_two_layer(key, params_star, x, y, *, sigma: float = 1.0, free=None, **kw
     """:func:`estimate_llc` for a TwoLayer at params_star on data (x (n, n_in), y (n,)).
 
     free: optional (D,) bool mask (a Restriction's ``free``): only those coordinates move."""
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    if x.ndim != 2 or x.shape[1] != params_star.n_in:
+        raise ValueError(f"x: expected shape (n, n_in) with n_in = {params_star.n_in} like params_star, got {x.shape}")
+    if y.shape != x.shape[:1]:
+        raise ValueError(f"y: expected shape ({x.shape[0]},) like x's rows, got {y.shape}")
     loss, theta_star = restricted_two_layer_loss(params_star, free, sigma)
     return estimate_llc(key, loss, theta_star, (x, y), **kwargs)
 
@@ -224,8 +231,10 @@ def restricted_two_layer_loss(params_star, free=None, sigma: float = 1.0):
     from .network import Restriction, to_flat
 
     free = np.ones(to_flat(params_star).size, bool) if free is None else np.asarray(free, bool)
+    from .loss import check_sigma
+
     model = Restriction(params_star, free)
-    return RestrictedLoss(model, float(sigma)), jnp.asarray(np.asarray(to_flat(params_star))[free], params_star.w.dtype)
+    return RestrictedLoss(model, float(check_sigma(sigma))), jnp.asarray(np.asarray(to_flat(params_star))[free], params_star.w.dtype)
 
 
 class RestrictedLoss(NamedTuple):

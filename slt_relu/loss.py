@@ -110,14 +110,18 @@ def empirical_loss_columns(params: TwoLayer, x_cols: jax.Array, y: jax.Array, si
     :func:`empirical_loss`, through :func:`~slt_relu.network.forward_columns` (the fast form when
     many chains, each with its own data set, are vmapped).  Not jitted: it is meant to be traced
     inside samplers' programs."""
-    return gaussian_nll(y - forward_columns(params, x_cols), sigma)
+    return gaussian_nll(y - forward_columns(params, x_cols), check_sigma(sigma))
 
 
 def sample_dataset(key: jax.Array, truth: TwoLayer, inputs, n: int, sigma: float = 1.0):
-    """Draw (x, y): x ~ q (n, n_in), y = f0(x) + sigma * eps with eps ~ N(0, 1) (n,)."""
+    """Draw (x, y): x ~ q (n, n_in), y = f0(x) + sigma * eps with eps ~ N(0, 1) (n,); sigma = 0
+    gives noiseless outputs."""
     check_params(truth)
+    check_inputs(inputs, truth.n_in)
     if not (isinstance(n, int) and n > 0):
         raise ValueError(f"n: expected a positive integer, got {n!r}")
+    if not (np.isfinite(float(sigma)) and float(sigma) >= 0):
+        raise ValueError(f"sigma: expected a finite noise standard deviation >= 0, got {sigma!r}")
     key_x, key_eps = jax.random.split(key)
     x = inputs.sample(key_x, n, dtype=truth.w.dtype)
     y = forward(truth, x) + sigma * jax.random.normal(key_eps, (n,), truth.w.dtype)
@@ -125,21 +129,24 @@ def sample_dataset(key: jax.Array, truth: TwoLayer, inputs, n: int, sigma: float
 
 
 @partial(jax.jit, static_argnums=(0, 2, 3, 4))
-def map_params(fn: Callable[[TwoLayer], jax.Array], flat_batch: jax.Array, width: int, n_in: int,
-               chunk: int = 256) -> jax.Array:
-    """Apply ``fn`` to each flat parameter in flat_batch: (B, D), vmapped in chunks of ``chunk``
-    inside one compiled ``lax.map`` (bounded memory for big batches).  Compiled once per (fn,
-    width, n_in, chunk) by ``jax.jit`` (fn is a static argument: pass the same function object,
-    or one equal by value, to reuse the program)."""
-    return jax.lax.map(lambda flat: fn(from_flat(flat, width, n_in)), flat_batch, batch_size=chunk)
+def map_params(fn: Callable[..., jax.Array], flat_batch: jax.Array, width: int, n_in: int,
+               chunk: int = 256, args: tuple = ()) -> jax.Array:
+    """Apply ``fn(params, *args)`` to each flat parameter in flat_batch: (B, D), vmapped in chunks
+    of ``chunk`` inside one compiled ``lax.map`` (bounded memory for big batches).  Compiled once
+    per (fn, width, n_in, chunk) and the shapes of ``args`` by ``jax.jit``: fn is a static
+    argument, so pass a module-level function (e.g. ``population_loss``) with its data in
+    ``args`` rather than a new lambda per call, which compiles again."""
+    return jax.lax.map(lambda flat: fn(from_flat(flat, width, n_in), *args), flat_batch, batch_size=chunk)
 
 
-def loss_slice(fn: Callable[[TwoLayer], jax.Array], center: TwoLayer, u, v, s, t,
-               chunk: int = 256) -> jax.Array:
+def loss_slice(fn: Callable[..., jax.Array], center: TwoLayer, u, v, s, t,
+               chunk: int = 256, args: tuple = ()) -> jax.Array:
     """fn on the plane center + s_i u + t_j v, as one batched call.
 
-    fn: TwoLayer -> scalar (e.g. ``lambda p: population_loss(p, truth, inputs, sigma)``);
-    u, v: (D,) directions; s: (S,), t: (T,) offsets.  Returns (S, T).
+    fn: (TwoLayer, *args) -> scalar, e.g. ``population_loss`` with ``args=(truth, inputs,
+    sigma)`` (compiled once for all calls with equal shapes) or a lambda of one argument
+    (compiled again for each new lambda); u, v: (D,) directions; s: (S,), t: (T,) offsets.
+    Returns (S, T).
     """
     c = to_flat(check_params(center))
     u, v = jnp.asarray(u, c.dtype), jnp.asarray(v, c.dtype)
@@ -148,14 +155,14 @@ def loss_slice(fn: Callable[[TwoLayer], jax.Array], center: TwoLayer, u, v, s, t
         if vec.shape != c.shape:
             raise ValueError(f"{name}: expected shape {c.shape} (one entry per parameter), got {vec.shape}")
     grid = c + s[:, None, None] * u + t[None, :, None] * v
-    out = map_params(fn, grid.reshape(-1, c.shape[0]), center.width, center.n_in, chunk)
+    out = map_params(fn, grid.reshape(-1, c.shape[0]), center.width, center.n_in, chunk, tuple(args))
     return out.reshape(s.shape[0], t.shape[0])
 
 
 def coordinate_slice(fn: Callable[[TwoLayer], jax.Array], base: TwoLayer, axes: Sequence[str],
-                     xs, ys, chunk: int = 256) -> jax.Array:
+                     xs, ys, chunk: int = 256, args: tuple = ()) -> jax.Array:
     """fn over two named coordinates (e.g. ``("w[0,0]", "q[0]")``) set to xs (S,) x ys (T,),
-    the others fixed at ``base``.  Returns (S, T)."""
+    the others fixed at ``base`` (fn and args as in :func:`loss_slice`).  Returns (S, T)."""
     if len(axes) != 2:
         raise ValueError(f"axes: expected two coordinate names, got {list(axes)}")
     i, j = (coordinate_index(a, base.width, base.n_in) for a in axes)
@@ -163,4 +170,4 @@ def coordinate_slice(fn: Callable[[TwoLayer], jax.Array], base: TwoLayer, axes: 
         raise ValueError(f"axes: expected two different coordinates, got {list(axes)}")
     D = to_flat(base).shape[0]
     center = from_flat(to_flat(base).at[np.array([i, j])].set(0.0), base.width, base.n_in)
-    return loss_slice(fn, center, jnp.eye(D)[i], jnp.eye(D)[j], xs, ys, chunk)
+    return loss_slice(fn, center, jnp.eye(D)[i], jnp.eye(D)[j], xs, ys, chunk, args)

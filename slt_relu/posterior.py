@@ -26,8 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .loss import check_sigma, empirical_loss_columns, gaussian_nll
-from .network import Restriction, TwoLayer, forward, from_flat, to_flat
+from .loss import check_sigma, empirical_loss_columns
+from .network import Restriction, TwoLayer, from_flat, to_flat
 from .samplers import NUTSSettings, Draws, sample
 
 GROUPS = ("w", "b", "q", "c")
@@ -230,7 +230,9 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     tg = target(model, prior, sigma)
     x = jnp.asarray(x)
     y = jnp.asarray(y)
-    if x.ndim != 3 or x.shape[2] != model.base.n_in or y.shape != x.shape[:2]:
+    if x.ndim == 3 and x.shape[2] != model.base.n_in:
+        raise ValueError(f"x: expected n_in = {model.base.n_in} like the model's parameters, got x of shape {x.shape}")
+    if x.ndim != 3 or y.shape != x.shape[:2]:
         raise ValueError(f"x, y: expected shapes (K, n, {model.base.n_in}) and (K, n), got {x.shape} and {y.shape}")
     K, n = y.shape
     if not (isinstance(chains_per_dataset, int) and chains_per_dataset >= 1):
@@ -335,8 +337,10 @@ class GridPosterior(NamedTuple):
 
 @partial(jax.jit, static_argnums=(3, 4, 5))
 def _grid_losses(flat, x, y, width: int, n_in: int, sigma: float):
-    """L_n at every flat parameter (B, D) on one data set x (n, n_in), y (n,) -> (B,)."""
-    return jax.lax.map(lambda th: gaussian_nll(y - forward(from_flat(th, width, n_in), x), sigma), flat,
+    """L_n at every flat parameter (B, D) on one data set x (n, n_in), y (n,) -> (B,): the
+    posterior model's own L_n (:func:`~slt_relu.loss.empirical_loss_columns`)."""
+    x_cols = x.T
+    return jax.lax.map(lambda th: empirical_loss_columns(from_flat(th, width, n_in), x_cols, y, sigma), flat,
                        batch_size=256)
 
 
@@ -357,7 +361,13 @@ def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Pr
     if not (isinstance(resolution, int) and resolution >= 3):
         raise ValueError(f"resolution: expected an integer >= 3, got {resolution!r}")
     prior.check()
+    check_sigma(sigma)
     x, y = jnp.asarray(x), jnp.asarray(y)
+    if x.ndim != 2 or x.shape[1] != model.base.n_in:
+        raise ValueError(f"x: expected shape (n, n_in) with n_in = {model.base.n_in} like the model's parameters, "
+                         f"got {x.shape}")
+    if y.shape != x.shape[:1]:
+        raise ValueError(f"y: expected shape ({x.shape[0]},) like x's rows, got {y.shape}")
     axes = tuple(lo + (np.arange(resolution) + 0.5) * (hi - lo) / resolution for lo, hi in ranges)  # cell midpoints
     pts = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, k)
     base = to_flat(model.base).astype(x.dtype)

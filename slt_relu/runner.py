@@ -44,7 +44,6 @@ EXPERIMENTS_DIR = Path(__file__).resolve().parent.parent / "experiments"
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
 TOOL = "slt_relu"
 OWN_FILES = ("metrics.json", "manifest.json")                  # besides the files a manifest lists
-OWN_SUFFIXES = (".png", ".npz", ".nc", ".json")              # of results folders written before file lists
 
 
 def to_json(value):
@@ -151,31 +150,36 @@ def _set_dtype(dtype: str) -> None:
 # the output folder
 
 
-def is_results_folder(folder: Path) -> bool:
-    """Whether ``folder`` holds an earlier results folder of this tool and nothing else: its
-    manifest names the tool and every file in it is one the tool wrote."""
+def _manifest(folder: Path) -> dict | None:
+    """The manifest of an earlier results folder of this tool in ``folder``, or None."""
     try:
         manifest = json.loads((folder / "manifest.json").read_text())
     except (OSError, ValueError):
-        return False
+        return None
     if not isinstance(manifest, dict) or not (manifest.get("tool") == TOOL or "slt_relu" in manifest.get(
             "versions", {})):
+        return None
+    return manifest
+
+
+def is_results_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds an earlier results folder of this tool and nothing else: its
+    manifest names the tool and lists the files the run wrote, and every file in it is one of
+    them.  A manifest without a file list (an early version of the tool) proves nothing about
+    the files beside it, so such a folder is never replaced."""
+    manifest = _manifest(folder)
+    listed = manifest.get("files") if manifest else None
+    if not isinstance(listed, list):
         return False
-    listed = manifest.get("files")
     for entry in folder.rglob("*"):
         name = entry.relative_to(folder).as_posix()
         if entry.is_symlink():
             return False
         if entry.is_dir():                             # a folder the tool wrote (draws/) holds only listed files
-            if listed is None or not any(f.startswith(name + "/") for f in listed):
+            if not any(f.startswith(name + "/") for f in listed):
                 return False
             continue
-        if not entry.is_file():
-            return False
-        if listed is not None:
-            if name not in listed and name not in OWN_FILES:
-                return False
-        elif entry.suffix not in OWN_SUFFIXES or "/" in name:
+        if not entry.is_file() or (name not in listed and name not in OWN_FILES):
             return False
     return True
 
@@ -191,6 +195,11 @@ def check_output(out: str | Path) -> Path:
         if not out.is_dir():
             raise ConfigError(f"--out {out}: is a file; expected a folder (nothing written)")
         if any(out.iterdir()) and not is_results_folder(out):
+            manifest = _manifest(out)
+            if manifest is not None and "files" not in manifest:
+                raise ConfigError(f"--out {out}: a results folder of an early slt-relu whose manifest lists no files, "
+                                  "so the tool cannot tell its files from yours; expected a new or empty folder or "
+                                  "a results folder with a file list: move it away first (nothing written)")
             raise ConfigError(f"--out {out}: holds files that are not an earlier slt-relu results folder; "
                               "expected a new or empty folder or an earlier results folder (nothing written)")
     ancestor = out.absolute().parent

@@ -1,7 +1,6 @@
 """ArviZ data of NUTS draws, SMC particles and LLC traces: variables, dimensions and values against the
 sampler's own arrays, the netCDF round trip, and arviz-stats's summary with R-hat per data set."""
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 import xarray as xr

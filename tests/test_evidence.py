@@ -1,5 +1,7 @@
 """Free energies, their slopes, who leads, cross-tables and SMC warnings: the pure functions of
 slt_relu.evidence and slt_relu.analysis against hand computations."""
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -75,8 +77,50 @@ def test_smc_warnings_name_what_is_wrong():
     out = evidence.smc_warnings(d, "t = 1", pm, 100, np.array([-5.0, -7.0]), np.array([0, 0]), 0.5)
     text = "\n".join(out)
     for phrase in ("ESS collapsed to 0.10", "acceptance fell to 0.10", "stopped at lambda = 0.5",
-                   "the mass of b rests on fewer than 20 particles", "differ by 2.00 nats"):
+                   "the mass of b rests on fewer than 20 of the 100 particles", "differ by 2.00 nats"):
         assert phrase in text, (phrase, out)
     fine = {"ess_min": 0.5, "accept_prob_min": 0.7, "final_lambda_min": 1.0}
     even = analysis.phase_masses(np.tile(np.arange(100) % 2, (2, 1)), ("a", "b"), np.array([0, 0]))
     assert evidence.smc_warnings(fine, "t = 1", even, 100, np.array([-5.0, -5.1]), np.array([0, 0]), 0.5) == []
+
+
+def test_thin_classify_phase_masses_are_counted_on_the_particles_classified():
+    """classify_phase labels every k-th particle: a mass of 0.03 is 30 of 1,000 particles but 3 of 100."""
+    labels = np.zeros((2, 100), int)
+    labels[:, :3] = 1
+    pm = analysis.phase_masses(labels, ("a", "b"), np.array([0, 0]))
+    assert evidence.thin_phase_warnings(pm, 1000, "t = 1") == []
+    (msg,) = evidence.thin_phase_warnings(pm, 100, "t = 1", "classify_phase")
+    assert msg == "t = 1: the classify_phase mass of b rests on fewer than 20 of the 100 particles it is measured on in a run"
+
+
+def _half_defined(t):
+    """U(z; t) = |z|^2 / 2 + t S(z) with S = z_0^2 / 2 where z_0 > 1 and NaN elsewhere (a model undefined
+    on most of the prior's mass)."""
+    return lambda z: 0.5 * jnp.sum(z**2) + t * jnp.where(z[0] > 1.0, 0.5 * z[0] ** 2, jnp.nan)
+
+
+def _defined(t):
+    return lambda z: 0.5 * jnp.sum(z**2) + t * 0.5 * z[0] ** 2
+
+
+def test_a_collapsing_run_is_flagged_and_a_healthy_one_holds_the_target_ess():
+    """The adaptive schedule picks each stage's step so that the incremental weights' ESS equals the target
+    (bisection to 1e-4): a healthy run's smallest stage ESS is the target.  Particles whose potential is NaN
+    lose all weight at every lambda, so no step reaches the target: the schedule stalls short of lambda = 1
+    and the run is flagged (real runs, not constructed statistics)."""
+    from slt_relu.smc import SMCSettings, run_smc
+
+    s = SMCSettings(num_particles=256, num_mcmc_steps=2, num_leapfrog=4, max_stages=20)
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    z0 = jax.random.normal(jax.random.PRNGKey(1), (2, 256, 2))
+    t_max = (jnp.full(2, 20.0),)
+    pm = analysis.phase_masses(np.zeros((2, 256), int), ("a",), np.array([0, 1]))
+    fine = run_smc(keys, _defined, z0, t_max, s)
+    d = evidence.smc_diagnostics(fine.stats, fine.grad_evals)
+    assert abs(d["ess_min"] - s.target_ess) < 0.02 and d["final_lambda_min"] == 1.0
+    assert evidence.smc_warnings(d, "x", pm, 256, fine.log_evidence, np.array([0, 1]), s.target_ess) == []
+    stalled = run_smc(keys, _half_defined, z0, t_max, s)
+    d = evidence.smc_diagnostics(stalled.stats, stalled.grad_evals)
+    out = evidence.smc_warnings(d, "x", pm, 256, stalled.log_evidence, np.array([0, 1]), s.target_ess)
+    assert d["final_lambda_min"] < 1.0 and any("stopped at lambda" in w for w in out), out

@@ -109,6 +109,22 @@ def test_slices_one_batched_call():
         S.loss_slice(fn, center, np.zeros(3), v, xs, ys)
 
 
+def test_a_second_slice_with_the_loss_in_args_compiles_nothing(compiles):
+    """The landscape kind's hot path: a module-level loss with its data in ``args`` is compiled
+    once; the values (another sigma, another truth of the same shapes) are dynamic."""
+    ex = S.truths.get("dslt3_example_3_4")
+    xs, ys = np.linspace(-1, 2, 7), np.linspace(-1, 2, 5)
+    first = S.coordinate_slice(S.population_loss, ex.model.base, ["w[0,0]", "w[1,0]"], xs, ys,
+                               args=(ex.truth, ex.inputs, ex.sigma))
+    want = np.array([[k_example_3_4(a, b) for b in ys] for a in xs])
+    assert np.max(np.abs(np.asarray(first) - want)) < 1e-10
+    compiles()
+    again = S.coordinate_slice(S.population_loss, ex.model.base, ["w[0,0]", "w[1,0]"], xs, ys,
+                               args=(ex.truth, ex.inputs, 2 * ex.sigma))
+    assert compiles() == 0
+    np.testing.assert_allclose(np.asarray(again), want / 4, rtol=1e-12, atol=1e-15)   # K scales as 1/sigma^2
+
+
 def test_float32_supported(key):
     t = S.truths.m_symmetric(3, dtype=jnp.float32)
     p = S.init_params(key, 3, 2, dtype=jnp.float32)

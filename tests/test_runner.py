@@ -78,6 +78,17 @@ def test_out_refuses_a_results_folder_holding_a_users_file(tmp_path, config, cap
     assert snapshot(out) == before
 
 
+def test_out_refuses_an_early_results_folder_without_a_file_list(tmp_path, config, capsys):
+    out = runner.run_config(config, tmp_path / "res", progress=False)
+    manifest = json.loads((out / "manifest.json").read_text())
+    del manifest["files"]                                  # as the tool wrote manifests before file lists
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    (out / "notes.json").write_text('{"mine": true}')     # looks like the tool's, is the user's
+    before = snapshot(out)
+    refused(capsys, ["run", str(config), "--out", str(out)], "manifest lists no files")
+    assert snapshot(out) == before
+
+
 @pytest.mark.parametrize("out,message", [
     ("", "--out: expected a folder path, got ''"),
     ("{tmp}/notes.txt/res", "notes.txt is a file; expected a folder path"),

@@ -98,11 +98,11 @@ def run(s: dict, outdir, key, ctx) -> dict:
     ex, inputs, sigma = s["example"], s["inputs"], s["sigma"]
     key_data, key_dirs = jax.random.split(key)
     if s["loss"] == "population":
-        fn = lambda p: population_loss(p, ex.truth, inputs, sigma)
+        fn, args = population_loss, (ex.truth, inputs, sigma)
         zlabel = "K(w)"
     else:
         x, y = sample_dataset(key_data, ex.truth, inputs, s["n"], sigma)
-        fn = lambda p: empirical_loss(p, x, y, sigma)
+        fn, args = empirical_loss, (x, y, sigma)
         zlabel = f"L_n(w), n = {s['n']}"
     center, u, v = _plane(s, key_dirs)
     res = s["resolution"]
@@ -113,7 +113,7 @@ def run(s: dict, outdir, key, ctx) -> dict:
     for start in tqdm(range(0, res, block), desc="landscape", disable=not ctx.progress, leave=False):
         chunk = xs[start:start + block]
         padded = np.concatenate([chunk, np.full(block - chunk.size, chunk[-1])])
-        rows.append(np.asarray(loss_slice(fn, center, u, v, padded, ys))[: chunk.size])
+        rows.append(np.asarray(loss_slice(fn, center, u, v, padded, ys, args=args))[: chunk.size])
     Z = np.concatenate(rows)
     np.savez_compressed(outdir / "arrays.npz", xs=xs, ys=ys, loss=Z)
 

@@ -180,8 +180,10 @@ class MonomialLoss(NamedTuple):
     def __call__(self, w, d):
         import jax.numpy as jnp
 
+        from ..loss import gaussian_nll
+
         k = jnp.asarray(self.exponents, w.dtype)
-        return jnp.mean((d[1] - jnp.prod(w ** k) * d[0]) ** 2) + 0.5 * jnp.log(jnp.pi)
+        return gaussian_nll(d[1] - jnp.prod(w ** k) * d[0], math.sqrt(0.5))
 
 
 def _targets(c: dict, n: int, key):

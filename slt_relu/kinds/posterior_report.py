@@ -84,6 +84,9 @@ def _rows(r, points, results) -> tuple[list, list, list]:
             masses = analysis.phase_masses(labels[0], labels[1], res["dataset"])
             warnings += evidence.smc_warnings(d, where, masses, p.sampler.num_particles, res["log_evidence"],
                                               res["dataset"], p.sampler.target_ess)
+            if rule is not None and classified is not None:
+                warnings += evidence.thin_phase_warnings(analysis.phase_masses(classified, None, res["dataset"]),
+                                                         classified.shape[1], where, "classify_phase")
             row.update(evidence.evidence_summary(res, rule, classified))
         else:
             stats["grad_evals"] = res["grad_evals"]
