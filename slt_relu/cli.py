@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from .config import ConfigError, parse_override
@@ -99,6 +100,12 @@ def _settings(kind: str | None, markdown: bool) -> int:
     return 0
 
 
+def _interrupt(signum, frame):
+    """SIGTERM (a scheduler's or the local launcher's stop) as Ctrl-C: the runner removes its
+    partial folder and lock on the way out; finished points stay checkpointed."""
+    raise KeyboardInterrupt
+
+
 def _run(args) -> int:
     from . import distributed, runner
 
@@ -116,6 +123,7 @@ def _run(args) -> int:
     except ValueError as err:
         raise ConfigError(str(err)) from None
     cache = False if args.no_cache else (args.cache_dir or True)
+    signal.signal(signal.SIGTERM, _interrupt)               # a stopped run cleans up as after Ctrl-C
     try:
         out = runner.run_config(args.config, args.out, not args.no_progress, overrides, cache=cache,
                                 keep_checkpoints=args.keep_checkpoints)

@@ -78,6 +78,10 @@ def show(folder) -> str:
     draws = [f for f in files if f.endswith(".nc")]
     out.append("")
     out.append("plots: " + (", ".join(plots) or "none"))
-    if draws:
-        out.append(f"draws: {len(draws)} netCDF files in draws/ (xarray.open_datatree(path, engine=\"h5netcdf\"))")
+    present = [f for f in draws if (folder / f).is_file()]
+    if present:
+        out.append(f"draws: {len(present)} netCDF files in draws/ (xarray.open_datatree(path, engine=\"h5netcdf\"))")
+    if len(present) < len(draws):
+        out.append(f"draws: {len(draws) - len(present)} netCDF files the run wrote are not here (results/ does not "
+                   "commit draws/; rerun the config to get them)")
     return "\n".join(out)

@@ -531,6 +531,10 @@ def test_posterior_draws_as_netcdf_the_printed_headline_and_show(tmp_path, capsy
     assert cli.main(["show", str(out)]) == 0
     shown = capsys.readouterr().out
     assert "kind posterior, seed 0" in shown and "truth.t = 1.571:" in shown and "plots: " in shown
-    assert "draws: 2 netCDF files" in shown
+    assert "draws: 2 netCDF files in draws/" in shown and "not here" not in shown
+    (out / "draws" / "point-00001.nc").unlink()                   # as in a committed results folder (no draws/)
+    assert cli.main(["show", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "draws: 1 netCDF files in draws/" in shown and "draws: 1 netCDF files the run wrote are not here" in shown
     assert cli.main(["show", str(tmp_path)]) == 2
     assert "expected a results folder of slt-relu" in capsys.readouterr().err

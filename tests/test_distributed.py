@@ -80,6 +80,8 @@ def test_a_killed_process_stops_the_run_at_once_and_nothing_is_written(tmp_path)
     assert launcher.returncode != 0
     assert "slt-relu: process 1 of 2 was killed by signal 9; the run stopped (no results folder written" in err
     assert not out.exists()
+    left = sorted(p.name for p in tmp_path.iterdir())      # process 0 was stopped by SIGTERM: no partial, no lock
+    assert left == [".killed.checkpoints"] or left == [], left
 
 
 def test_programs_are_shared_out_as_one_process_forms_them(tmp_path):
