@@ -99,6 +99,69 @@ def test_pt2_at_v_1_true_and_reversed_orientation():
     assert off.label == S.NOT_IN_W0 and off.K > 10 * off.resolution
 
 
+def nuts_chains_from(starts, ex, n_betas, key, warmup=150, draws=200):
+    """Real posterior draws near given parameters: NUTS chains (one per start, at its own n beta) on one data set
+    of n = 10,000 points, started at the parameters (a chain keeps the basin it starts in).  Returns the draws
+    as a TwoLayer with leading axes (chains, draws)."""
+    from slt_relu.posterior import target
+
+    x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), 1), ex.truth, ex.inputs, N_DATA, 1.0)
+    tg = target(ex.model)
+    perm = np.asarray(tg.constrain(jnp.arange(tg.size, dtype=x.dtype))).astype(int)   # Gaussian priors: a permutation
+    flat = np.stack([np.asarray(S.to_flat(p)) for p in starts])
+    z0 = np.empty_like(flat)
+    z0[:, perm] = flat
+    C = len(starts)
+    out = S.sample(jax.random.split(key, C), tg.potential, jnp.asarray(z0),
+                   (jnp.repeat(jnp.swapaxes(x, 1, 2), C, 0), jnp.repeat(y, C, 0), jnp.asarray(n_betas, x.dtype)),
+                   S.NUTSSettings(num_warmup=warmup, num_samples=draws, target_accept_prob=0.9))
+    z = jax.vmap(jax.vmap(tg.constrain))(jnp.asarray(out.z))
+    d, n_in = ex.model.base.width, ex.model.base.n_in
+    return jax.tree.map(np.asarray, jax.vmap(jax.vmap(lambda f: S.from_flat(f, d, n_in)))(z))
+
+
+def test_real_draws_at_pi_over_2_near_each_phase_get_it():
+    """PT1 at t = pi/2 (n = 10,000): NUTS draws started at each phase's representative.  An independent, geometric
+    reading of each draw: 'one node degenerate' when exactly one node is inactive on the whole box and the other's
+    boundary is within 0.4 of the truth's (unit (w, b)); 'both on the boundary' when both nodes are live with
+    effective weight |q_i| |w_i| > 0.3 and boundaries within 0.4 of the truth's (0.4: the data place boundaries
+    0.1-0.4 off the truth's).  Measured: at n beta = 1e4 the draws sit in the degenerate phase, at 1e5 both
+    nodes share the boundary; classify_phase gives each geometric group its phase."""
+    ex = S.truths.get("dslt4_pt1", t=math.pi / 2)
+    reps = {str(r.label): r.params for r in S.true_set_representatives(S.phases.reduced_truth(ex.truth), 2)}
+    draws = nuts_chains_from([reps["+ | 1 degenerate"], reps["++"]], ex, [1e4, 1e5], jax.random.PRNGKey(5))
+    h0 = np.array([0.0, 1.0, -0.3]) / np.linalg.norm([0.0, 1.0, -0.3])
+    for chain, (beta, geometric, phase) in enumerate([(1.0, "degenerate", "+ | 1 degenerate"), (10.0, "shared", "++")]):
+        d = jax.tree.map(lambda a: a[chain], draws)
+        h = np.concatenate([d.w, d.b[..., None]], -1)
+        off = np.linalg.norm(h / np.linalg.norm(h, axis=-1, keepdims=True) - h0, axis=-1)
+        dead = d.b + np.abs(d.w).sum(-1) <= 0
+        r = np.linalg.norm(S.effective_weights(d), axis=-1)
+        if geometric == "degenerate":
+            group = (dead.sum(-1) == 1) & (np.where(dead, 0.0, off).max(-1) < 0.4)
+        else:
+            group = ~dead.any(-1) & (off.max(-1) < 0.4) & (r.min(-1) > 0.3)
+        assert group.sum() >= 50, (geometric, group.sum())
+        got = S.classify_phase(d, ex.truth, inputs=ex.inputs, n=N_DATA, sigma=1.0, beta=beta)
+        labels = np.array([str(lab) for lab in got.label])
+        assert np.mean(labels[group] == phase) >= 0.99, (geometric, Counter(labels[group]))
+
+
+def test_real_draws_of_pt2_at_v_1_in_both_orientations():
+    """PT2 at v = 1 (width 3, n = 10,000, n beta = 1e4): NUTS draws started at the truth and at its orientation
+    reversal psi^{1,2,3}; DSLT4's sector rule reads each draw's orientation independently.  classify_phase gives
+    each chain's draws its orientation's phase, and agrees with the sector rule draw by draw."""
+    ex = S.truths.get("dslt4_pt2", v=1.0)
+    draws = nuts_chains_from([ex.truth, S.reverse_orientation(ex.truth, [0, 1, 2])], ex, [1e4, 1e4],
+                             jax.random.PRNGKey(6))
+    for chain, (phase, sector) in enumerate([("+ + +", 1), ("- - -", 2)]):
+        d = jax.tree.map(lambda a: a[chain], draws)
+        got = S.classify_phase(d, ex.truth, inputs=ex.inputs, n=N_DATA, sigma=1.0, beta=1.0)
+        labels = np.array([str(lab) for lab in got.label])
+        assert np.mean(labels == phase) >= 0.99, Counter(labels)
+        assert np.mean(S.sector_phase(d, ex.truth)[labels == phase] == sector) >= 0.99
+
+
 def test_labels_are_invariant_under_permutation_and_rescaling():
     truth = S.truths.dslt4_pt2(1.0)
     draws = near(truth, jax.random.PRNGKey(3), 100, 0.03)
