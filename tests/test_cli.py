@@ -152,6 +152,11 @@ def test_shipped_config_runs_tiny(tmp_path, name):
             assert {r["method"] for r in rows} == {"sgld", "beta_sweep"}
             sweeps = {r["name"]: r["localization"] for r in rows if r["method"] == "beta_sweep"}
             assert sweeps["generic truth d = m = 3"] == 3.0 and sweeps["generic truth d = m = 3, global posterior"] == 0.0
+            for r in rows:                           # every multi-chain row reports R-hat and nested R-hat
+                if r["method"] == "beta_sweep":
+                    assert len(r["rhat"]) == len(r["betas"]) == len(r["rhat_nested"])
+                    assert all(v is not None and v >= 0.9 for v in r["rhat"] + r["rhat_nested"])
+                    assert all(f"{r['name']} (beta_sweep): {w}" in metrics["warnings"] for w in r["warnings"])
             assert not any(r["method"] == "sgld" and "global" in r["name"] for r in rows)   # the case's methods
             assert (out / "calibration.png").exists() and (out / "beta_sweep.png").exists()
             assert np.asarray(metrics["calibration"]["estimate"]).shape == (2, 1)
@@ -194,6 +199,11 @@ def same_as_reference(name, metrics):
             for k, v in a.items():
                 if k not in VOLATILE:
                     walk(v, b.get(k, "<missing>"), f"{path}.{k}", k)
+        elif key == "warnings" and isinstance(a, list) and isinstance(b, list):   # checks added since may warn more
+            strip = lambda w: re.sub(r"R-hat [0-9.]+", "", w) if rtol else w
+            missing = {strip(w) for w in a} - {strip(w) for w in b}
+            if missing:
+                diffs.append(f"{path}: earlier warnings missing: {sorted(missing)}")
         elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
             for i, (x, y) in enumerate(zip(a, b)):
                 walk(x, y, f"{path}[{i}]", key)
