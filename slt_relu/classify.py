@@ -41,6 +41,10 @@ Per draw the answer also holds K(w) (exact on a uniform box; a 96 x 96 tensor ru
 inputs), the distance to the assigned phase's part of W0 in effective coordinates (q_i w_i, q_i b_i;
 c), the node groups and orientations, and a name in words (:func:`phase_name`).  Vectorised over
 draws: no Python loop over them (``benchmarks/bench_classify.py``).
+
+(About 450 lines: one concept, the phase of a draw, whose steps (node strengths, structure, the
+assignment of uncarried truth boundaries, codes, distances) share their arrays and are only
+meaningful together; the phases themselves and DSLT4's rules live in ``slt_relu.phases``.)
 """
 from __future__ import annotations
 
