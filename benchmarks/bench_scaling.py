@@ -8,8 +8,8 @@ program once to compile and is timed on the second call.
 
 * chains C = 1 ... 512 at n = 1,000 (NUTS: 50 + 50 iterations; SMC: runs of 128 particles, waste-free,
   3 moves of 5 leapfrog steps, C <= 64; SGLD: 500 steps);
-* data size n = 1,000 ... 100,000 at C = 16;
-* devices 1, 2, 4 (host devices, ``XLA_FLAGS=--xla_force_host_platform_device_count``, each in a fresh
+* data size n = 1,000 ... 100,000 at C = 16 (every sampler);
+* devices 1, 2, 4 for every sampler (host devices, ``XLA_FLAGS=--xla_force_host_platform_device_count``, each in a fresh
   process) at C = 64;
 * processes 1 and 2 (``slt-relu run --processes``): a 4-point tiny posterior sweep, the whole command's
   wall time (start-up and compilation included);
@@ -141,14 +141,14 @@ def main():
           + ", ".join(f"C={r['chains']}: {r['work_ratio']:.2f}x (wall {r['wall_ratio']:.2f}x)" for r in ratio))
     ns = [1000, 3000, 10000, 30000, 100000]
     print("data size n (C = 16): wall seconds")
-    for sampler in ("nuts", "smc", "sgld"):
+    for sampler in ("nuts", "lockstep", "smc", "sgld"):
         rows = [(n, measure(sampler, 16, n)) for n in ns]
         report["n"][sampler] = [{"n": n, **r} for n, r in rows]
         s = slope(ns, [r["wall_s"] for _, r in rows])
         report["n"][sampler + "_slope"] = s
         print(f"  {sampler:9s} " + "  ".join(f"n={n}: {r['wall_s']:.2f} s" for n, r in rows) + f"   slope {s:.2f}")
     print("host devices (C = 64, n = 1,000), each in a fresh process: wall seconds")
-    for sampler in ("nuts", "sgld"):
+    for sampler in ("nuts", "lockstep", "smc", "sgld"):
         rows = [(k, _in_fresh_process(sampler, 64, 1000, k)) for k in (1, 2, 4)]
         report["devices"][sampler] = [{"devices": k, **r} for k, r in rows]
         print(f"  {sampler:9s} " + "  ".join(f"{k} devices: {r['wall_s']:.2f} s" for k, r in rows))
@@ -167,7 +167,7 @@ def _figure(report: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
+    fig, axes = plt.subplots(1, 5, figsize=(22, 4.2))
     ax = axes[0]
     for sampler, rows in report["chains"].items():
         if sampler.endswith("_slope"):
@@ -192,10 +192,14 @@ def _figure(report: dict, path: Path) -> None:
     ax.semilogx([r["chains"] for r in ratio], [r["wall_ratio"] for r in ratio], "s--", label="wall time")
     ax.axhline(1.0, color="0.5", lw=0.8)
     ax.set(xlabel="chains", ylabel="lockstep / desynchronised", title="NUTS: lockstep against desynchronised")
+    ax = axes[4]
+    counts = sorted(report["processes"], key=int)
+    ax.bar(counts, [report["processes"][k] for k in counts], color="C0", label="a 4-point tiny sweep")
+    ax.set(xlabel="processes (slt-relu run --processes)", ylabel="wall s (whole command)", title="processes, this machine")
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("slt_relu: cost against chains, data size and devices (DSLT4 PT1, t = 1.2)", fontsize=10)
+    fig.suptitle("slt_relu: cost against chains, data size, devices and processes (DSLT4 PT1, t = 1.2)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -77,6 +77,8 @@ def test_masses_and_evidence_of_the_dslt3_examples_against_the_grid(name):
         return 2 * (v[..., 0] > 0) + (v[..., 1] > 0)
     pm = phase_masses(code(free), ("a", "b", "c", "d"), np.zeros(RUNS, int))
     exact = np.array([g.mass(code(P) == k) for k in range(4)])
+    # + 0.01: a standard error from 4 runs is itself uncertain by about 40% (and a mass near 0 or 1 can give 4
+    # equal runs, se 0); 0.01 is well below the masses compared (0.1-0.6)
     assert np.all(np.abs(pm.per_chain.mean(0) - exact) < 3 * pm.mcse_runs + 0.01), (pm.per_chain, exact, pm.mcse_runs)
     lz = ps.draws.log_evidence
     assert abs(logmeanexp(lz) - grid_log_evidence(g)) < 4 * lz.std(ddof=1) / 2 + 0.05, (lz, grid_log_evidence(g))
@@ -102,7 +104,7 @@ def test_smc_weights_separated_modes_where_nuts_reports_its_starting_points():
     ps = runs_on(5, x, y, nb, model, SMCSettings(num_particles=1024, waste_free=True, num_mcmc_steps=7))
     per_run = (ps.params.w[..., 0, 0] > 0).mean(1)
     mcse = per_run.std(ddof=1) / math.sqrt(RUNS)
-    assert abs(per_run.mean() - exact) < 3 * mcse + 0.01, (per_run, exact)
+    assert abs(per_run.mean() - exact) < 3 * mcse + 0.01, (per_run, exact)      # + 0.01: as in the test above
     # NUTS: 8 chains, 2 started at the first mode and 6 at the second.  Not one crosses (each chain's mass is 0
     # or 1), so NUTS's "mass" is the share of chains that started in the basin, 0.25 here whatever the posterior
     # says (documented, not asserted as a posterior mass; from random starts it is the share of the starts that
@@ -133,6 +135,24 @@ def test_log_evidence_against_thermodynamic_integration():
     losses = S.tempered_losses(jax.random.PRNGKey(9), S.two_layer_loss_for(1.0), truth, (x[0], y[0]), ts,
                                chains_per_beta=4, settings=S.NUTSSettings(num_warmup=300, num_samples=600))
     mean_L = losses.reshape(len(ts), -1).mean(1)
-    ti = -float(np.sum(np.diff(ts) * (mean_L[1:] + mean_L[:-1]) / 2))
+
+    def trapezoid_weights(every):
+        """-int E_t[L_n] dt = sum_i weights_i E_{t_i}[L_n] by the trapezoid rule on every ``every``-th t."""
+        t, wts = ts[::every], np.zeros(len(ts))
+        wts[::every][1:] -= np.diff(t) / 2
+        wts[::every][:-1] -= np.diff(t) / 2
+        return wts
+
+    # the trapezoid rule's error falls as h^2: with every other temperature it is 4 times larger, so
+    # T_h + (T_h - T_2h) / 3 removes the leading term (Richardson) and |T_h - T_2h| / 3 bounds what is left
+    fine, coarse = trapezoid_weights(1), trapezoid_weights(2)
+    weights = (4 * fine - coarse) / 3
+    ti, quadrature = float(weights @ mean_L), abs(float((fine - coarse) @ mean_L)) / 3
+    # the Monte Carlo errors of both sides: TI's through the weights and each temperature's MCSE (from its
+    # chains' ESS), SMC's from its independent runs
+    ti_mcse = float(np.sqrt(np.sum((weights * np.array([S.mcse_mean(chains) for chains in losses])) ** 2)))
     lz = ps.draws.log_evidence
-    assert abs(logmeanexp(lz) - ti) < 0.3, (lz, ti)
+    smc_mcse = lz.std(ddof=1) / math.sqrt(RUNS)
+    tol = 3 * math.hypot(ti_mcse, smc_mcse) + quadrature
+    assert tol < 0.35, (ti_mcse, smc_mcse, quadrature)            # measured 0.28: it can tell a wrong log Z
+    assert abs(logmeanexp(lz) - ti) < tol, (lz, ti, ti_mcse, smc_mcse, quadrature)
