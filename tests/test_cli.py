@@ -313,7 +313,7 @@ resolution = 9
 def test_bad_config_one_line_error_no_folder(tmp_path, capsys, text, message):
     path = write(tmp_path, text)
     out = tmp_path / "out"
-    code = cli.main(["run", str(path), "--out", str(out), "--no-progress"])
+    code = cli.main(["run", str(path), "--out", str(out), "--no-progress", "--no-cache"])
     err = capsys.readouterr().err
     assert code == 2
     assert message in err, err
@@ -548,3 +548,25 @@ def test_posterior_draws_as_netcdf_the_printed_headline_and_show(tmp_path, capsy
     assert "draws: 1 netCDF files in draws/" in shown and "draws: 1 netCDF files the run wrote are not here" in shown
     assert cli.main(["show", str(tmp_path)]) == 2
     assert "expected a results folder of slt-relu" in capsys.readouterr().err
+
+
+def test_a_rerun_loads_its_programs_from_the_persistent_cache(tmp_path):
+    """slt-relu run with --cache-dir: the first run writes its compiled programs there, a rerun finds every one
+    of them (no new entry) and gives the same metrics.  In fresh processes, so the cache stays out of this one."""
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    sets = sum((["--set", f"{k}={json.dumps(v)}"] for k, v in TINY["dslt3_degenerate_node.toml"].items()), [])
+
+    def run(out):
+        subprocess.run([sys.executable, "-m", "slt_relu.cli", "run", "dslt3_degenerate_node", "--out", str(out),
+                        "--no-progress", "--cache-dir", str(cache)] + sets, check=True, capture_output=True)
+        return {p.name for p in cache.rglob("*") if p.is_file()}
+
+    first = run(tmp_path / "a")
+    assert len(first) >= 3, first                           # every program of the run, no minimum compile time
+    assert run(tmp_path / "b") == first
+    drop = lambda m: {k: v for k, v in m.items() if k not in VOLATILE}
+    metrics = [json.loads((tmp_path / d / "metrics.json").read_text()) for d in "ab"]
+    assert drop(metrics[0]) == drop(metrics[1])

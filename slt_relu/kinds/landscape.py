@@ -104,6 +104,7 @@ def run(s: dict, outdir, key, ctx) -> dict:
         x, y = sample_dataset(key_data, ex.truth, inputs, s["n"], sigma)
         fn, args = empirical_loss, (x, y, sigma)
         zlabel = f"L_n(w), n = {s['n']}"
+    loss = lambda p: fn(p, *args)                     # one point; the slice passes args to one compiled fn
     center, u, v = _plane(s, key_dirs)
     res = s["resolution"]
     xs = np.linspace(*s["ranges"][0], res)
@@ -132,12 +133,12 @@ def run(s: dict, outdir, key, ctx) -> dict:
         model = ex.model
         if curves:
             pts = np.concatenate(curves)
-            losses = np.asarray(jax.vmap(lambda th: fn(model.embed(th)))(pts))
+            losses = np.asarray(jax.vmap(lambda th: loss(model.embed(th)))(pts))
             metrics["loss_on_true_set_max"] = float(losses.max())
             metrics["loss_on_true_set_min"] = float(losses.min())
-        metrics["loss_at_markers"] = {k: float(fn(model.embed(np.asarray(p)))) for k, p in markers.items()}
+        metrics["loss_at_markers"] = {k: float(loss(model.embed(np.asarray(p)))) for k, p in markers.items()}
         if curves:
-            along += _valley_mass(s, fn, curves[0], metrics)
+            along += _valley_mass(s, loss, curves[0], metrics)
         if s["fisher_points"] and curves:
             along += _fisher_along(s, curves[0], metrics, ctx.progress)
     title = f"{ex.description}\n{zlabel} over ({s['axes'][0]}, {s['axes'][1]})"
@@ -159,7 +160,7 @@ def _pick(curve, count):
     return curve[idx], pos[idx]
 
 
-def _valley_mass(s, fn, curve, metrics):
+def _valley_mass(s, loss_fn, curve, metrics):
     """Posterior mass across the valley at points p(s) along W0:
 
         m(s) = int exp(-n_beta L(p(s) + t n(s))) dt,   |t| <= valley_halfwidth,
@@ -178,8 +179,8 @@ def _valley_mass(s, fn, curve, metrics):
     ts = np.linspace(-h, h, 801)
     thetas = pts[:, None, :] + ts[None, :, None] * normal[:, None, :]
     model = s["example"].model
-    loss = np.asarray(jax.vmap(jax.vmap(lambda th: fn(model.embed(th))))(thetas))
-    floor = float(np.asarray(jax.vmap(lambda th: fn(model.embed(th)))(pts)).min())
+    loss = np.asarray(jax.vmap(jax.vmap(lambda th: loss_fn(model.embed(th))))(thetas))
+    floor = float(np.asarray(jax.vmap(lambda th: loss_fn(model.embed(th)))(pts)).min())
     mass = np.exp(-s["n_beta"] * (loss - floor)).sum(axis=1) * (ts[1] - ts[0])
     metrics["valley_mass"] = {"n_beta": s["n_beta"], "halfwidth": h, "position": pos, "point": pts, "mass": mass}
     mid = mass[len(mass) // 2]
