@@ -89,9 +89,9 @@ def smc_warnings(d: dict, where: str, masses: PhaseMasses, num_particles: int, l
     """What makes a point's SMC numbers doubtful: a stage whose ESS collapsed, moves that barely
     move, a run that did not reach lambda = 1 (the adaptive schedule holds every stage's ESS at
     the target, so a collapse, e.g. particles whose potential is NaN and lose all weight at any
-    step, shows as the schedule stalling at max_stages; tests/test_evidence.py), a phase whose mass in a run rests on fewer than 20
-    particles, runs on one data set whose masses differ beyond the particles' binomial error, and
-    runs whose log evidences differ by more than one nat."""
+    step, shows as the schedule stalling at max_stages; tests/test_evidence.py), a phase whose
+    mass in a run rests on fewer than 20 particles, runs on one data set whose masses differ
+    beyond the particles' binomial error, and runs whose log evidences differ by more than one nat."""
     out = []
     if d["ess_min"] < target_ess / 2:
         out.append(f"{where}: ESS collapsed to {d['ess_min']:.2f} of the particles at a stage (target {target_ess})")

@@ -228,11 +228,10 @@ def restricted_two_layer_loss(params_star, free=None, sigma: float = 1.0):
     others held at params_star's values), and params_star's free coordinates.  free: (D,) bool
     mask, default all.  loss_fn is equal (and hashes equal) for equal models, so compiled
     programs are reused."""
+    from .loss import check_sigma
     from .network import Restriction, to_flat
 
     free = np.ones(to_flat(params_star).size, bool) if free is None else np.asarray(free, bool)
-    from .loss import check_sigma
-
     model = Restriction(params_star, free)
     return RestrictedLoss(model, float(check_sigma(sigma))), jnp.asarray(np.asarray(to_flat(params_star))[free], params_star.w.dtype)
 

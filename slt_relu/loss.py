@@ -159,7 +159,7 @@ def loss_slice(fn: Callable[..., jax.Array], center: TwoLayer, u, v, s, t,
     return out.reshape(s.shape[0], t.shape[0])
 
 
-def coordinate_slice(fn: Callable[[TwoLayer], jax.Array], base: TwoLayer, axes: Sequence[str],
+def coordinate_slice(fn: Callable[..., jax.Array], base: TwoLayer, axes: Sequence[str],
                      xs, ys, chunk: int = 256, args: tuple = ()) -> jax.Array:
     """fn over two named coordinates (e.g. ``("w[0,0]", "q[0]")``) set to xs (S,) x ys (T,),
     the others fixed at ``base`` (fn and args as in :func:`loss_slice`).  Returns (S, T)."""
