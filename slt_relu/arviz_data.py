@@ -170,8 +170,8 @@ def to_arviz(result, *, observed=None):
     if isinstance(result, SMCPosterior):
         d = result.draws
         return posterior_tree(result.params, result.loss, np.arange(len(result.log_evidence)), d.stats,
-                              log_evidence=result.log_evidence, grad_evals=d.grad_evals, observed=observed,
-                              attrs={"sampler": "smc"})
+                              log_evidence=result.log_evidence, n_beta=result.n_beta, grad_evals=d.grad_evals,
+                              observed=observed, attrs={"sampler": "smc"})
     if isinstance(result, PosteriorSamples):
         d = result.draws
         smc = d.log_evidence is not None

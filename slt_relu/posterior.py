@@ -271,7 +271,7 @@ class SMCPosterior(NamedTuple):
     log(sigma sqrt(2 pi)) term; DESIGN.md); schedule: (K, M) the tempering lambda after each stage
     (M = settings.max_stages; stages beyond num_stages are 0); ess, accept_prob: (K, M) the
     incremental weights' ESS fraction and the moves' mean acceptance at each stage; num_stages:
-    (K,); draws: the sampler's :class:`~slt_relu.samplers.Draws`."""
+    (K,); draws: the sampler's :class:`~slt_relu.samplers.Draws`; n_beta: (K,) each run's n beta."""
 
     params: TwoLayer
     loss: np.ndarray
@@ -281,6 +281,7 @@ class SMCPosterior(NamedTuple):
     accept_prob: np.ndarray
     num_stages: np.ndarray
     draws: Draws
+    n_beta: np.ndarray
 
 
 def smc_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = Prior(), sigma: float = 1.0,
@@ -301,7 +302,7 @@ def smc_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = Prio
                           devices=devices)
     st = ps.draws.stats
     return SMCPosterior(ps.params, ps.loss, ps.draws.log_evidence, st["lambda"], st["ess"], st["accept_prob"],
-                        st["num_stages"], ps.draws)
+                        st["num_stages"], ps.draws, ps.n_beta)
 
 
 # ----------------------------------------------------------------------------------------
