@@ -185,15 +185,23 @@ def chain_diagnostics(loss, dataset, coordinates, stats: dict, max_steps: int | 
 
 
 def sampler_warnings(d: dict, where: str, n_draws: int, target_accept: float | None) -> list[str]:
-    """What in :func:`chain_diagnostics` makes a point's numbers doubtful, one line each."""
+    """What in :func:`chain_diagnostics` makes a point's numbers doubtful, one line each; a NaN
+    diagnostic (draws holding a NaN, or a constant L_n) is reported as undefined."""
     out = []
+    undefined = "NaN: undefined (non-finite or constant L_n in a data set)"
     if d.get("divergences"):
         out.append(f"{where}: {d['divergences']} divergent transitions of {n_draws} draws")
-    if d.get("rhat_nested_loss", 1.0) > 1.05:
+    if np.isnan(d.get("rhat_nested_loss", 1.0)):
+        out.append(f"{where}: nested R-hat of L_n is {undefined}")
+    elif d.get("rhat_nested_loss", 1.0) > 1.05:
         out.append(f"{where}: nested R-hat of L_n within a data set is {d['rhat_nested_loss']:.3f} (> 1.05)")
-    if d["rhat_loss"] > 1.05:
+    if np.isnan(d["rhat_loss"]):
+        out.append(f"{where}: R-hat of L_n is {undefined}")
+    elif d["rhat_loss"] > 1.05:
         out.append(f"{where}: R-hat of L_n within a data set is {d['rhat_loss']:.3f} (> 1.05): chains not stationary")
-    if d["ess_bulk_loss"] < 100:
+    if np.isnan(d["ess_bulk_loss"]):
+        out.append(f"{where}: bulk ESS of L_n is {undefined}")
+    elif d["ess_bulk_loss"] < 100:
         out.append(f"{where}: bulk ESS of L_n is {d['ess_bulk_loss']:.0f} in the worst data set (< 100)")
     if target_accept is not None and d.get("accept_prob_mean", 1.0) < target_accept - 0.15:
         out.append(f"{where}: mean acceptance {d['accept_prob_mean']:.2f} far below the target {target_accept}")

@@ -55,7 +55,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .network import TwoLayer, check_params, to_flat
+from .network import TwoLayer, check_count, check_number, check_params, to_flat
 from .phases import PhaseLabel, check_truth, reduced_truth, true_set_representatives
 
 NOT_IN_W0 = "not in W0"
@@ -376,14 +376,14 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, *, inputs=None, n: int | N
         raise ValueError(f"params: expected n_in = {n_in} like the truth, got {w.shape[-1]}")
     if n is not None and tol is not None:
         raise ValueError("n, tol: expected one of them (n for posterior draws, tol for exact parameters)")
-    if n is not None and (not isinstance(n, (int, np.integer)) or n < 1):
-        raise ValueError(f"n: expected a positive integer (the data size), got {n!r}")
+    if n is not None:
+        check_count(n, "n")
     if n is not None and inputs is None:
         raise ValueError("inputs: expected the input distribution with n (K and node norms are expectations)")
-    if not (np.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"sigma: expected a positive finite number, got {sigma!r}")
-    if not (np.isfinite(beta) and beta > 0):
-        raise ValueError(f"beta: expected a positive finite number, got {beta!r}")
+    if tol is not None:
+        check_number(tol, "tol", nonnegative=True)
+    check_number(sigma, "sigma")
+    check_number(beta, "beta")
     if inputs is not None:
         check_inputs(inputs, n_in)
     tol = 0.1 if (n is None and tol is None) else tol

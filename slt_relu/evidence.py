@@ -93,7 +93,9 @@ def smc_warnings(d: dict, where: str, masses: PhaseMasses, num_particles: int, l
     mass in a run rests on fewer than 20 particles, runs on one data set whose masses differ
     beyond the particles' binomial error, and runs whose log evidences differ by more than one nat."""
     out = []
-    if d["ess_min"] < target_ess / 2:
+    if np.isnan(d["ess_min"]):
+        out.append(f"{where}: ESS of a stage's weights is NaN: undefined (non-finite potentials)")
+    elif d["ess_min"] < target_ess / 2:
         out.append(f"{where}: ESS collapsed to {d['ess_min']:.2f} of the particles at a stage (target {target_ess})")
     if d["accept_prob_min"] < 0.2:
         out.append(f"{where}: HMC acceptance fell to {d['accept_prob_min']:.2f} at a stage: the moves barely move")

@@ -48,6 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import diagnostics as dg
+from .network import check_count, check_finite, check_number, check_params
 from .settings import library_settings as _settings
 
 
@@ -73,7 +74,10 @@ def _num_data(data) -> int:
     sizes = {int(np.shape(a)[0]) for a in jax.tree.leaves(data)}
     if len(sizes) != 1:
         raise ValueError(f"data: expected arrays with one common leading (data) axis, got sizes {sorted(sizes)}")
-    return sizes.pop()
+    n = sizes.pop()
+    if n < 1:
+        raise ValueError(f"data: expected at least one data point, got a leading axis of {n}")
+    return n
 
 
 class LocalizedPotential(NamedTuple):
@@ -103,17 +107,17 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int =
     parameter (pytree) to localise at.  num_chains chains run vmapped in one program, sharded over
     ``devices`` (default jax.local_devices()).  num_steps SGLD steps per chain, the first num_burnin
     dropped, then every thin-th loss kept (defaults: :class:`slt_relu.sgld.SGLD`'s).  nbeta: n beta
-    (default n / log n); batch_size: None for full-batch gradients, else mini-batches drawn with
-    replacement at every step.  Sampled by :func:`slt_relu.samplers.sample` with SGLD settings.
+    > 0 (default n / log n); localization: gamma >= 0; batch_size: None for full-batch gradients,
+    else mini-batches drawn with replacement at every step.  Sampled by
+    :func:`slt_relu.samplers.sample` with SGLD settings.
     """
-    from .samplers import sample, unravel_fn
+    from .samplers import check_keys, sample, unravel_fn
     from .sgld import SGLDSettings
 
+    key = check_keys(key, "key", batch_ndim=0)
     n = _num_data(data)
-    if not (isinstance(num_chains, (int, np.integer)) and num_chains >= 1):
-        raise ValueError(f"num_chains: expected a positive integer, got {num_chains!r}")
-    if not localization >= 0:
-        raise ValueError(f"localization: expected a number >= 0, got {localization!r}")
+    check_count(num_chains, "num_chains")
+    check_number(localization, "localization", nonnegative=True)
     if batch_size is not None and not (isinstance(batch_size, int) and 1 <= batch_size <= n):
         raise ValueError(f"batch_size: expected None or an integer in [1, n = {n}], got {batch_size!r}")
     settings = _settings(SGLDSettings, num_steps=num_steps, num_burnin=num_burnin, thin=thin, step_size=step_size,
@@ -122,8 +126,7 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int =
         if n < 2:
             raise ValueError("nbeta: the default n / log n needs n >= 2 data points")
         nbeta = n / math.log(n)
-    if not nbeta > 0:
-        raise ValueError(f"nbeta: expected a positive number, got {nbeta!r}")
+    check_number(nbeta, "nbeta")
     init_loss = float(loss_fn(params_star, data))
     w_star, unravel = unravel_fn(params_star)
     dt = w_star.dtype
@@ -136,14 +139,16 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int =
     per_chain = nbeta * (losses.astype(np.float64).mean(1) - init_loss)
     est = float(per_chain.mean())
     se = float(per_chain.std(ddof=1) / np.sqrt(num_chains)) if num_chains > 1 else float("nan")
-    rhat = dg.rhat(losses) if losses.shape[1] >= 8 else float("nan")
+    rhat = dg.rhat(losses) if losses.shape[1] >= 8 else float("nan")        # too few draws: not computed
     warnings = []
     if not np.all(np.isfinite(losses)):
         warnings.append("non-finite losses: the step size is too large")
     if est < 0:
         warnings.append(f"negative estimate {est:.3g}: the chains found lower loss than at w*, which is then no "
                         "local minimum (or the localization is too weak)")
-    if np.isfinite(rhat) and rhat > 1.05:
+    if losses.shape[1] >= 8 and np.isnan(rhat):
+        warnings.append("split R-hat of the loss traces is NaN: undefined (non-finite or constant losses)")
+    elif rhat > 1.05:
         warnings.append(f"loss traces not stationary: split R-hat {rhat:.3f} > 1.05 (burn in longer or use a "
                         "larger step)")
     if np.nanmean(accept) < 0.9:                       # on a quadratic, 0.89 already means +28 % (tests)
@@ -160,8 +165,9 @@ def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300):
     n = 10,000).  Returns (params, L_n at them)."""
     from .samplers import unravel_fn
 
+    num_steps = check_count(num_steps, "num_steps")
     flat0, unravel = unravel_fn(params)
-    w, value = _lbfgs(loss_fn, unravel, int(num_steps), flat0, data)
+    w, value = _lbfgs(loss_fn, unravel, num_steps, flat0, data)
     return unravel(w), float(value)
 
 
@@ -214,11 +220,16 @@ def llc_two_layer(key, params_star, x, y, *, sigma: float = 1.0, free=None, **kw
     """:func:`estimate_llc` for a TwoLayer at params_star on data (x (n, n_in), y (n,)).
 
     free: optional (D,) bool mask (a Restriction's ``free``): only those coordinates move."""
+    check_finite(check_params(params_star), "params_star")
     x, y = jnp.asarray(x), jnp.asarray(y)
     if x.ndim != 2 or x.shape[1] != params_star.n_in:
         raise ValueError(f"x: expected shape (n, n_in) with n_in = {params_star.n_in} like params_star, got {x.shape}")
     if y.shape != x.shape[:1]:
         raise ValueError(f"y: expected shape ({x.shape[0]},) like x's rows, got {y.shape}")
+    if x.shape[0] < 1:
+        raise ValueError(f"x: expected at least one data point (n >= 1), got shape {x.shape}")
+    check_finite(x, "x")
+    check_finite(y, "y")
     loss, theta_star = restricted_two_layer_loss(params_star, free, sigma)
     return estimate_llc(key, loss, theta_star, (x, y), **kwargs)
 
@@ -264,6 +275,10 @@ def normal_crossing_expectation(exponents: Sequence[int], nbeta: float, localiza
     k = np.asarray(exponents, np.float64)
     if k.ndim != 1 or not 1 <= k.size <= 3 or np.any(k < 1):
         raise ValueError(f"exponents: expected 1 to 3 positive integers, got {exponents!r}")
+    check_number(nbeta, "nbeta")
+    check_number(localization, "localization", nonnegative=True)
+    if points is not None:
+        check_count(points, "points", minimum=2)
     pts = points or {1: 20000, 2: 1500, 3: 240}[k.size]
     s = np.linspace(-25.0, 4.0, pts)
     grids = np.meshgrid(*([s] * k.size), indexing="ij", sparse=True)
@@ -298,6 +313,8 @@ def calibrate_llc(key, loss_fn, params_star, data, step_sizes: Sequence[float], 
     settings), to choose settings where lambda_hat stops moving, the MALA acceptance is near 1
     and the traces are flat; :func:`slt_relu.plots.llc_calibration_figure` draws it."""
     S, G = len(step_sizes), len(localizations)
+    if S < 1 or G < 1:
+        raise ValueError(f"step_sizes, localizations: expected at least one of each, got {S} and {G}")
     est, se, acc, rh = (np.zeros((S, G)) for _ in range(4))
     traces = []
     out = None
@@ -335,7 +352,7 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
                     prior_std: float = 1.0, localization: float = 0.0, settings=None, init_radius: float = 2.0,
                     devices=None) -> np.ndarray:
     """L_n at NUTS draws of p(w) proportional to N(w; 0, prior_std^2 I) exp(-n beta L_n(w)) for each
-    n beta in n_betas (B,), all in one program (chains_per_beta chains each, slt_relu.nuts).
+    n beta >= 0 in n_betas (B,), all in one program (chains_per_beta chains each, slt_relu.nuts).
 
     loss_fn(params, data) -> L_n as in :func:`estimate_llc`; params_init: a parameter pytree (its
     structure; chains start uniformly in [-init_radius, init_radius]).  localization gamma > 0
@@ -343,13 +360,21 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
     as :func:`estimate_llc`, no prior): exp(-n beta L_n(w) - (gamma / 2) |w - w*|^2), chains
     starting at w*; its beta sweep measures the local lambda at w* without needing L_n(w*).
     Returns (B, chains, S)."""
-    from .samplers import NUTSSettings, sample, unravel_fn
+    from .samplers import HMCSettings, NUTSSettings, check_keys, sample, unravel_fn
 
+    key = check_keys(key, "key", batch_ndim=0)
+    settings = NUTSSettings() if settings is None else settings
+    if type(settings) not in (NUTSSettings, HMCSettings):
+        raise TypeError(f"settings: expected NUTSSettings or HMCSettings, got {type(settings).__name__}")
+    _num_data(data)
+    check_number(n_betas, "n_betas", nonnegative=True)          # t = 0: the prior (thermodynamic integration)
+    chains_per_beta = check_count(chains_per_beta, "chains_per_beta")
+    check_number(prior_std, "prior_std")
+    check_number(localization, "localization", nonnegative=True)
+    check_number(init_radius, "init_radius")
     flat0, unravel = unravel_fn(params_init)
     n_betas = jnp.asarray(n_betas, flat0.dtype).reshape(-1)
     B = n_betas.shape[0]
-    if not (isinstance(localization, (int, float)) and localization >= 0):
-        raise ValueError(f"localization: expected a number >= 0, got {localization!r}")
     C = B * chains_per_beta
     k_init, k_run = jax.random.split(key)
     if localization:
@@ -358,7 +383,7 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
         z0 = jax.random.uniform(k_init, (C, flat0.size), flat0.dtype, -init_radius, init_radius)
     potential = TemperedPotential(loss_fn, unravel, float(prior_std), float(localization))
     args = (jnp.repeat(n_betas, chains_per_beta),) + _per_chain(C, flat0, data)
-    out = sample(jax.random.split(k_run, C), potential, z0, args, settings or NUTSSettings(), devices=devices)
+    out = sample(jax.random.split(k_run, C), potential, z0, args, settings, devices=devices)
     return np.asarray(losses_at(loss_fn, unravel, jnp.asarray(out.z), data)).reshape(B, chains_per_beta, -1)
 
 
@@ -392,9 +417,11 @@ def rlct_from_beta_sweep(key, loss_fn: Callable, params_init, data, *, betas: Se
     localization (> 0: the local lambda at params_init, see :func:`tempered_losses`), settings,
     init_radius, devices."""
     n = _num_data(data)
+    if betas is None and n < 2:
+        raise ValueError("betas: the default (1/log n) x (2/3, ..., 3) needs n >= 2 data points")
     betas = np.asarray(betas if betas is not None else np.array([2 / 3, 1, 1.5, 2, 3]) / math.log(n), np.float64)
-    if betas.ndim != 1 or betas.size < 2 or np.any(betas <= 0):
-        raise ValueError(f"betas: expected at least two positive numbers, got {betas!r}")
+    if betas.ndim != 1 or betas.size < 2 or not np.all(np.isfinite(betas) & (betas > 0)):
+        raise ValueError(f"betas: expected at least two positive finite numbers, got {betas!r}")
     losses = tempered_losses(key, loss_fn, params_init, data, n * betas, **kwargs)
     means = np.array([n * l.astype(np.float64).mean() for l in losses])
     ses = np.array([dg.mcse_mean(n * l.astype(np.float64)) for l in losses])
@@ -406,6 +433,8 @@ def wbic(key, loss_fn: Callable, params_init, data, **kwargs) -> tuple[float, fl
     """WBIC = E_beta[n L_n] at beta = 1/log n by NUTS (Watanabe 2013: an estimate of the free energy
     F_n), with its Monte Carlo standard error: (value, se).  kwargs as :func:`tempered_losses`."""
     n = _num_data(data)
+    if n < 2:
+        raise ValueError("data: WBIC's beta = 1/log n needs n >= 2 data points")
     losses = tempered_losses(key, loss_fn, params_init, data, [n / math.log(n)], **kwargs)[0]
     v = n * losses.astype(np.float64)
     return float(v.mean()), dg.mcse_mean(v)

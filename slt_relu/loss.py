@@ -18,19 +18,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from .inputs import check_inputs, expectation_rule
-from .network import TwoLayer, check_params, coordinate_index, forward, forward_columns, from_flat, to_flat
+from .network import (TwoLayer, check_count, check_number, check_params, coordinate_index, forward,
+                      forward_columns, from_flat, to_flat)
 
 
 def check_sigma(sigma):
     """sigma unless it is a concrete number that is not positive and finite (ValueError naming
     it); traced values (inside jit / vmap) pass unchecked."""
-    try:
-        value = float(sigma)
-    except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
-        return sigma
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"sigma: expected a positive finite noise standard deviation, got {sigma!r}")
-    return sigma
+    return check_number(sigma, "sigma", what="noise standard deviation")
 
 
 def population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> jax.Array:
@@ -82,6 +77,8 @@ def gaussian_nll(resid: jax.Array, sigma) -> jax.Array:
         mean_k resid_k^2 / (2 sigma^2) + log(sigma sqrt(2 pi)),
 
     the one place L_n's formula is written (rows, columns, posterior, grid, LLC all use it)."""
+    if jnp.size(resid) == 0:
+        raise ValueError(f"resid: expected at least one residual, got shape {jnp.shape(resid)}")
     return jnp.mean(resid**2) / (2.0 * sigma**2) + jnp.log(sigma * jnp.sqrt(2.0 * jnp.pi))
 
 
@@ -96,6 +93,8 @@ def empirical_loss(params: TwoLayer, x: jax.Array, y: jax.Array, sigma=1.0) -> j
         raise ValueError(f"x, y: expected shapes (n, n_in) and (n,), got {x.shape} and {y.shape}")
     if x.shape[1] != params.n_in:
         raise ValueError(f"x: expected n_in = {params.n_in} columns like params, got shape {x.shape}")
+    if x.shape[0] < 1:
+        raise ValueError(f"x: expected at least one data point (n >= 1), got shape {x.shape}")
     check_sigma(sigma)
     return _empirical_loss(params, x, y, sigma)
 
@@ -110,6 +109,9 @@ def empirical_loss_columns(params: TwoLayer, x_cols: jax.Array, y: jax.Array, si
     :func:`empirical_loss`, through :func:`~slt_relu.network.forward_columns` (the fast form when
     many chains, each with its own data set, are vmapped).  Not jitted: it is meant to be traced
     inside samplers' programs."""
+    if jnp.ndim(x_cols) != 2 or jnp.shape(x_cols)[1] < 1 or jnp.shape(y) != jnp.shape(x_cols)[1:]:
+        raise ValueError(f"x_cols, y: expected shapes (n_in, n) with n >= 1 and (n,), got {jnp.shape(x_cols)} and "
+                         f"{jnp.shape(y)}")
     return gaussian_nll(y - forward_columns(params, x_cols), check_sigma(sigma))
 
 
@@ -118,10 +120,8 @@ def sample_dataset(key: jax.Array, truth: TwoLayer, inputs, n: int, sigma: float
     gives noiseless outputs."""
     check_params(truth)
     check_inputs(inputs, truth.n_in)
-    if not (isinstance(n, int) and n > 0):
-        raise ValueError(f"n: expected a positive integer, got {n!r}")
-    if not (np.isfinite(float(sigma)) and float(sigma) >= 0):
-        raise ValueError(f"sigma: expected a finite noise standard deviation >= 0, got {sigma!r}")
+    n = check_count(n, "n")
+    check_number(sigma, "sigma", what="noise standard deviation", nonnegative=True)
     key_x, key_eps = jax.random.split(key)
     x = inputs.sample(key_x, n, dtype=truth.w.dtype)
     y = forward(truth, x) + sigma * jax.random.normal(key_eps, (n,), truth.w.dtype)

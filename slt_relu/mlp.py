@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .network import TwoLayer, check_params
+from .network import TwoLayer, check_count, check_finite, check_number, check_params
 
 
 class Dense(NamedTuple):
@@ -46,7 +46,8 @@ class MLP(NamedTuple):
 
 def check_widths(widths: Sequence[int], name: str = "widths") -> tuple[int, ...]:
     widths = tuple(widths)
-    if len(widths) < 2 or not all(isinstance(n, (int, np.integer)) and n >= 1 for n in widths):
+    if len(widths) < 2 or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1
+                                  for n in widths):
         raise ValueError(f"{name}: expected at least two positive integers (n_in, ..., n_out), got {list(widths)}")
     return tuple(int(n) for n in widths)
 
@@ -72,6 +73,7 @@ def check_mlp(params) -> MLP:
 def init_mlp(key: jax.Array, widths: Sequence[int], bias_std: float = 0.0, dtype=None) -> MLP:
     """He initialisation: w_l ~ N(0, 2 / n_{l-1}) entrywise, b_l ~ N(0, bias_std^2) (default 0)."""
     widths = check_widths(widths)
+    check_number(bias_std, "bias_std", nonnegative=True)
     dtype = jnp.dtype(dtype or jnp.zeros(()).dtype)
     return _init_mlp(key, widths, jnp.asarray(bias_std, dtype), dtype)
 
@@ -170,8 +172,16 @@ def train_mlp(key: jax.Array, widths: Sequence[int], x: jax.Array, y: jax.Array,
     ``steps`` steps in one compiled program (cached per architecture, steps and rate).
     x: (n, n_0), y: (n,); returns (params, final loss)."""
     widths = check_widths(widths)
-    params, final = _train_mlp(widths, int(steps), float(learning_rate), init_mlp(key, widths, bias_std),
-                               jnp.asarray(x), jnp.asarray(y))
+    steps = check_count(steps, "steps", minimum=0)
+    check_number(learning_rate, "learning_rate")
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    if x.ndim != 2 or x.shape[1] != widths[0] or x.shape[0] < 1:
+        raise ValueError(f"x: expected shape (n, {widths[0]}) with n >= 1, got {x.shape}")
+    if y.shape != x.shape[:1]:
+        raise ValueError(f"y: expected shape ({x.shape[0]},) like x's rows, got {y.shape}")
+    check_finite(x, "x")
+    check_finite(y, "y")
+    params, final = _train_mlp(widths, steps, float(learning_rate), init_mlp(key, widths, bias_std), x, y)
     return params, float(final)
 
 

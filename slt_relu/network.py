@@ -80,16 +80,55 @@ def check_params(params) -> TwoLayer:
     return params
 
 
-def check_finite(params: TwoLayer, name: str = "params") -> TwoLayer:
-    """ValueError naming the leaf if a concrete parameter holds NaN or infinity (traced ones pass)."""
-    for leaf_name, leaf in zip(TwoLayer._fields, params):
-        try:
-            value = np.asarray(leaf)
-        except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
-            return params
-        if not np.all(np.isfinite(value)):
-            raise ValueError(f"{name}.{leaf_name}: expected finite numbers, got {value.tolist()}")
-    return params
+def _concrete(value):
+    """value as a NumPy array, or None when it is a JAX tracer (inside jit / vmap: left unchecked)."""
+    try:
+        return np.asarray(value)
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return None
+
+
+def _shown(value, a: np.ndarray):
+    """value for an error message: as written for a Python scalar, as a list for a small array."""
+    if isinstance(value, (bool, int, float, str, type(None))):
+        return repr(value)
+    return a.tolist() if a.size <= 16 else f"an array of shape {a.shape}"
+
+
+def check_number(value, name: str, *, what: str = "number", nonnegative: bool = False):
+    """value unless it is concrete and not a finite real number > 0 (>= 0 with ``nonnegative``),
+    every entry of an array: ValueError naming it; traced values (inside jit / vmap) pass."""
+    a = _concrete(value)
+    if a is None:
+        return value
+    ok = a.dtype.kind in "iuf" and a.size > 0 and bool(np.all(np.isfinite(a)))
+    ok = ok and bool(np.all(a >= 0) if nonnegative else np.all(a > 0))
+    if not ok:
+        want = f"a finite {what} >= 0" if nonnegative else f"a positive finite {what}"
+        raise ValueError(f"{name}: expected {want}, got {_shown(value, a)}")
+    return value
+
+
+def check_count(value, name: str, minimum: int = 1) -> int:
+    """int(value) if it is an integer >= minimum (bool is not); else ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        want = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{name}: expected {want}, got {value!r}")
+    return int(value)
+
+
+def check_finite(value, name: str = "params"):
+    """ValueError naming the array (or the TwoLayer leaf) if a concrete one holds NaN or infinity;
+    traced values pass."""
+    if isinstance(value, TwoLayer):
+        for leaf_name, leaf in zip(TwoLayer._fields, value):
+            check_finite(leaf, f"{name}.{leaf_name}")
+        return value
+    a = _concrete(value)
+    if a is not None and not np.all(np.isfinite(a)):
+        got = a.tolist() if a.size <= 16 else f"{np.count_nonzero(~np.isfinite(a))} of {a.size} entries NaN or infinite"
+        raise ValueError(f"{name}: expected finite numbers, got {got}")
+    return value
 
 
 def num_params(width: int, n_in: int) -> int:
@@ -135,7 +174,8 @@ def to_flat(params: TwoLayer) -> jax.Array:
 
 
 def from_flat(flat: jax.Array, width: int, n_in: int) -> TwoLayer:
-    """Inverse of :func:`to_flat`; flat: (D,) with D = width * (n_in + 2) + 1."""
+    """Inverse of :func:`to_flat`; flat: (D,) with D = width * (n_in + 2) + 1, width, n_in >= 1."""
+    width, n_in = check_count(width, "width"), check_count(n_in, "n_in")
     flat = jnp.asarray(flat)
     D = num_params(width, n_in)
     if flat.shape != (D,):
@@ -174,11 +214,8 @@ def init_params(key: jax.Array, width: int, n_in: int, scale: float = 1.0, dtype
     Generic in the sense of DSLT3 / Phuong-Lampert: with probability one no node is
     degenerate and no two nodes share an activation boundary.
     """
-    for name, value in (("width", width), ("n_in", n_in)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-    if not (isinstance(scale, (int, float)) and np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale: expected a positive finite number, got {scale!r}")
+    width, n_in = check_count(width, "width"), check_count(n_in, "n_in")
+    check_number(scale, "scale")
     dtype = dtype or jnp.zeros(()).dtype
     flat = scale * jax.random.normal(key, (num_params(width, n_in),), dtype=dtype)
     return from_flat(flat, width, n_in)

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .network import TwoLayer, check_params, make_params
+from .network import TwoLayer, check_number, check_params, make_params
 from .symmetry import are_equivalent, default_tol, numpy_params
 
 RADIUS_PHASES = ("other", "degenerate", "non_degenerate")
@@ -323,8 +323,11 @@ def radius_rule(params: TwoLayer, eps: float = 0.3, non_degenerate: float = 1.0,
 
     degenerate (1): min_i r_i < eps and |max_i r_i - degenerate| < eps;
     non_degenerate (2): every |r_i - non_degenerate| < eps;  other (0) otherwise.
-    Shapes: params with leading batch axes (..., d, n_in) -> (...).
+    Shapes: params with leading batch axes (..., d, n_in) -> (...); eps and the radii finite, >= 0.
     """
+    check_params(params)
+    for name, value in (("eps", eps), ("non_degenerate", non_degenerate), ("degenerate", degenerate)):
+        check_number(value, name, nonnegative=True)
     r = np.linalg.norm(effective_weights(params), axis=-1)
     if r.shape[-1] == 0:
         return np.zeros(r.shape[:-1], int)

@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .loss import check_sigma, empirical_loss_columns
-from .network import Restriction, TwoLayer, from_flat, to_flat
-from .samplers import NUTSSettings, Draws, sample
+from .network import Restriction, TwoLayer, check_count, check_finite, check_number, from_flat, to_flat
+from .samplers import HMCSettings, NUTSSettings, Draws, check_keys, sample
 
 GROUPS = ("w", "b", "q", "c")
 PRIOR_KINDS = ("normal", "uniform")
@@ -59,9 +59,9 @@ class Prior(NamedTuple):
         for g in GROUPS:
             spec = getattr(self, g)
             if not (isinstance(spec, tuple) and len(spec) == 2 and spec[0] in PRIOR_KINDS
-                    and isinstance(spec[1], (int, float)) and spec[1] > 0):
-                raise ValueError(f"prior.{g}: expected (kind, scale) with kind in {PRIOR_KINDS} and scale > 0, "
-                                 f"got {spec!r}")
+                    and isinstance(spec[1], (int, float)) and math.isfinite(spec[1]) and spec[1] > 0):
+                raise ValueError(f"prior.{g}: expected (kind, scale) with kind in {PRIOR_KINDS} and a finite "
+                                 f"scale > 0, got {spec!r}")
         return self
 
     def distribution(self, group: str, size: int):
@@ -197,7 +197,7 @@ def draw_datasets(keys, truth: TwoLayer, inputs, n: int, sigma: float = 1.0):
     """One data set per key: x (K, n, n_in) ~ q(x), y = f0(x) + sigma eps (K, n)."""
     from .loss import sample_dataset
 
-    return jax.vmap(lambda k: sample_dataset(k, truth, inputs, n, sigma))(jnp.asarray(keys))
+    return jax.vmap(lambda k: sample_dataset(k, truth, inputs, n, sigma))(check_keys(keys))
 
 
 @partial(jax.jit, static_argnums=0)
@@ -220,13 +220,19 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     """Sample p(w | D_n) for K data sets, ``chains_per_dataset`` chains each, in one program.
 
     keys: (K * chains_per_dataset, 2), one PRNG key per chain (chain c samples data set
-    c // chains_per_dataset); x: (K, n, n_in), y: (K, n), n_beta: (K,) or a scalar (n * beta of
-    each data set).  settings: a sampler's settings (:class:`~slt_relu.samplers.NUTSSettings` by default,
-    :class:`~slt_relu.samplers.HMCSettings`, or :class:`~slt_relu.smc.SMCSettings`: then each "chain" is an SMC
-    run whose draws are its particles, started from the prior).  MCMC chains start uniformly in
+    c // chains_per_dataset); x: (K, n, n_in), y: (K, n), finite, K, n >= 1; n_beta: (K,) or a
+    scalar, positive and finite (n * beta of each data set).  settings: a sampler's settings
+    (:class:`~slt_relu.samplers.NUTSSettings` by default, :class:`~slt_relu.samplers.HMCSettings`, or
+    :class:`~slt_relu.smc.SMCSettings`: then each "chain" is an SMC run whose draws are its particles,
+    started from the prior).  MCMC chains start uniformly in
     [-init_radius, init_radius] in unconstrained coordinates (numpyro's ``init_to_uniform``).
     devices, progress: see :func:`slt_relu.samplers.sample`.  Returns :class:`PosteriorSamples`.
     """
+    from .smc import SMCSettings
+
+    settings = NUTSSettings() if settings is None else settings
+    if type(settings) not in (NUTSSettings, HMCSettings, SMCSettings):
+        raise TypeError(f"settings: expected NUTSSettings, HMCSettings or SMCSettings, got {type(settings).__name__}")
     tg = target(model, prior, sigma)
     x = jnp.asarray(x)
     y = jnp.asarray(y)
@@ -235,19 +241,25 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     if x.ndim != 3 or y.shape != x.shape[:2]:
         raise ValueError(f"x, y: expected shapes (K, n, {model.base.n_in}) and (K, n), got {x.shape} and {y.shape}")
     K, n = y.shape
-    if not (isinstance(chains_per_dataset, int) and chains_per_dataset >= 1):
-        raise ValueError(f"chains_per_dataset: expected a positive integer, got {chains_per_dataset!r}")
+    if K < 1 or n < 1:
+        raise ValueError(f"x: expected at least one data set of at least one point (K, n >= 1), got shape {x.shape}")
+    check_finite(x, "x")
+    check_finite(y, "y")
+    chains_per_dataset = check_count(chains_per_dataset, "chains_per_dataset")
+    check_number(init_radius, "init_radius")
     C = K * chains_per_dataset
-    keys = jnp.asarray(keys)
+    keys = check_keys(keys)
     if keys.shape[0] != C:
         raise ValueError(f"keys: expected {C} keys (data sets x chains_per_dataset), got shape {keys.shape}")
+    check_number(n_beta, "n_beta")
+    if np.ndim(n_beta) > 1 or np.size(n_beta) not in (1, K):
+        raise ValueError(f"n_beta: expected a scalar or shape ({K},) (one per data set), got shape {np.shape(n_beta)}")
     n_beta = jnp.broadcast_to(jnp.asarray(n_beta, x.dtype), (K,))
     dataset = np.repeat(np.arange(K), chains_per_dataset)
     x_cols = jnp.swapaxes(x, 1, 2)[dataset]
     yc = y[dataset]
     nb = n_beta[dataset]
     k_init, k_run = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)
-    settings = settings or NUTSSettings()
     if settings.name == "smc":                           # particles from the prior
         N = settings.num_particles
         z0 = jax.vmap(lambda k: jax.vmap(tg.prior_draw)(jax.random.split(k, N)))(k_init)
@@ -295,7 +307,7 @@ def smc_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = Prio
     """
     from .smc import SMCSettings
 
-    settings = settings or SMCSettings()
+    settings = SMCSettings() if settings is None else settings
     if not isinstance(settings, SMCSettings):
         raise TypeError(f"settings: expected SMCSettings, got {type(settings).__name__}")
     ps = sample_posterior(keys, x, y, n_beta, model=model, prior=prior, sigma=sigma, settings=settings,
@@ -357,10 +369,10 @@ def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Pr
     k = model.num_free
     if k not in (1, 2):
         raise ValueError(f"model: grid posteriors need 1 or 2 free coordinates, got {k} ({model.free_names})")
-    if len(ranges) != k or any(len(r) != 2 or not r[0] < r[1] for r in ranges):
-        raise ValueError(f"ranges: expected {k} pairs (low, high) with low < high, got {ranges!r}")
-    if not (isinstance(resolution, int) and resolution >= 3):
-        raise ValueError(f"resolution: expected an integer >= 3, got {resolution!r}")
+    if len(ranges) != k or any(len(r) != 2 or not (np.all(np.isfinite(r)) and r[0] < r[1]) for r in ranges):
+        raise ValueError(f"ranges: expected {k} pairs (low, high) of finite numbers with low < high, got {ranges!r}")
+    resolution = check_count(resolution, "resolution", minimum=3)
+    check_number(n_beta, "n_beta")
     prior.check()
     check_sigma(sigma)
     x, y = jnp.asarray(x), jnp.asarray(y)
@@ -369,6 +381,10 @@ def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Pr
                          f"got {x.shape}")
     if y.shape != x.shape[:1]:
         raise ValueError(f"y: expected shape ({x.shape[0]},) like x's rows, got {y.shape}")
+    if x.shape[0] < 1:
+        raise ValueError(f"x: expected at least one data point (n >= 1), got shape {x.shape}")
+    check_finite(x, "x")
+    check_finite(y, "y")
     axes = tuple(lo + (np.arange(resolution) + 0.5) * (hi - lo) / resolution for lo, hi in ranges)  # cell midpoints
     pts = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, k)
     base = to_flat(model.base).astype(x.dtype)

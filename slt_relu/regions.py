@@ -27,10 +27,19 @@ import numpy as np
 
 from .mlp import MLP, activation_patterns, check_mlp, check_widths, dual_points, flatten_mlp, mlp_forward, \
     num_mlp_params, unflatten_mlp
+from .network import check_count, check_finite, check_number
+
+
+def _check_finite_mlp(params: MLP) -> MLP:
+    """ValueError naming the layer if a concrete weight or bias holds NaN or infinity."""
+    for k, layer in enumerate(check_mlp(params).layers):
+        check_finite(layer.w, f"params.layers[{k}].w")
+        check_finite(layer.b, f"params.layers[{k}].b")
+    return params
 
 
 def _numpy_layers(params: MLP):
-    check_mlp(params)
+    _check_finite_mlp(params)
     return [(np.asarray(layer.w, np.float64), np.asarray(layer.b, np.float64)) for layer in params.layers]
 
 
@@ -58,6 +67,8 @@ def regions_along_segment(params: MLP, start, end) -> SegmentRegions:
     n_in = layers[0][0].shape[1]
     if a.shape != (n_in,) or e.shape != (n_in,):
         raise ValueError(f"start, end: expected points of shape ({n_in},), got {a.shape} and {e.shape}")
+    check_finite(a, "start")
+    check_finite(e, "end")
     t, breaks, patterns = 0.0, [], []
     scale = 1e-12
     while True:
@@ -92,7 +103,10 @@ def count_regions_segment(params: MLP, start, end) -> int:
 
 
 def box_grid(half_width: float, resolution: int) -> np.ndarray:
-    """The resolution x resolution grid on [-a, a]^2 as points (resolution^2, 2), x varying fastest."""
+    """The resolution x resolution grid on [-a, a]^2 as points (resolution^2, 2), x varying fastest;
+    a > 0, resolution >= 2."""
+    check_number(half_width, "half_width")
+    resolution = check_count(resolution, "resolution", minimum=2)
     g = np.linspace(-half_width, half_width, resolution)
     return np.stack(np.meshgrid(g, g, indexing="xy"), -1).reshape(-1, 2)
 
@@ -103,11 +117,9 @@ def count_regions_grid(params: MLP, half_width: float, resolution: int) -> int:
     Activation regions are convex, so this counts the regions that contain a grid point: a lower
     bound on the regions meeting the box that converges as the grid refines (regions thinner than
     the spacing are missed)."""
-    check_mlp(params)
+    _check_finite_mlp(params)
     if params.widths[0] != 2:
         raise ValueError(f"params: the grid count is for 2 inputs, got n_in = {params.widths[0]}")
-    if not (isinstance(resolution, int) and resolution >= 2):
-        raise ValueError(f"resolution: expected an integer >= 2, got {resolution!r}")
     return distinct_patterns(np.asarray(_patterns_jit(params, jnp.asarray(box_grid(half_width, resolution)))))[0]
 
 
@@ -136,6 +148,8 @@ def count_regions_box_exact(params: MLP, half_width: float, tol: float = 1e-12) 
     if len(layers) != 2 or layers[0][0].shape[1] != 2:
         raise ValueError(f"params: the exact box count is for one hidden layer and 2 inputs, got widths "
                          f"{list(params.widths)}; use count_regions_grid")
+    check_number(half_width, "half_width")
+    check_number(tol, "tol", nonnegative=True)
     w, b = layers[0]
     a = float(half_width)
     corners = np.array([[-a, -a], [-a, a], [a, -a], [a, a]])
@@ -178,7 +192,11 @@ def count_linear_regions(params: MLP, *, segment=None, half_width: float | None 
     if (segment is None) == (half_width is None):
         raise ValueError("count_linear_regions: pass exactly one of segment=(start, end) or half_width=a")
     if segment is not None:
+        if len(segment) != 2:
+            raise ValueError(f"segment: expected (start, end), got {len(segment)} items")
         return count_regions_segment(params, *segment)
+    check_mlp(params)
+    check_count(resolution, "resolution", minimum=2)
     if params.depth == 2:
         return count_regions_box_exact(params, half_width)
     return count_regions_grid(params, half_width, resolution)
@@ -201,6 +219,7 @@ def kmeans(key: jax.Array, points: jax.Array, k: int, iters: int = 100) -> KMean
     accelerator with the rest and takes an explicit PRNG key.
     """
     points = jnp.asarray(points)
+    check_count(iters, "iters", minimum=0)
     if points.ndim != 2 or not 1 <= k <= points.shape[0]:
         raise ValueError(f"k: expected 1 <= k <= {points.shape[0] if points.ndim == 2 else '?'} "
                          f"(points of shape (p, n)), got k = {k} and points {points.shape}")
@@ -290,8 +309,8 @@ def parameter_jacobian(params: MLP, points: jax.Array) -> jax.Array:
     """d f_theta(z_k)_j / d theta: (p * n_L, D) for points z (p, n_0), theta in flatten_mlp order."""
     check_mlp(params)
     points = jnp.asarray(points)
-    if points.ndim != 2 or points.shape[1] != params.widths[0]:
-        raise ValueError(f"points: expected shape (p, {params.widths[0]}), got {points.shape}")
+    if points.ndim != 2 or points.shape[1] != params.widths[0] or points.shape[0] < 1:
+        raise ValueError(f"points: expected shape (p, {params.widths[0]}) with p >= 1, got {points.shape}")
     return _jacobian(tuple(params.widths), flatten_mlp(params), points)
 
 
@@ -310,6 +329,8 @@ def functional_dimension(params: MLP, points: jax.Array, rtol: float | None = No
     """Batch functional dimension: the numerical rank of parameter_jacobian(params, points) (reverse mode per
     point, vmapped; checked against finite differences and a NumPy backward pass), singular
     values above rtol * s_max with rtol = max(shape) * eps by default (NumPy's rule)."""
+    if rtol is not None:
+        check_number(rtol, "rtol", nonnegative=True)
     J = parameter_jacobian(params, points)
     s = _singular_values(J)
     rtol = max(J.shape) * float(jnp.finfo(J.dtype).eps) if rtol is None else float(rtol)

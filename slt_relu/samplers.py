@@ -34,6 +34,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 from pydantic import Field
 
+from .network import check_finite
 from .settings import Section
 
 
@@ -93,6 +94,25 @@ def unravel_fn(tree) -> tuple[jax.Array, Unravel]:
     return flat, Unravel(treedef, tuple(a.shape for a in leaves), tuple(str(a.dtype) for a in leaves))
 
 
+def check_keys(keys, name: str = "keys", batch_ndim: int = 1) -> jax.Array:
+    """keys as raw uint32 key data (batch + (2,) for the default threefry) if they are PRNG keys
+    with ``batch_ndim`` leading axes (1: one key per chain, 0: a single key): typed keys
+    (``jax.random.key``, turned into their key data, which the samplers use) or raw key data of the
+    default implementation's shape; else TypeError naming them."""
+    raw = jax.eval_shape(jax.random.PRNGKey, 0).shape
+    want = "a PRNG key" if batch_ndim == 0 else f"a {batch_ndim}-D batch of PRNG keys"
+    want += f" (jax.random.key, or uint32 key data with a last axis of {raw[-1]})"
+    try:
+        k = jnp.asarray(keys)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected {want}, got {type(keys).__name__}") from None
+    if jnp.issubdtype(k.dtype, jax.dtypes.prng_key) and k.ndim == batch_ndim:
+        k = jax.random.key_data(k)
+    if not (k.dtype == jnp.uint32 and k.ndim == batch_ndim + len(raw) and k.shape[batch_ndim:] == raw):
+        raise TypeError(f"{name}: expected {want}, got a {k.dtype} array of shape {k.shape}")
+    return k
+
+
 # ----------------------------------------------------------------------------------------
 # settings of the MCMC samplers (the schema of the config's [sampler] table too)
 
@@ -131,7 +151,7 @@ def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, devi
     :class:`SGLDSettings`, :class:`~slt_relu.smc.SMCSettings`) on the potentials ``potential_gen(*args_c)``
     (module docstring).
 
-    keys: (C, 2), one per chain: a chain's numbers depend on its key, not on which other chains
+    keys: (C, 2) (or typed keys (C,): their key data is used), one per chain: a chain's numbers depend on its key, not on which other chains
     share the program; init_z: (C, D) (SMC: (C, N, D) prior draws, and the last of ``args`` is the
     inverse temperature the bridge scales); args: tuple of arrays with a leading axis C; devices: to
     shard the chains over (default ``jax.local_devices()``); progress: called as progress(fraction)
@@ -145,10 +165,12 @@ def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, devi
     if type(settings) not in runners:
         raise TypeError(f"settings: expected NUTS, HMC, SGLD or SMC settings, got {type(settings).__name__}")
     init_z = jnp.asarray(init_z)
-    if init_z.ndim != (3 if type(settings) is SMCSettings else 2):
-        raise ValueError(f"init_z: expected shape (chains, D) (SMC: (runs, particles, D)), got {init_z.shape}")
+    if init_z.ndim != (3 if type(settings) is SMCSettings else 2) or init_z.shape[0] < 1:
+        raise ValueError(f"init_z: expected shape (chains, D) (SMC: (runs, particles, D)) with at least one chain, "
+                         f"got {init_z.shape}")
+    check_finite(init_z, "init_z")
     C = init_z.shape[0]
-    keys = jnp.asarray(keys)
+    keys = check_keys(keys)
     if keys.shape[:1] != (C,):
         raise ValueError(f"keys: expected one key per chain ({C}), got shape {keys.shape}")
     for a in jax.tree.leaves(args):

@@ -1,4 +1,6 @@
 """R-hat, bulk ESS and MCSE against closed forms (Vehtari et al. 2021; AR(1) chains)."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -29,7 +31,8 @@ def test_gelman_rubin_by_hand():
     W = np.var([0, 1, 2, 3], ddof=1)                       # both chains: 5/3
     B_over_S = np.var([1.5, 2.5], ddof=1)                  # 0.5
     assert dg.gelman_rubin(x) == pytest.approx(np.sqrt((3 / 4 * W + B_over_S) / W))
-    assert dg.gelman_rubin(np.ones((3, 10))) == 1.0
+    assert np.isnan(dg.gelman_rubin(np.ones((3, 10))))                 # W = B = 0: undefined, as ArviZ's
+    assert dg.gelman_rubin(np.arange(3.0)[:, None] + np.zeros((3, 10))) == np.inf   # W = 0 < B
 
 
 def test_iid_gaussian_rhat_one_and_ess_near_draws():
@@ -90,6 +93,7 @@ def _oracle_cases():
         "shifted": rng.normal(size=(4, 500)) + 0.5 * np.arange(4)[:, None],
         "drifting": drifting,
         "odd draws, 8 chains": ar1(rng, 0.5, 8, 301),
+        "two values, half each": rng.permutation(np.repeat([0.0, 1.0], 200)).reshape(4, 100),   # folded constant
     }
 
 
@@ -99,15 +103,8 @@ def test_diagnostics_equal_arviz_stats(case):
     nested R-hat (superchains of two chains) on the same arrays, to 1e-6."""
     azs = pytest.importorskip("arviz_stats")
     x = _oracle_cases()[case]
-    superchains = np.arange(len(x)) // 2
-    pairs = {
-        "rhat": (dg.rhat(x), azs.rhat(x, method="rank")),
-        "ess_bulk": (dg.ess_bulk(x), azs.ess(x, method="bulk")),
-        "ess_tail": (dg.ess_tail(x), azs.ess(x, method="tail", prob=0.05)),
-        "ess": (dg.ess(x), azs.ess(x, method="identity")),
-        "mcse_mean": (dg.mcse_mean(x), azs.mcse(x, method="mean")),
-        "rhat_nested": (dg.rhat_nested(x, superchains), azs.rhat_nested(x, superchain_ids=superchains)),
-    }
+    with np.errstate(invalid="ignore"):                   # ArviZ's folded R-hat of two values: 0 / 0
+        pairs = _ours_and_arviz(x, azs)
     for name, (ours, theirs) in pairs.items():
         assert ours == pytest.approx(float(theirs), rel=1e-6), name
 
@@ -133,3 +130,96 @@ def test_nested_rhat_by_hand_and_what_it_sees():
     assert dg.rhat_nested(stuck, superchains) > 1.2
     with pytest.raises(ValueError, match="superchains: expected at least two superchains of equal size"):
         dg.rhat_nested(x, [0, 0, 0, 1, 1, 1, 1, 1])
+
+
+def _undefined_cases():
+    rng = np.random.default_rng(9)
+    one_nan = rng.normal(size=(4, 100))
+    one_nan[1, 37] = np.nan
+    odd_middle = rng.normal(size=(4, 101))
+    odd_middle[2, 50] = np.nan                             # the middle draw split_chains drops
+    return {"NaN in one chain": one_nan, "NaN in a dropped middle draw": odd_middle,
+            "all NaN": np.full((4, 100), np.nan), "constant": np.full((4, 100), 0.3)}
+
+
+def _ours_and_arviz(x, azs):
+    superchains = np.arange(len(x)) // 2
+    return {
+        "rhat": (dg.rhat(x), azs.rhat(x, method="rank")),
+        "gelman_rubin": (dg.gelman_rubin(x), azs.rhat(x, method="identity")),
+        "ess_bulk": (dg.ess_bulk(x), azs.ess(x, method="bulk")),
+        "ess_tail": (dg.ess_tail(x), azs.ess(x, method="tail", prob=0.05)),
+        "ess": (dg.ess(x), azs.ess(x, method="identity")),
+        "ess_mean": (dg.ess_mean(x), azs.ess(x, method="mean")),
+        "mcse_mean": (dg.mcse_mean(x), azs.mcse(x, method="mean")),
+        "rhat_nested": (dg.rhat_nested(x, superchains), azs.rhat_nested(x, superchain_ids=superchains)),
+    }
+
+
+@pytest.mark.parametrize("case", list(_undefined_cases()))
+def test_nan_and_constant_draws_give_what_arviz_stats_gives(case):
+    """Draws holding a NaN: every diagnostic NaN; constant draws: R-hat (split, rank, nested) NaN (0 / 0), ESS
+    the number of draws and MCSE 0 (up to rounding); each equal to arviz-stats's on the same array."""
+    azs = pytest.importorskip("arviz_stats")
+    x = _undefined_cases()[case]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pairs = _ours_and_arviz(x, azs)
+    for name, (ours, theirs) in pairs.items():
+        theirs = float(theirs)
+        if case == "constant" and name.startswith("ess"):
+            assert ours == theirs == x.size, name
+        elif case == "constant" and name == "mcse_mean":
+            assert ours == theirs == pytest.approx(0.0, abs=1e-15), name       # sd 0 up to rounding
+        else:
+            assert np.isnan(ours) and np.isnan(theirs), (name, ours, theirs)
+
+
+def test_grouped_is_nan_when_any_group_is_nan_wherever_it_is():
+    rng = np.random.default_rng(10)
+    x = rng.normal(size=(4, 200))
+    x[2, 5] = np.nan
+    for groups in (np.array([0, 0, 1, 1]), np.array([1, 1, 0, 0])):      # the NaN group last, then first
+        assert np.isnan(dg.grouped(dg.rhat, x, groups))
+        assert np.isnan(dg.grouped(dg.ess_bulk, x, groups, worst=min))
+
+
+def test_ess_tail_prob_must_be_a_probability():
+    with pytest.raises(ValueError, match="prob: expected a number in"):
+        dg.ess_tail(np.zeros((2, 10)), prob=1.5)
+
+
+def test_nan_diagnostics_warn_as_undefined():
+    """A check written ``rhat > 1.05`` is False for NaN: the warnings say NaN / undefined instead of passing."""
+    from slt_relu import analysis, evidence
+
+    nan = float("nan")
+    d = {"rhat_loss": nan, "ess_bulk_loss": nan, "rhat_nested_loss": nan}
+    out = analysis.sampler_warnings(d, "t = 1", 100, None)
+    assert len(out) == 3 and all("NaN: undefined" in line for line in out), out
+    fine = {"rhat_loss": 1.0, "ess_bulk_loss": 400.0, "rhat_nested_loss": 1.0}
+    assert analysis.sampler_warnings(fine, "t = 1", 100, None) == []
+    loss = np.random.default_rng(11).normal(size=(4, 50))
+    loss[0] = 2.0
+    loss[1, 3] = np.nan
+    diag = analysis.chain_diagnostics(loss, np.array([0, 0, 1, 1]), loss[..., None], {"grad_evals": np.ones(4)})
+    assert np.isnan(diag["rhat_loss"]) and np.isnan(diag["ess_bulk_loss"])
+    assert any("R-hat of L_n is NaN" in line for line in analysis.sampler_warnings(diag, "t", 200, None))
+    pm = analysis.phase_masses(np.tile(np.arange(100) % 2, (2, 1)), ("a", "b"), np.array([0, 0]))
+    smc = {"ess_min": nan, "accept_prob_min": 0.7, "final_lambda_min": 1.0}
+    out = evidence.smc_warnings(smc, "t = 1", pm, 100, np.array([-5.0, -5.1]), np.array([0, 0]), 0.5)
+    assert any("ESS of a stage's weights is NaN" in line for line in out), out
+
+
+def test_llc_warns_when_the_loss_traces_give_a_nan_rhat():
+    """A constant loss: every SGLD loss equals L(w*), split R-hat is 0 / 0 = NaN, and the estimate says so."""
+    import jax
+    import jax.numpy as jnp
+
+    from slt_relu import estimate_llc
+
+    flat = lambda w, d: 0.0 * jnp.sum(w) + jnp.mean(d)
+    est = estimate_llc(jax.random.PRNGKey(0), flat, jnp.ones(2), jnp.zeros(5), num_chains=2, num_steps=40,
+                       num_burnin=8, step_size=1e-3)
+    assert np.isnan(est.rhat)
+    assert any("split R-hat of the loss traces is NaN" in w for w in est.warnings), est.warnings

@@ -111,7 +111,7 @@ def test_beta_sweep_and_wbic_on_a_regular_model():
     assert bs.intercept == pytest.approx(nl_hat, abs=1.0)
     value, se = wbic(jax.random.PRNGKey(3), loss, jnp.zeros(2), (x, y), settings=s)
     assert value == pytest.approx(nl_hat + math.log(n), abs=4 * se + 0.3)
-    with pytest.raises(ValueError, match="betas: expected at least two positive numbers"):
+    with pytest.raises(ValueError, match="betas: expected at least two positive finite numbers"):
         rlct_from_beta_sweep(jax.random.PRNGKey(2), loss, jnp.zeros(2), (x, y), betas=[0.1])
     assert tempered_losses(jax.random.PRNGKey(2), loss, jnp.zeros(2), (x, y), [10.0, 20.0], chains_per_beta=2,
                            settings=SamplerSettings(num_warmup=20, num_samples=10)).shape == (2, 2, 10)
@@ -131,7 +131,7 @@ def test_localized_beta_sweep_matches_the_gaussian_closed_form():
     exact = np.array([float(jnp.sum(n * a / (2 * (n * b * a + gamma)))) for b in betas])
     assert np.all(np.abs(bs.expected_nl - exact) < 4 * bs.se), (bs.expected_nl, exact, bs.se)
     assert bs.slope == pytest.approx(np.polyfit(1 / betas, exact, 1)[0], abs=4 * bs.slope_se)
-    with pytest.raises(ValueError, match="localization: expected a number >= 0"):
+    with pytest.raises(ValueError, match="localization: expected a finite number >= 0"):
         tempered_losses(jax.random.PRNGKey(1), loss, jnp.zeros(3), jnp.zeros(n), [1.0], localization=-1.0)
 
 
@@ -175,9 +175,9 @@ def test_bad_arguments():
     for kwargs, message in [({"num_chains": 0}, "num_chains: expected a positive integer"),
                             ({"num_burnin": 10, "num_steps": 10}, "num_burnin: expected an integer below num_steps = 10"),
                             ({"step_size": 0.0}, "step_size: expected a number > 0"),
-                            ({"localization": -1.0}, "localization: expected a number >= 0"),
+                            ({"localization": -1.0}, "localization: expected a finite number >= 0"),
                             ({"batch_size": 11}, "batch_size: expected None or an integer in"),
-                            ({"nbeta": -2.0}, "nbeta: expected a positive number")]:
+                            ({"nbeta": -2.0}, "nbeta: expected a positive finite number")]:
         with pytest.raises(ValueError, match=message):
             estimate_llc(jax.random.PRNGKey(0), quadratic(1.0), jnp.ones(1), DUMMY, **kwargs)
     with pytest.raises(ValueError, match="data: expected arrays with one common leading"):

@@ -279,12 +279,16 @@ def _case(c: dict, n: int, refine: bool, key) -> dict:
             rhats = [_rhat(chains) for chains in bs.losses]
             nested = [_rhat_nested(chains) for chains in bs.losses]
             bad = [f"{beta:.3g}" for beta, r in zip(bs.betas, rhats) if r is not None and r > 1.05]
+            undefined = [f"{beta:.3g}" for beta, r in zip(bs.betas, rhats) if r is not None and np.isnan(r)]
+            warns = [f"R-hat of L_n above 1.05 at beta {', '.join(bad)} (NUTS chains disagree: E_beta[n L_n] is "
+                     "doubtful)"] if bad else []
+            if undefined:                           # NaN > 1.05 is False: said apart
+                warns.append(f"R-hat of L_n is NaN at beta {', '.join(undefined)}: undefined (non-finite or "
+                             "constant L_n)")
             rows.append({"name": label, "true_lambda": lam, "estimate": bs.slope, "se": bs.slope_se,
                          "method": "beta_sweep", "localization": b.localization, "betas": bs.betas,
                          "expected_nl": bs.expected_nl, "expected_nl_se": bs.se, "intercept": bs.intercept,
-                         "rhat": rhats, "rhat_nested": nested,
-                         "warnings": [f"R-hat of L_n above 1.05 at beta {', '.join(bad)} (NUTS chains "
-                                      "disagree: E_beta[n L_n] is doubtful)"] if bad else []})
+                         "rhat": rhats, "rhat_nested": nested, "warnings": warns})
             sweeps.append({"label": label, "lambda": lam, **{k: v for k, v in bs._asdict().items() if k != "losses"}})
         if "wbic" in c["methods"]:
             v, se = wbic(k_nuts, loss, init, data, chains_per_beta=b.chains_per_beta, prior_std=b.prior_std,
