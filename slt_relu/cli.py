@@ -6,10 +6,12 @@
     slt-relu list                                           the shipped configs: kind, run time, description
     slt-relu settings [KIND] [--markdown]                   the keys of each kind's schema, with defaults
     slt-relu show PATH                                      a results folder's summary: config, versions,
-                                                            headline numbers, warnings, plots
+                                                            machine, headline numbers, warnings, plots
+    slt-relu check PATH [--out DIR]                         rerun a results folder's config and list the
+                                                            numbers outside their tolerance (slt_relu.compare)
 
 Exit status 2 with one line on stderr for any mistake in the config or the arguments (nothing is
-computed or written); 130 when interrupted (the checkpoints stay, so a rerun resumes).
+computed or written); 1 when ``check`` finds numbers outside their tolerance; 130 when interrupted (the checkpoints stay, so a rerun resumes).
 """
 from __future__ import annotations
 
@@ -19,6 +21,10 @@ import signal
 import sys
 
 from .config import ConfigError, parse_override
+
+OVERSUBSCRIBE = 4                   # --oversubscribe: at most this many processes per CPU core
+PROCESS_MEMORY = 1 << 30            # bytes a JAX process of a run needs at least (its runtime and programs)
+MAX_HEARTBEAT = 86_400
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,17 +45,26 @@ def _parser() -> argparse.ArgumentParser:
     multi = run.add_argument_group("several processes (slt_relu.distributed; under SLURM or Open MPI nothing to "
                                    "set: srun slt-relu run CONFIG)")
     multi.add_argument("--processes", type=int, default=1, metavar="N", help="start N coordinated processes on "
-                       "this machine and share the sweep's points among them")
+                       "this machine and share the sweep's points among them (at most its CPU cores)")
+    multi.add_argument("--oversubscribe", action="store_true", help="allow --processes above the CPU cores (up to "
+                       f"{OVERSUBSCRIBE}x, and {PROCESS_MEMORY >> 30} GiB of available memory per process)")
     multi.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="process 0's address (with "
                        "--num-processes and --process-id) when no scheduler provides it")
     multi.add_argument("--num-processes", type=int, default=None, metavar="N")
     multi.add_argument("--process-id", type=int, default=None, metavar="I")
     multi.add_argument("--heartbeat-timeout", type=int, default=60, metavar="S", help="seconds without a "
-                       "process's heartbeat before the run is stopped (default 60)")
+                       f"process's heartbeat before the run is stopped (default 60, at most {MAX_HEARTBEAT})")
     sub.add_parser("list", help="list the shipped configs in experiments/")
     show = sub.add_parser("show", help="print a results folder's summary: config, versions, headline numbers, "
                           "warnings, plots")
     show.add_argument("path", help="a results folder (e.g. results/dslt4_pt1_smc or runs/NAME)")
+    check = sub.add_parser("check", help="rerun a results folder's config (its manifest's config and overrides) "
+                           "and list the numbers outside their tolerance; exit 1 if any")
+    check.add_argument("path", help="a results folder (e.g. results/dslt3_degenerate_node)")
+    check.add_argument("--out", default=None, help="where the rerun's folder goes (default: a temporary folder, "
+                       "removed afterwards)")
+    check.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    check.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
     settings = sub.add_parser("settings", help="print the settings (keys, types, defaults) of each kind")
     settings.add_argument("kind", nargs="?", default=None)
     settings.add_argument("--markdown", action="store_true", help="markdown tables (README's settings section)")
@@ -58,6 +73,15 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _main(args)
+    except BrokenPipeError:                  # the reader went away (slt-relu list | head -1): end quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _main(args) -> int:
     try:
         if args.command == "list":
             return _list()
@@ -68,6 +92,8 @@ def main(argv=None) -> int:
 
             print(show(args.path))
             return 0
+        if args.command == "check":
+            return _check(args)
         return _run(args)
     except ConfigError as err:
         print(f"slt-relu: config error: {err}", file=sys.stderr)
@@ -75,6 +101,12 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("slt-relu: interrupted; no results folder written (a rerun resumes a sweep)", file=sys.stderr)
         return 130
+    except OSError as err:                 # the file system refused (full disk, permissions changed mid-run)
+        if isinstance(err, BrokenPipeError):
+            raise
+        where = f" ({err.filename})" if err.filename else ""
+        print(f"slt-relu: error: {err.strerror or err}{where}; no results folder written", file=sys.stderr)
+        return 2
 
 
 def _list() -> int:
@@ -100,6 +132,27 @@ def _settings(kind: str | None, markdown: bool) -> int:
     return 0
 
 
+def _check(args) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from .compare import rerun
+
+    with tempfile.TemporaryDirectory() as tmp:
+        result = rerun(args.path, Path(args.out) if args.out else Path(tmp) / "rerun", progress=not args.no_progress,
+                       cache=not args.no_cache)
+    where = ("the machine, code, versions and XLA flags that computed it: bitwise equality expected" if result.same_machine
+             else "another machine, code, versions or XLA flags: agreement within the tolerances expected")
+    print(f"rerun of {args.path} on {where}")
+    stat = (f"{result.statistical} sampler outputs within k = {result.k:.2f} standard errors" if result.statistical
+            else "no sampler outputs")
+    print(f"{result.compared} numbers compared ({stat}), {result.bitwise_different} not bitwise equal, "
+          f"{len(result.differences)} outside their tolerance")
+    for d in result.differences:
+        print(f"  {d}")
+    return 1 if result.differences else 0
+
+
 def _interrupt(signum, frame):
     """SIGTERM (a scheduler's or the local launcher's stop) as Ctrl-C: the runner removes its
     partial folder and lock on the way out; finished points stay checkpointed."""
@@ -110,14 +163,14 @@ def _run(args) -> int:
     from . import distributed, runner
 
     overrides = dict(parse_override(item) for item in args.set)
-    if args.processes < 1:
-        raise ConfigError(f"--processes: expected a positive integer, got {args.processes}")
+    _check_processes(args)
     if args.processes > 1:
         if args.coordinator is not None:
             raise ConfigError("--processes: expected either --processes (this machine) or --coordinator, not both")
         prep = runner.prepare(args.config, overrides)          # config mistakes before any process starts
         runner.check_output(runner.default_output(prep.name) if args.out is None else args.out)
         return distributed.launch_local(_forwarded(args), args.processes, heartbeat_timeout=args.heartbeat_timeout)
+    distributed.watch_launcher()                          # a process launch_local started ends with the launcher
     try:
         lay = distributed.initialize(args.coordinator, args.num_processes, args.process_id, args.heartbeat_timeout)
     except ValueError as err:
@@ -144,6 +197,28 @@ def _run(args) -> int:
     if out is not None:                                   # process 0 (or a single process) writes and reports
         _summary(out)
     return 0
+
+
+def _check_processes(args) -> None:
+    """--processes within what this machine can run, the other process flags within their ranges: one line
+    naming the flag and the bound, before any process starts."""
+    from .provenance import available_memory, usable_cores
+
+    cores = usable_cores()
+    if args.oversubscribe:
+        by_memory = max(1, available_memory() // PROCESS_MEMORY)
+        high, why = min(OVERSUBSCRIBE * cores, by_memory), (f"{OVERSUBSCRIBE} per CPU core and "
+                                                             f"{PROCESS_MEMORY >> 30} GiB of available memory each")
+    else:
+        high, why = cores, "this machine's CPU cores; --oversubscribe allows more"
+    if not 1 <= args.processes <= high:
+        raise ConfigError(f"--processes: expected an integer in [1, {high}] ({why}), got {args.processes}")
+    if args.num_processes is not None and args.num_processes < 1:
+        raise ConfigError(f"--num-processes: expected a positive integer, got {args.num_processes}")
+    if args.process_id is not None and args.process_id < 0:
+        raise ConfigError(f"--process-id: expected an integer >= 0, got {args.process_id}")
+    if not 1 <= args.heartbeat_timeout <= MAX_HEARTBEAT:
+        raise ConfigError(f"--heartbeat-timeout: expected seconds in [1, {MAX_HEARTBEAT}], got {args.heartbeat_timeout}")
 
 
 def _forwarded(args) -> list[str]:

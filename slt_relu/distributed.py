@@ -31,10 +31,12 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from typing import NamedTuple
 
 SCHEDULER_VARIABLES = ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE")
+LAUNCHER_VARIABLE = "SLT_RELU_LAUNCHER_PID"        # set by launch_local for the processes it starts
 
 
 class Layout(NamedTuple):
@@ -89,6 +91,27 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
     return _LAYOUT
 
 
+def watch_launcher(grace: float = 10.0) -> None:
+    """In a process that :func:`launch_local` started: end it when the launcher is gone, however the
+    launcher ended (kill -9 included), so no worker outlives its run.  A daemon thread polls the parent
+    process; once the launcher is no longer the parent it sends SIGTERM to this process (the Ctrl-C
+    cleanup path) and exits hard ``grace`` seconds later if that did not end it (the main thread may be
+    inside a long compiled call).  Does nothing in a process the launcher did not start."""
+    try:
+        launcher = int(os.environ.get(LAUNCHER_VARIABLE, ""))
+    except ValueError:
+        return
+
+    def watch():
+        while os.getppid() == launcher:
+            time.sleep(0.25)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(grace)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="slt-relu-launcher-watch", daemon=True).start()
+
+
 def free_port() -> int:
     """A TCP port that is free on 127.0.0.1 now."""
     with socket.socket() as s:
@@ -99,14 +122,16 @@ def free_port() -> int:
 def launch_local(args: list[str], processes: int, *, heartbeat_timeout: int = 60) -> int:
     """Run ``slt-relu run ARGS`` as ``processes`` coordinated processes on this machine (127.0.0.1)
     and wait for them.  If one fails, the others are stopped at once and a one-line message says
-    which; returns 0 when all succeed, else the first failure's exit status (1 for a signal)."""
+    which; returns 0 when all succeed, else the first failure's exit status (1 for a signal).  The
+    processes end when the launcher does, however it ends (:func:`watch_launcher`)."""
     port = free_port()
     base = [sys.executable, "-m", "slt_relu.cli", "run", *args, "--coordinator", f"127.0.0.1:{port}",
             "--num-processes", str(processes), "--heartbeat-timeout", str(heartbeat_timeout)]
     children = []
+    env = dict(os.environ, **{LAUNCHER_VARIABLE: str(os.getpid())})
     for i in range(processes):
         quiet = ["--no-progress"] if i and "--no-progress" not in args else []
-        children.append(subprocess.Popen(base + ["--process-id", str(i)] + quiet,
+        children.append(subprocess.Popen(base + ["--process-id", str(i)] + quiet, env=env,
                                          stdout=None if i == 0 else subprocess.DEVNULL))
     failed = None
     try:

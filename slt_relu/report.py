@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from . import provenance
 from .config import ConfigError
 
 
-def _read(folder: Path) -> tuple[dict, dict]:
+def read_folder(folder: Path) -> tuple[dict, dict]:
+    """(manifest, metrics) of a results folder; ConfigError naming what is missing."""
     try:
         manifest = json.loads((folder / "manifest.json").read_text())
     except (OSError, ValueError):
@@ -45,7 +47,7 @@ def headline(kind: str | None, metrics: dict) -> list[str]:
 
 def end_of_run(folder: Path) -> tuple[list[str], list[str]]:
     """What a run prints when it finishes: (its headline lines, its warnings)."""
-    manifest, metrics = _read(Path(folder))
+    manifest, metrics = read_folder(Path(folder))
     return headline(manifest.get("kind"), metrics), list(metrics.get("warnings") or [])
 
 
@@ -55,7 +57,7 @@ def show(folder) -> str:
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"show {folder}: expected a results folder, got {'a file' if folder.exists() else 'nothing'}")
-    manifest, metrics = _read(folder)
+    manifest, metrics = read_folder(folder)
     versions = manifest.get("versions", {})
     out = [f"{manifest.get('name', folder.name)}  (kind {manifest.get('kind', '?')}, seed {manifest.get('seed', '?')})",
            f"config: {manifest.get('config_path', '?')}"]
@@ -67,6 +69,7 @@ def show(folder) -> str:
     out.append(f"ran {manifest.get('finished_utc', '?')} in {manifest.get('wall_time_s', float('nan')):.0f} s on "
                f"{', '.join(manifest.get('jax_devices', [])) or '?'}; git {manifest.get('git_commit') or '?'}")
     out.append("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v))
+    out.append(provenance.describe(manifest))
     out.append("")
     out += headline(manifest.get("kind"), metrics) or ["(no headline numbers for this kind)"]
     warnings = metrics.get("warnings") or []

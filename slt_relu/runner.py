@@ -27,16 +27,14 @@ from __future__ import annotations
 import errno
 import json
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
+from . import memory, provenance
 from .config import ConfigError, load
 from .settings import parse
 
@@ -63,30 +61,6 @@ def to_json(value):
 
 def write_json(path: Path, data) -> None:
     path.write_text(json.dumps(to_json(data), indent=2, sort_keys=False) + "\n")
-
-
-def _versions() -> dict:
-    out = {"python": platform.python_version()}
-    for pkg in ("slt_relu", "jax", "jaxlib", "numpy", "scipy", "optax", "numpyro", "blackjax", "pydantic", "matplotlib",
-                "xarray", "arviz-base", "arviz-stats", "h5netcdf"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
-
-
-def _git_commit() -> str | None:
-    here = Path(__file__).resolve().parent
-    try:
-        res = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=10)
-        if res.returncode == 0:
-            return res.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return None
 
 
 # ----------------------------------------------------------------------------------------
@@ -122,12 +96,13 @@ class Prepared:
 
         self.path, self.raw, self.overrides = path, raw, overrides
         kind = raw.get("kind")
-        if kind not in KINDS:
+        if not isinstance(kind, str) or kind not in KINDS:
             expected = ", ".join(repr(k) for k in sorted(KINDS))
             raise ConfigError(f"kind: {'missing; ' if kind is None else ''}expected one of {expected}"
                               + (f", got {kind!r}" if kind is not None else ""))
         self.module = KINDS[kind]
         self.settings = parse(self.module.Settings, raw)
+        memory.check(self.settings)                 # arrays that cannot fit: refused before anything is built
         self.name = self.settings.name or path.stem
         _set_dtype(self.settings.dtype)
         self.resolved = self.module.resolve(self.settings, raw)
@@ -184,11 +159,48 @@ def is_results_folder(folder: Path) -> bool:
     return True
 
 
+SPECIAL_FILE_SYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def check_folder_path(flag: str, folder: str | Path) -> Path:
+    """``folder`` as a Path if a folder can be made there: a path the file system accepts (each name at
+    most NAME_MAX bytes, the whole at most PATH_MAX), not on a special file system (/proc, /sys, /dev),
+    not a file, its nearest existing ancestor a writable folder; ConfigError naming ``flag`` otherwise."""
+    if str(folder) == "":
+        raise ConfigError(f"{flag}: expected a folder path, got ''")
+    folder = Path(folder)
+    absolute = Path(os.path.abspath(folder))
+    name_max = 255
+    try:
+        name_max = os.pathconf(absolute.anchor or "/", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        pass
+    long = next((p for p in absolute.parts if len(os.fsencode(p)) > name_max), None)
+    if long is not None:
+        raise ConfigError(f"{flag} {str(folder)[:80]}...: the name {long[:40]}... is {len(os.fsencode(long))} bytes; "
+                          f"expected at most {name_max} (nothing written)")
+    if len(os.fsencode(str(absolute))) > 4000:
+        raise ConfigError(f"{flag}: the path is {len(os.fsencode(str(absolute)))} bytes; expected at most 4000 "
+                          "(nothing written)")
+    real = Path(os.path.realpath(absolute))
+    if any(real == s or s in real.parents for s in SPECIAL_FILE_SYSTEMS):
+        raise ConfigError(f"{flag} {folder}: is on a special file system ({real.parts[1] and '/' + real.parts[1]}); "
+                          "expected a folder on a disk (nothing written)")
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{flag} {folder}: is a file; expected a folder (nothing written)")
+    ancestor = absolute if absolute.exists() else absolute.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"{flag} {folder}: {ancestor} is a file; expected a folder path (nothing written)")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag} {folder}: {ancestor} is not writable (nothing written)")
+    return folder
+
+
 def check_output(out: str | Path) -> Path:
     """The results folder ``out`` if writing it destroys nothing; ConfigError otherwise."""
-    if str(out) == "":
-        raise ConfigError("--out: expected a folder path, got ''")
-    out = Path(out)
+    out = check_folder_path("--out", out)
     if out.is_symlink():
         raise ConfigError(f"--out {out}: is a symbolic link; expected a folder path (nothing written)")
     if out.exists():
@@ -202,13 +214,6 @@ def check_output(out: str | Path) -> Path:
                                   "a results folder with a file list: move it away first (nothing written)")
             raise ConfigError(f"--out {out}: holds files that are not an earlier slt-relu results folder; "
                               "expected a new or empty folder or an earlier results folder (nothing written)")
-    ancestor = out.absolute().parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise ConfigError(f"--out {out}: {ancestor} is a file; expected a folder path (nothing written)")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise ConfigError(f"--out {out}: {ancestor} is not writable (nothing written)")
     return out
 
 
@@ -299,11 +304,18 @@ def run_config(config, out: str | Path | None = None, progress: bool = True, ove
     checkpoints after the run, so that a rerun with other analysis settings (phase rules, plots)
     re-analyses the saved draws without sampling again.  The config's ``dtype`` holds for the run
     only: JAX's x64 flag is restored afterwards."""
+    return run_prepared(lambda: prepare(config, overrides), out, progress, cache, keep_checkpoints)
+
+
+def run_prepared(prepared, out, progress: bool = True, cache: bool | str | Path = False,
+                 keep_checkpoints: bool = False) -> Path | None:
+    """:func:`run_config` for a config prepared by ``prepared()`` (a :class:`Prepared`), e.g. from a
+    manifest's config; the config's ``dtype`` holds for the run only."""
     import jax
 
     x64_before = bool(jax.config.read("jax_enable_x64"))
     try:
-        prep = prepare(config, overrides)
+        prep = prepared()
         if cache is not False:
             enable_compilation_cache(None if cache is True else cache)
         return _run(prep, out, progress, keep_checkpoints)
@@ -350,12 +362,13 @@ def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) ->
                 "overrides": prep.overrides,
                 "resolved": prep.settings.model_dump(mode="json"),
                 "seed": prep.settings.seed,
-                "versions": _versions(),
+                "versions": provenance.versions(),
                 "jax_devices": [str(d) for d in jax.devices()],
                 "processes": lay.count,
                 "jax_backend": jax.default_backend(),
+                "machine": provenance.machine(),
                 "x64": bool(jax.config.read("jax_enable_x64")),
-                "git_commit": _git_commit(),
+                "git_commit": provenance.git_commit(),
                 "command": " ".join(sys.argv),
                 "wall_time_s": round(wall, 3),
                 "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -407,8 +420,11 @@ def enable_compilation_cache(folder: str | Path | None = None) -> Path:
     (no minimum compile time or size)."""
     import jax
 
-    folder = Path(folder) if folder is not None else cache_dir_default()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = check_folder_path("--cache-dir", Path(folder) if folder is not None else cache_dir_default())
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"--cache-dir {folder}: cannot create it ({err.strerror})") from None
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

@@ -256,8 +256,16 @@ def _with_bounds(text: str, metadata) -> str:
 
 
 def expected_text(info) -> str:
-    """The expected value of a field in words, with its bounds: 'an integer in [3, 4001]'."""
-    return _with_bounds(type_text(info.annotation), info.metadata)
+    """The expected value of a field in words, with its bounds: 'an integer in [3, 4001]' (or the field's
+    own words, ``json_schema_extra={"expected": ...}``, where a pattern says it better)."""
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    if "expected" in extra:
+        return extra["expected"]
+    text = _with_bounds(type_text(info.annotation), info.metadata)
+    for meta in info.metadata:
+        if getattr(meta, "max_length", None) is not None and "string" in text:
+            text += f" of at most {meta.max_length} characters"
+    return text
 
 
 # ----------------------------------------------------------------------------------------

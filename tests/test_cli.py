@@ -1,5 +1,5 @@
-"""Command line, typed settings and their one-line errors, and every shipped config with tiny
-settings against the numbers the toolkit gave before the experiment layer was rebuilt."""
+"""Command line, typed settings and their one-line errors; the shipped configs' tiny runs against their
+references are in test_reference.py."""
 import json
 import re
 import subprocess
@@ -9,216 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from slt_relu import cli, runner
+from slt_relu import cli, compare, runner
 from slt_relu.config import ConfigError
 
+from tiny import LLC_TINY, TINY
+
 ROOT = Path(__file__).resolve().parent.parent
-LLC_TINY = {"llc.n": 300, "llc.sgld.num_chains": 2, "llc.sgld.num_steps": 60, "llc.sgld.num_burnin": 10,
-            "llc.sgld.thin": 1}
-POSTERIOR_TINY = {"posterior.n": 200, "posterior.datasets": 2, "sampler.num_warmup": 60, "sampler.num_samples": 40,
-                  "phases.classify_every": 4}
-SMC_TINY = {"posterior.n": 200, "posterior.datasets": 2, "posterior.chains_per_dataset": 2,
-            "sampler.num_particles": 64, "phases.classify_every": 4}
-
-TINY = {
-    "dslt3_degenerate_node.toml": {"landscape.resolution": 15, "landscape.fisher_points": 3},
-    "dslt3_scaling_valley.toml": {"landscape.resolution": 15, "landscape.fisher_points": 3},
-    "fisher_rank_survey.toml": {
-        "inputs.cells": 12,
-        "fisher.points[0].widths": [1, 3], "fisher.points[0].count": 1,
-        "fisher.points[1].m": [3],
-        "fisher.points[2].cases": ["q_zero"],
-        "fisher.points[3].cases": ["active_on_box"],
-        "fisher.points[4].widths": [2], "fisher.points[4].count": 1,
-    },
-    "true_set_m_symmetric.toml": {"symmetry.widths": [3, 4], "symmetry.checks": 1},
-    "linear_regions_xor.toml": {"regions.resolution": 41, "regions.xor_wide.steps": 50, "regions.xor_wide.width": 6,
-                                "regions.annulus.steps": 50, "regions.annulus.samples": 100,
-                                "regions.lines.widths": [4, 8], "regions.lines.lines": 3},
-    "functional_dimension_depth_width.toml": {"functional_dimension.n_in": [3], "functional_dimension.depths": [2, 3],
-                                              "functional_dimension.networks": 3},
-    "dslt4_pt1_node_degeneracy.toml": {**POSTERIOR_TINY, "sweep.truth.t": [1.0, 1.5707963267948966]},
-    "dslt4_pt2_orientation_reversal.toml": {**POSTERIOR_TINY, "sweep.truth.v": [1.0, 3.0]},
-    "dslt4_pt1_phase_diagram.toml": {**POSTERIOR_TINY, "sweep.truth.t": [1.0, 1.5707963267948966],
-                                     "sweep.posterior.beta": ["wbic", 1.0]},
-    "llc_known_values.toml": {**LLC_TINY, "llc.beta_sweep.num_warmup": 30, "llc.beta_sweep.num_samples": 20,
-                              "llc.beta_sweep.chains_per_beta": 2, "llc.calibration.step_sizes": [1e-5, 1e-4],
-                              "llc.calibration.localizations": [1.0], "llc.calibration.num_steps": 60,
-                              "llc.calibration.num_burnin": 10},
-    "llc_dslt4_phases.toml": LLC_TINY,
-    "dslt4_pt1_smc.toml": {**SMC_TINY, "compare.num_warmup": 30, "compare.num_samples": 20,
-                           "sweep.truth.t": [1.0, 1.5707963267948966]},
-    "dslt4_pt2_smc.toml": {**SMC_TINY, "compare.num_warmup": 30, "compare.num_samples": 20, "sweep.truth.v": [1.0, 3.0]},
-    "dslt4_free_energy.toml": {**SMC_TINY, "sweep.posterior.beta": [0.3, 3.0], "sweep.truth.t": [1.0, 1.5707963267948966]},
-}
-
-
-def test_every_shipped_config_has_tiny_settings():
-    assert sorted(p.name for p in runner.shipped_configs()) == sorted(TINY)
-
-
-@pytest.mark.parametrize("name", sorted(TINY))
-def test_shipped_config_runs_tiny(tmp_path, name):
-    out = runner.run_config(ROOT / "experiments" / name, tmp_path / "res", progress=False, overrides=TINY[name])
-    metrics = json.loads((out / "metrics.json").read_text())
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["seed"] == 0 and manifest["versions"]["jax"] and manifest["jax_devices"]
-    assert manifest["wall_time_s"] > 0 and manifest["overrides"] == json.loads(json.dumps(TINY[name]))
-    pngs = list(out.glob("*.png"))
-    assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
-    assert (out / "arrays.npz").exists()
-    assert not list(tmp_path.glob(".res.*"))
-    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert manifest["tool"] == "slt_relu" and sorted(manifest["files"]) == written
-    if metrics.get("draws", {}).get("saved"):              # the draws as ArviZ netCDF, listed in the manifest
-        assert metrics["draws"]["files"] and set(metrics["draws"]["files"]) <= set(written)
-    assert manifest["resolved"]["kind"] == manifest["kind"] and manifest["resolved"]["seed"] == 0
-    same_as_reference(name, metrics)
-    if name == "dslt3_degenerate_node.toml":
-        assert metrics["loss_on_true_set_max"] < 1e-12
-        assert metrics["fisher_along_true_set"]["rank"] == [1, 1, 1]
-        # mass across the valley: ends / middle -> 1/2 + 1/sqrt(2) (see landscape._valley_mass)
-        np.testing.assert_allclose(metrics["valley_mass_end_to_middle_ratio"], 0.5 + 0.5**0.5, rtol=1e-3)
-    if name == "dslt3_scaling_valley.toml":
-        assert metrics["fisher_along_true_set"]["rank"] == [1, 1, 1]
-        assert metrics["fisher_along_true_set"]["generator_rank"] == [1, 1, 1]
-    if name == "true_set_m_symmetric.toml":
-        # hand counts in tests/test_phases.py
-        assert [metrics["widths"][d]["num_phases"] for d in ("3", "4")] == [2, 8]
-        for d in ("3", "4"):
-            assert metrics["widths"][d]["max_K"] < 1e-26 and metrics["widths"][d]["all_classified_as_themselves"]
-            for row in metrics["widths"][d]["representatives"]:
-                assert row["symmetry_checks_passed"] == "1/1" and row["rank"] <= row["bound"]
-        # a degenerate node q = w = b = 0 has zero gradients in all its n_in + 2 = 4 coordinates and a zero
-        # generator: 4 excess null directions, 3 generators, rank 17 - 7 = 10
-        rows = {r["label"]: r for r in metrics["widths"]["4"]["representatives"]}
-        deg = rows["+ + + | 1 degenerate"]
-        assert (deg["generator_rank"], deg["excess"], deg["rank"]) == (3, 4, 10)
-        assert metrics["widths"]["3"]["representatives"][0]["rank"] == 10        # D - d = 13 - 3
-    if name == "linear_regions_xor.toml":
-        xor = metrics["xor"]
-        assert (xor["regions_in_box_exact"], xor["regions_on_grid"], xor["regions_along_diagonal"]) == (3, 3, 3)
-        assert xor["patterns_seen"] == ["00", "10", "11"] and xor["clusters"]["3"]["rms_error"] < 1e-12
-        assert metrics["lines"]["mean_regions"][0] >= 1
-    if name == "functional_dimension_depth_width.toml":
-        assert metrics["all_at_or_below_bound"]
-        cell = next(c for c in metrics["cells"] if c["depth"] == 2 and c["point_factor"] == 2.0)
-        assert cell["bound"] == 3 * 4 + 4 - 3 and cell["fraction_at_bound"] == 1.0    # generic one hidden layer
-    if name.startswith("dslt4"):
-        axis = "v" if "pt2" in name else "t"
-        a, b = metrics["crossover_phases"]
-        grid = np.asarray(metrics["mass"][a])
-        two_axes = name in ("dslt4_pt1_phase_diagram.toml", "dslt4_free_energy.toml", "dslt4_pt1_smc.toml")
-        assert grid.shape == ((2, 2) if two_axes else (2,))
-        total = sum(np.asarray(metrics["mass"][k]) for k in metrics["mass"])
-        np.testing.assert_allclose(total, 1.0)                      # the rule's phases partition the draws
-        assert f"crossover_{axis}" in metrics and f"crossover_{axis}_se" in metrics
-        assert all(p["trials"] == 2 and len(p["mass_per_trial"][a]) == 2 for p in metrics["points"])
-        if two_axes:                                    # points that differ in beta only share their data
-            pts = metrics["points"]
-            truth_loss = [np.subtract(p["mean_loss_per_trial"], p["excess_loss_per_trial"]) for p in pts]
-            np.testing.assert_allclose(truth_loss[:2], truth_loss[2:], rtol=1e-6)      # beta outer, t inner
-            assert not np.allclose(truth_loss[0], truth_loss[1])
-        assert all(0.99 < sum(p["classify_phase"]["mass"].values()) < 1.01 for p in metrics["points"])
-        if name.endswith("smc.toml") or "free_energy" in name:
-            assert metrics["sampler"] == "smc"
-            for p in metrics["points"]:                 # SMC: masses' Monte Carlo errors from the 2 runs per data set
-                assert set(p["mass_mcse"]) == set(p["mass"]) and len(p["log_evidence_per_run"]) == 4
-                assert np.isfinite(p["log_evidence"]) and p["free_energy"]["total"] == pytest.approx(-p["log_evidence"])
-                assert p["diagnostics"]["final_lambda_min"] == 1.0
-            if "compare" in metrics:
-                assert metrics["compare"]["sampler"] == "nuts" and set(metrics["compare"]["mass"]) == set(metrics["mass"])
-            if "free_energy" in name:
-                slopes = metrics["lambda_from_free_energy"]
-                assert len(slopes) == 2 and set(slopes[0]["lambda"]) == {"other", "degenerate", "non_degenerate"}
-                assert (out / "free_energy_scaling.png").exists()
-            assert (out / "free_energy.png").exists()
-        if "diagram" in name:
-            assert metrics["n_beta"] == pytest.approx([200 / np.log(200), 200.0])
-        if two_axes:
-            assert len(metrics["crossover_t"]) == 2 and (out / "phase_diagram.png").exists()
-        for png in ("phase_mass.png", "effective_weights.png") + (() if "smc" in name or "free_energy" in name else ("traces.png",)):
-            assert (out / png).exists()
-        a_leads = metrics["lead"][f"{a}_leads_at"]
-        assert metrics["lead"][f"{a}_ever_leads"] == bool(a_leads) and np.shape(metrics["lead"]["difference"]) == grid.shape
-        n_points = grid.size * (2 if "compare" in metrics else 1)
-        assert metrics["draws"]["saved"] and len(metrics["draws"]["files"]) == n_points
-    if name.startswith("llc"):
-        rows = metrics["cases"]
-        assert {"name", "true_lambda", "estimate", "se", "method"} <= set(rows[0])
-        assert all(np.isfinite(r["estimate"]) for r in rows)
-        if name == "llc_known_values.toml":
-            assert [r["true_lambda"] for r in rows if r["method"] == "sgld"] == [5.0, 0.5, 0.5, 0.25, 1 / 6]
-            assert {r["method"] for r in rows} == {"sgld", "beta_sweep"}
-            sweeps = {r["name"]: r["localization"] for r in rows if r["method"] == "beta_sweep"}
-            assert sweeps["generic truth d = m = 3"] == 3.0 and sweeps["generic truth d = m = 3, global posterior"] == 0.0
-            for r in rows:                           # every multi-chain row reports R-hat and nested R-hat
-                if r["method"] == "beta_sweep":
-                    assert len(r["rhat"]) == len(r["betas"]) == len(r["rhat_nested"])
-                    assert all(v is not None and v >= 0.9 for v in r["rhat"] + r["rhat_nested"])
-                    assert all(f"{r['name']} (beta_sweep): {w}" in metrics["warnings"] for w in r["warnings"])
-            assert not any(r["method"] == "sgld" and "global" in r["name"] for r in rows)   # the case's methods
-            assert (out / "calibration.png").exists() and (out / "beta_sweep.png").exists()
-            assert np.asarray(metrics["calibration"]["estimate"]).shape == (2, 1)
-        else:                                           # phases of W0: one row per representative
-            labels = [r["name"] for r in rows]
-            assert "PT1 t = pi/2, width 2: + | 1 degenerate" in labels and len(labels) == len(set(labels))
-            assert sum(r["name"].startswith("PT2 v = 1, width 3") for r in rows) == 2
-            assert sum(r["name"].startswith("PT2 v = 1, width 4") for r in rows) == 8
-    if name == "fisher_rank_survey.toml":
-        for row in metrics["points"]:
-            if row["expected_excess"] is not None:
-                assert row["excess"] == row["expected_excess"], row
-
-
-REFERENCE = ROOT / "tests" / "reference"
-VOLATILE = {"program_wall_s", "resumed_points", "resumed_wall_s", "programs", "program_ticks", "program_chains",
-            "program_points"}
-# The learning coefficient's chains changed by rounding when SGLD moved onto the shared sampler interface (its
-# potential takes the data as an argument instead of a constant): estimates agree to 1e-12, and the rank-based
-# split R-hat of 60-step tiny traces moves in its third digit.
-RTOL = {"llc_known_values.toml": 1e-9, "llc_dslt4_phases.toml": 1e-9}
-RANK_BASED = {"rhat"}
-
-
-def same_as_reference(name, metrics):
-    """metrics equal the reference (tests/reference/NAME.json: this config's tiny run before the experiment
-    layer was rebuilt, commit 8be1f74) key by key: exactly, or to RTOL where the sampler's rounding changed."""
-    path = REFERENCE / name.replace(".toml", ".json")
-    if not path.exists():                                       # configs added since (tests/reference/README.md)
-        return
-    old = json.loads(path.read_text())
-    rtol = RTOL.get(name, 0.0)
-    diffs = []
-
-    def walk(a, b, path, key=""):
-        if isinstance(a, dict):
-            if not isinstance(b, dict):
-                diffs.append(f"{path}: {b!r} is not a table")
-                return
-            for k, v in a.items():
-                if k not in VOLATILE:
-                    walk(v, b.get(k, "<missing>"), f"{path}.{k}", k)
-        elif key == "warnings" and isinstance(a, list) and isinstance(b, list):   # checks added since may warn more
-            strip = lambda w: re.sub(r"R-hat [0-9.]+", "", w) if rtol else w
-            missing = {strip(w) for w in a} - {strip(w) for w in b}
-            if missing:
-                diffs.append(f"{path}: earlier warnings missing: {sorted(missing)}")
-        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-            for i, (x, y) in enumerate(zip(a, b)):
-                walk(x, y, f"{path}[{i}]", key)
-        elif isinstance(a, float) and isinstance(b, (int, float)) and rtol:
-            tol = 1e-2 if key in RANK_BASED else rtol
-            if abs(a - b) > tol * max(abs(a), abs(b)):
-                diffs.append(f"{path}: {a} vs {b}")
-        elif isinstance(a, str) and isinstance(b, str) and rtol and "R-hat" in a:
-            if re.sub(r"R-hat [0-9.]+", "", a) != re.sub(r"R-hat [0-9.]+", "", b):
-                diffs.append(f"{path}: {a!r} vs {b!r}")
-        elif a != b:
-            diffs.append(f"{path}: {a!r} vs {b!r}")
-
-    walk(old, metrics, "")
-    assert not diffs, f"{len(diffs)} differences from tests/reference, e.g. {diffs[:5]}"
 
 
 def test_same_seed_same_numbers(tmp_path):
@@ -567,6 +363,6 @@ def test_a_rerun_loads_its_programs_from_the_persistent_cache(tmp_path):
     first = run(tmp_path / "a")
     assert len(first) >= 3, first                           # every program of the run, no minimum compile time
     assert run(tmp_path / "b") == first
-    drop = lambda m: {k: v for k, v in m.items() if k not in VOLATILE}
+    drop = lambda m: {k: v for k, v in m.items() if k not in compare.VOLATILE}
     metrics = [json.loads((tmp_path / d / "metrics.json").read_text()) for d in "ab"]
     assert drop(metrics[0]) == drop(metrics[1])

@@ -42,7 +42,7 @@ def test_one_and_two_processes_give_the_same_metrics(tmp_path):
     program k on process k mod 2, process 0 gathers the checkpoints and writes; the metrics are bitwise those
     of one process (the per-device batches are equal)."""
     one = runner.run_config(CONFIG, tmp_path / "one", progress=False, overrides=TINY)
-    cmd, env = cli(["--out", str(tmp_path / "two"), "--processes", "2"], **TINY)
+    cmd, env = cli(["--out", str(tmp_path / "two"), "--processes", "2", "--oversubscribe"], **TINY)
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "results written to" in res.stdout and "truth.t = 1.571:" in res.stdout
@@ -57,7 +57,7 @@ def test_one_and_two_processes_give_the_same_metrics(tmp_path):
 def test_a_killed_process_stops_the_run_at_once_and_nothing_is_written(tmp_path):
     """kill -9 of process 1 mid-run: the launcher stops process 0 and says so in one line; no results folder."""
     out = tmp_path / "killed"
-    cmd, env = cli(["--out", str(out), "--processes", "2", "--heartbeat-timeout", "10"],
+    cmd, env = cli(["--out", str(out), "--processes", "2", "--oversubscribe", "--heartbeat-timeout", "10"],
                    **{**TINY, "sampler.num_samples": 4000, "posterior.n": 2000})
     launcher = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     victim = None

@@ -18,6 +18,13 @@ from ..config import ConfigError
 from ..settings import Section
 
 DTYPES = ("float64", "float32")
+NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$"       # a plain file name: no separator, no leading dot
+NAME_WORDS = "a plain file name (letters, digits, _ - ., at most 100 characters, not starting with a dot)"
+
+
+# sizes an example takes from the config: nodes of an m-symmetric truth and of its model (DSLT's networks
+# have a handful; 256 matches the widths of the fisher kind)
+TRUTH_SIZE_BOUNDS = {"m": (1, 256), "width": (1, 256)}
 
 
 def _truth_schema(name: str):
@@ -25,7 +32,8 @@ def _truth_schema(name: str):
     hints = typing.get_type_hints(fn)
     fields = {"name": (Literal[name], Field(description="a registered example (slt_relu.truths)"))}
     for pname, p in inspect.signature(fn).parameters.items():
-        fields[pname] = (hints.get(pname, float), Field(p.default, description=f"option of {name}"))
+        low, high = TRUTH_SIZE_BOUNDS.get(pname, (None, None))
+        fields[pname] = (hints.get(pname, float), Field(p.default, ge=low, le=high, description=f"option of {name}"))
     return create_model(f"Truth_{name}", __base__=Section, **fields)
 
 
@@ -58,9 +66,10 @@ class Experiment(Section):
     """Keys of every config."""
 
     kind: str = Field(description="the experiment kind")
-    name: str | None = Field(None, description="the run's name: its default folder is runs/NAME (default: the file's stem)")
-    description: str = Field("", description="one line shown by slt-relu list")
-    seed: int = Field(0, ge=0, description="the root PRNG key")
+    name: str | None = Field(None, pattern=NAME_PATTERN, json_schema_extra={"expected": NAME_WORDS},
+                             description="the run's name: its default folder is runs/NAME (default: the file's stem)")
+    description: str = Field("", max_length=2000, description="one line shown by slt-relu list")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="the root PRNG key (jax.random.PRNGKey takes 0 .. 2^63 - 1)")
     dtype: Literal["float64", "float32"] = Field("float64", description="JAX's float type for the run")
 
 

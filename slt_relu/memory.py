@@ -1,0 +1,173 @@
+"""Memory a run needs, checked before it starts: a config whose arrays cannot fit in the memory this
+machine has is refused with one line naming the keys that size them and the estimate, e.g.
+``landscape.n: 10^12 points need ~8.0 TB at least; this machine has 23.1 GB available``.
+
+Each estimate is a lower bound on the run's peak: the size of one array the kind must hold at once
+(a data set, the kept draws of one sweep point, one batch of forward passes, a Fisher matrix), counted
+from the settings alone. A run refused here could never have finished; a run that passes may still be
+too large for other reasons (XLA's temporaries), which the estimates do not try to predict.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from .config import ConfigError
+
+
+class Need(NamedTuple):
+    """An array a run must hold: the keys that size it, what it is, how many floats."""
+    keys: str
+    what: str
+    elements: float
+
+
+def params(width: int, n_in: int) -> int:
+    """D = width (n_in + 2) + 1, the parameters of a two-layer network."""
+    return width * (n_in + 2) + 1
+
+
+def human(n_bytes: float) -> str:
+    """Bytes in decimal units: '8.0 TB'."""
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB", "EB"):
+        if n_bytes < 1000 or unit == "EB":
+            return f"{n_bytes:.1f} {unit}" if unit != "B" else f"{n_bytes:.0f} B"
+        n_bytes /= 1000
+    return f"{n_bytes:.1f} EB"
+
+
+def _width_keys(s) -> str:
+    """', truth.m' where the truth's size comes from the config (m-symmetric truths)."""
+    return ", truth.m" if getattr(getattr(s, "truth", None), "m", None) is not None else ""
+
+
+def _truth_size(s) -> tuple[int, int]:
+    """(width, n_in) of the model of a config's example ([inputs] n_in where it says one); (1, 1), a lower
+    bound, where the example cannot be built (its own one-line error follows when the run resolves it)."""
+    from . import truths
+
+    truth, inputs = getattr(s, "truth", None), getattr(s, "inputs", None)
+    width, n_in = 1, 1
+    if truth is not None:
+        try:
+            base = truths.get(truth.name, **truth.model_dump(exclude={"name"})).model.base
+            width, n_in = base.width, base.n_in
+        except (ValueError, TypeError):
+            pass
+    if inputs is not None and inputs.n_in:
+        n_in = inputs.n_in
+    return width, n_in
+
+
+def _quadrature_points(s) -> int:
+    """Points of the 2-D tensor rule of Gaussian inputs ((cells x order)^2), 0 for other inputs."""
+    inputs = getattr(s, "inputs", None)
+    if inputs is not None and getattr(inputs, "distribution", None) == "gaussian":
+        return (inputs.cells * inputs.order) ** 2
+    return 0
+
+
+def _landscape(s) -> list[Need]:
+    t = s.landscape
+    width, n_in = _truth_size(s)
+    out = [Need("landscape.resolution" + _width_keys(s), "the grid of parameters", t.resolution ** 2 * params(width, n_in))]
+    if t.loss == "empirical":
+        out += [Need("landscape.n", f"the data set of {t.n:.3g} points", t.n * (n_in + 1)),
+                Need("landscape.n", "one batch of forward passes over the data", min(256, t.resolution ** 2) * t.n
+                     * width)]
+    if _quadrature_points(s):
+        out.append(Need("inputs.cells, inputs.order", "one batch of forward passes over the quadrature points",
+                        min(256, t.resolution ** 2) * _quadrature_points(s) * width))
+    return out
+
+
+def _fisher(s) -> list[Need]:
+    out = []
+    width, n_in = _truth_size(s)
+    for i, group in enumerate(s.fisher.points):
+        widths = list(getattr(group, "widths", None) or [getattr(group, "width", None) or width])
+        D = params(max(widths), n_in)
+        out.append(Need(f"fisher.points[{i}]" + _width_keys(s), f"a {D} x {D} Fisher matrix", D * D))
+        if _quadrature_points(s):
+            out.append(Need(f"fisher.points[{i}], inputs.cells", "the Jacobian at the quadrature points",
+                            _quadrature_points(s) * D))
+    return out
+
+
+def _posterior(s) -> list[Need]:
+    p, sampler = s.posterior, s.sampler
+    width = s.model.width or _truth_size(s)[0]
+    n_in = _truth_size(s)[1]
+    D = params(width, n_in)
+    runs = p.datasets * p.chains_per_dataset
+    out = [Need("posterior.n, posterior.datasets", "the data sets of one sweep point", p.datasets * p.n * (n_in + 1))]
+    if sampler.name == "smc":
+        out += [Need("sampler.num_particles, posterior.datasets, posterior.chains_per_dataset",
+                     "the particles of one sweep point", runs * sampler.num_particles * D),
+                Need("posterior.n, sampler.particle_batch", "one batch of forward passes over the data",
+                     runs * min(sampler.particle_batch, sampler.num_particles) * p.n * width)]
+    else:
+        out += [Need("sampler.num_samples, posterior.datasets, posterior.chains_per_dataset",
+                     "the kept draws of one sweep point", runs * sampler.num_samples * D),
+                Need("posterior.n, posterior.datasets, posterior.chains_per_dataset",
+                     "one forward pass of every chain over its data", runs * p.n * width)]
+    return out
+
+
+def _learning_coefficient(s) -> list[Need]:
+    llc = s.llc
+    width = max([getattr(c, "width", None) or 1 for c in s.cases])
+    D = params(width, 1)
+    sg, bs = llc.sgld, llc.beta_sweep
+    kept = max(sg.num_steps - sg.num_burnin, 1) // sg.thin
+    betas = len(getattr(bs, "factors", ()) or (1,))
+    return [Need("llc.n", "the data set", llc.n * 3),
+            Need("llc.sgld.num_chains, llc.sgld.num_steps, llc.sgld.thin", "the kept SGLD draws",
+                 sg.num_chains * kept * D),
+            Need("llc.n, llc.sgld.num_chains", "one forward pass of every chain over the data",
+                 sg.num_chains * llc.n * width),
+            Need("llc.beta_sweep.chains_per_beta, llc.beta_sweep.num_samples", "the kept draws of the beta sweep",
+                 betas * bs.chains_per_beta * bs.num_samples * D)]
+
+
+def _regions(s) -> list[Need]:
+    r = s.regions
+    widest = max([r.xor_wide.width, *r.annulus.widths, *r.lines.widths])
+    return [Need("regions.resolution", "the activation patterns of the picture's grid",
+                 r.resolution ** 2 * widest * max(len(r.annulus.widths), r.lines.hidden_layers)),
+            Need("regions.lines.n_in, regions.lines.widths", "one network's weights",
+                 max(r.lines.widths) ** 2 * r.lines.hidden_layers + max(r.lines.widths) * r.lines.n_in)]
+
+
+def _functional_dimension(s) -> list[Need]:
+    f = s.functional_dimension
+    n0, depth = max(f.n_in), max(f.depths)
+    P = depth * (n0 * n0 + n0)                       # parameters of depth layers of width n0
+    return [Need("functional_dimension.n_in, functional_dimension.depths, functional_dimension.point_factors",
+                 f"one network's Jacobian ({P} parameters at {max(f.point_factors):g} x that many points)",
+                 max(f.point_factors) * P * P)]
+
+
+ESTIMATES: dict[str, Callable[[Any], list[Need]]] = {
+    "landscape": _landscape, "fisher": _fisher, "posterior": _posterior, "learning_coefficient": _learning_coefficient,
+    "regions": _regions, "functional_dimension": _functional_dimension,
+}
+
+
+def needs(settings) -> list[Need]:
+    """The arrays a kind's run must hold (none for a kind without an estimate: its schema bounds it)."""
+    fn = ESTIMATES.get(settings.kind)
+    return fn(settings) if fn is not None else []
+
+
+def check(settings, available: int | None = None) -> None:
+    """ConfigError naming the keys of the largest array that cannot fit in ``available`` bytes (default: the
+    memory available now, :func:`slt_relu.provenance.available_memory`)."""
+    from .provenance import available_memory
+
+    available = available_memory() if available is None else available
+    itemsize = 4 if getattr(settings, "dtype", "float64") == "float32" else 8
+    worst = max(needs(settings), key=lambda n: n.elements, default=None)
+    if worst is not None and worst.elements * itemsize > available:
+        raise ConfigError(f"{worst.keys}: {worst.what} needs ~{human(worst.elements * itemsize)} at least; "
+                          f"this machine has {human(available)} available")

@@ -1,0 +1,42 @@
+"""Tiny settings of every shipped config: each runs in seconds in the tests (`test_reference.py`,
+`test_cli.py`) and in `write_references.py`, which writes the references they are compared with."""
+LLC_TINY = {"llc.n": 300, "llc.sgld.num_chains": 2, "llc.sgld.num_steps": 60, "llc.sgld.num_burnin": 10,
+            "llc.sgld.thin": 1}
+POSTERIOR_TINY = {"posterior.n": 200, "posterior.datasets": 2, "sampler.num_warmup": 60, "sampler.num_samples": 40,
+                  "phases.classify_every": 4}
+SMC_TINY = {"posterior.n": 200, "posterior.datasets": 2, "posterior.chains_per_dataset": 2,
+            "sampler.num_particles": 64, "phases.classify_every": 4}
+
+TINY = {
+    "dslt3_degenerate_node.toml": {"landscape.resolution": 15, "landscape.fisher_points": 3},
+    "dslt3_scaling_valley.toml": {"landscape.resolution": 15, "landscape.fisher_points": 3},
+    "fisher_rank_survey.toml": {
+        "inputs.cells": 12,
+        "fisher.points[0].widths": [1, 3], "fisher.points[0].count": 1,
+        "fisher.points[1].m": [3],
+        "fisher.points[2].cases": ["q_zero"],
+        "fisher.points[3].cases": ["active_on_box"],
+        "fisher.points[4].widths": [2], "fisher.points[4].count": 1,
+    },
+    "true_set_m_symmetric.toml": {"symmetry.widths": [3, 4], "symmetry.checks": 1},
+    "linear_regions_xor.toml": {"regions.resolution": 41, "regions.xor_wide.steps": 50, "regions.xor_wide.width": 6,
+                                "regions.annulus.steps": 50, "regions.annulus.samples": 100,
+                                "regions.lines.widths": [4, 8], "regions.lines.lines": 3},
+    "functional_dimension_depth_width.toml": {"functional_dimension.n_in": [3], "functional_dimension.depths": [2, 3],
+                                              "functional_dimension.networks": 3},
+    "dslt4_pt1_node_degeneracy.toml": {**POSTERIOR_TINY, "sweep.truth.t": [1.0, 1.5707963267948966]},
+    "dslt4_pt2_orientation_reversal.toml": {**POSTERIOR_TINY, "sweep.truth.v": [1.0, 3.0]},
+    "dslt4_pt1_phase_diagram.toml": {**POSTERIOR_TINY, "sweep.truth.t": [1.0, 1.5707963267948966],
+                                     "sweep.posterior.beta": ["wbic", 1.0]},
+    # the beta sweep (a NUTS program to compile per case) on the two generic cases and one normal crossing only
+    "llc_known_values.toml": {**LLC_TINY, "cases[2].methods": ["sgld"], "cases[4].methods": ["sgld"],
+                              "cases[5].methods": ["sgld"], "llc.beta_sweep.num_warmup": 30, "llc.beta_sweep.num_samples": 20,
+                              "llc.beta_sweep.chains_per_beta": 2, "llc.calibration.step_sizes": [1e-5, 1e-4],
+                              "llc.calibration.localizations": [1.0], "llc.calibration.num_steps": 60,
+                              "llc.calibration.num_burnin": 10},
+    "llc_dslt4_phases.toml": LLC_TINY,
+    "dslt4_pt1_smc.toml": {**SMC_TINY, "compare.num_warmup": 30, "compare.num_samples": 20,
+                           "sweep.truth.t": [1.0, 1.5707963267948966]},
+    "dslt4_pt2_smc.toml": {**SMC_TINY, "compare.num_warmup": 30, "compare.num_samples": 20, "sweep.truth.v": [1.0, 3.0]},
+    "dslt4_free_energy.toml": {**SMC_TINY, "sweep.posterior.beta": [0.3, 3.0], "sweep.truth.t": [1.0, 1.5707963267948966]},
+}
