@@ -31,15 +31,17 @@ def run(settings, keys=None, mu=MU, scale=SCALE):
 
 
 def check_moments(out, mu=MU, scale=SCALE):
-    """Every chain's mean and sd of every coordinate against its target, within 4.5 Monte Carlo
+    """Every chain's mean and sd of every coordinate against its target, within 5.5 Monte Carlo
     standard errors (sd / sqrt(ESS of x); for the sd, sd / sqrt(2 ESS of (x - mu)^2))."""
     for c in range(out.z.shape[0]):
         for k in range(out.z.shape[2]):
             x = out.z[c, :, k]
             s = float(scale[c, k])
-            assert abs(x.mean() - float(mu[c, k])) < 4.5 * s / np.sqrt(dg.ess(x[None])), (c, k)
+            # k = 5.5: this file makes 108 such checks (6 chains x 3 coordinates x mean and sd, for async,
+            # lockstep and HMC), 4e-6 in all at 3.8e-8 each (z over 864 fresh draws: sd 0.98, max 3.2)
+            assert abs(x.mean() - float(mu[c, k])) < 5.5 * s / np.sqrt(dg.ess(x[None])), (c, k)
             e2 = dg.ess(((x - float(mu[c, k])) ** 2)[None])
-            assert abs(x.std() - s) < 4.5 * s / np.sqrt(2 * e2), (c, k)
+            assert abs(x.std() - s) < 5.5 * s / np.sqrt(2 * e2), (c, k)                 # k = 5.5: as above
 
 
 @pytest.mark.parametrize("schedule", ["async", "lockstep"])
@@ -50,8 +52,12 @@ def test_nuts_recovers_each_chains_gaussian(schedule):
     check_moments(out)
     assert not st["diverging"].any()
     assert 0 < st["warmup_divergences"].sum() < 100 * C      # early warm-up, identity mass on a 1:100 target
-    # the adapted diagonal inverse mass matrix is the target's variance (Welford over the last window)
-    np.testing.assert_allclose(st["inverse_mass_matrix"] / SCALE**2, 1.0, rtol=0.5)
+    # the adapted diagonal inverse mass matrix is the target's variance (Welford over the last window): each
+    # entry / variance scatters by a factor exp(0.22) about 0.91 (40 fresh seeds; 1 entry in 60 leaves [0.5, 1.5]),
+    # so per coordinate the geometric mean over the chains, within a factor 2 (>= 6.4 sd of its spread, 0.09):
+    # still far from the identity, the sd or the precision (factors 10 to 10^4 on the scales 10 and 0.1)
+    log_ratio = np.log(st["inverse_mass_matrix"] / SCALE**2)
+    assert np.all(np.abs(log_ratio.mean(0)) < np.log(2)), np.exp(log_ratio)
     assert (out.grad_evals >= st["num_steps"].sum(1)).all()
     # the potential energy of each draw is the target's
     np.testing.assert_allclose(out.potential_energy, 0.5 * np.sum(((out.z - MU[:, None]) / SCALE[:, None]) ** 2, -1),
@@ -69,10 +75,14 @@ def test_async_is_numpyros_nuts_and_wastes_less():
     a = run(s)
     b = run(s.model_copy(update={"schedule": "lockstep"}))
     sa, sb = a.stats, b.stats
-    assert sa["num_steps"].mean() == pytest.approx(sb["num_steps"].mean(), rel=0.1)
-    assert sa["accept_prob"].mean() == pytest.approx(sb["accept_prob"].mean(), abs=0.03)
-    np.testing.assert_allclose(sa["step_size"], sb["step_size"], rtol=0.25)
-    assert abs(sa["warmup_divergences"].mean() - sb["warmup_divergences"].mean()) < 5
+    # each schedule adapts its own step sizes, so these are two independent draws; the tolerances are >= 5 sd of
+    # their spread over 40 fresh seeds (where rel 0.1, abs 0.03, a per-chain rtol 0.25 and 5 failed 18 of 40):
+    # mean trajectory length, rel diff sd 0.049 (mean -0.015)
+    assert sa["num_steps"].mean() == pytest.approx(sb["num_steps"].mean(), rel=0.3)
+    assert sa["accept_prob"].mean() == pytest.approx(sb["accept_prob"].mean(), abs=0.05)     # sd 0.0085
+    # step sizes: one chain's ratio scatters by a factor exp(0.14); their geometric mean by exp(0.063)
+    assert abs(np.mean(np.log(sa["step_size"] / sb["step_size"]))) < np.log(1.5), sa["step_size"] / sb["step_size"]
+    assert abs(sa["warmup_divergences"].mean() - sb["warmup_divergences"].mean()) < 8      # mean -1.0, sd 1.0
     # the tick count is the longest chain's gradient count (async) or the sum of per-iteration maxima
     assert a.ticks == a.grad_evals.max()
     assert a.ticks < 0.8 * b.ticks
