@@ -141,7 +141,8 @@ def test_real_draws_at_pi_over_2_near_each_phase_get_it():
             group = (dead.sum(-1) == 1) & (np.where(dead, 0.0, off).max(-1) < 0.4)
         else:
             group = ~dead.any(-1) & (off.max(-1) < 0.4) & (r.min(-1) > 0.3)
-        assert group.sum() >= 50, (geometric, group.sum())
+        # >= 20: over 11 keys the degenerate group held 53-111 of the 200 draws (mean 84), the shared one 200
+        assert group.sum() >= 20, (geometric, group.sum())
         got = S.classify_phase(d, ex.truth, inputs=ex.inputs, n=N_DATA, sigma=1.0, beta=beta)
         labels = np.array([str(lab) for lab in got.label])
         assert np.mean(labels[group] == phase) >= 0.99, (geometric, Counter(labels[group]))
