@@ -71,7 +71,9 @@ def spread(kind: str, runs: list[dict]) -> dict[str, float]:
             if compare.number_kind(kind, path) == "statistical" and isinstance(v, (int, float)):
                 values.setdefault(path, []).append(float(v))
     is_mass = lambda path: "mass" in path
-    steps = [abs(a - b) for path, vs in values.items() if is_mass(path) for a in vs for b in vs if a != b]
+    # one draw's weight: the smallest step between two values of a mass (steps below 1e-9 are float rounding of
+    # equal masses summed in another order)
+    steps = [abs(a - b) for path, vs in values.items() if is_mass(path) for a in vs for b in vs if abs(a - b) > 1e-9]
     resolution = min(steps, default=0.0)
     return {compare.dotted(path): max(statistics.stdev(vs), resolution if is_mass(path) else 0.0)
             for path, vs in values.items() if len(vs) == len(runs)}
