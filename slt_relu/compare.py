@@ -23,8 +23,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from statistics import NormalDist
 from typing import Any, NamedTuple
+
+from .config import ConfigError, apply_overrides
 
 # (rtol, atol) of a deterministic float per dtype: a result of ~1e3-1e6 operations on inputs of
 # order 1 carries a rounding error of ~1e-13 relative in float64 and ~1e-6 in float32; the margins
@@ -207,8 +210,9 @@ def compare(reference: dict, metrics: dict, *, kind: str, dtype: str, k: float,
 
 
 class Check(NamedTuple):
-    """A committed results folder rerun: the numbers outside their tolerance, how many were compared (and how many
-    of them statistically), how many differ at all (bitwise), and whether the rerun ran where the folder was computed (machine, code, versions, flags)."""
+    """A committed results folder rerun: the numbers outside their tolerance, how many were compared (and how
+    many of them statistically), how many differ at all (bitwise), and whether the rerun ran where the folder
+    was computed (machine, code, versions, flags)."""
     differences: list[Difference]
     compared: int
     statistical: int
@@ -224,16 +228,12 @@ def rerun(folder, out, *, progress: bool = False, cache: bool = True, false_alar
 
     On the machine, versions and XLA flags that computed the folder the rerun should be bitwise equal
     (``bitwise_different == 0``); elsewhere within the tolerances (``differences == []``)."""
-    from pathlib import Path
-
     from . import runner
-    from .config import apply_overrides
     from .report import read_folder
 
     manifest, reference = read_folder(Path(folder))
     raw, overrides = manifest.get("config"), manifest.get("overrides") or {}
     if not isinstance(raw, dict):
-        from .config import ConfigError
         raise ConfigError(f"check {folder}: its manifest.json records no config to rerun")
     label = Path(manifest.get("config_path") or f"{manifest.get('name', 'config')}.toml")
     new_folder = runner.run_prepared(lambda: runner.Prepared(label, apply_overrides(raw, overrides), overrides), out,
