@@ -16,6 +16,13 @@ mean mass, the sd across runs, gradient evaluations and wall seconds per run,
 and the gradients and seconds to reach the target standard error, with the ratio NUTS / SMC; the
 particle rows show how the cost scales with N.  Wall times exclude compilation (each program runs once
 beforehand with the same shapes).
+
+    .venv/bin/python benchmarks/bench_smc.py --pt2 [--v 1.0] [--runs 8]
+
+DSLT4 PT2 at v (the 3-symmetric truth, n beta = 1,086, one data set): SMC with and without the
+orientation flips (slt_relu.moves), R runs each; per row the sd across runs of each sector-rule mass
+and of log Z, gradients per run, and the gradients to bring the worst mass's standard error to the
+target, with the ratio of the committed setting (waste-free, 7 moves, no flips) to each row.
 """
 from __future__ import annotations
 
@@ -31,6 +38,7 @@ import slt_relu as S
 from slt_relu.posterior import draw_datasets, sample_posterior
 
 RADIUS = ("other", "degenerate", "non_degenerate")
+SECTOR = ("other", "true_orientation", "reversed")
 
 
 def runs(settings, x, y, nb, model, R, seed):
@@ -46,8 +54,45 @@ def runs(settings, x, y, nb, model, R, seed):
     return mass, float(ps.draws.grad_evals.mean()), wall / R
 
 
+def pt2(args):
+    """SMC with and without the symmetry moves at PT2 v: sd of the masses and log Z over R runs."""
+    ex = S.truths.get("dslt4_pt2", v=args.v)
+    n = args.n
+    x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), 1), ex.truth, ex.inputs, n, 1.0)
+    nb = n / math.log(n)
+    R = args.runs
+    print(f"PT2 v = {args.v}, n = {n}, n beta = {nb:.0f}, one data set, {R} independent runs per row, float32, "
+          f"{jax.devices()}; sector-rule masses, target standard error {args.target}")
+    rows = [("waste-free, 7 moves (committed)", S.SMCSettings(waste_free=True, num_mcmc_steps=7)),
+            ("waste-free, 7 moves + flips", S.SMCSettings(waste_free=True, num_mcmc_steps=7, symmetry_moves=True)),
+            ("waste-free, 3 moves + flips (config)", S.SMCSettings(waste_free=True, num_mcmc_steps=3,
+                                                                   symmetry_moves=True))]
+    print(f"{'SMC, N = 1024':38s} {'true':>6s} {'rev':>6s} {'other':>6s} {'sd true':>8s} {'sd rev':>7s} "
+          f"{'sd oth':>7s} {'sd logZ':>8s} {'grads/run':>10s} {'s/run':>6s} {'grads to target':>16s} {'ratio':>6s}")
+    base = None
+    keys = jax.random.split(jax.random.PRNGKey(1), R)
+    xs, ys = jnp.repeat(x, R, 0), jnp.repeat(y, R, 0)
+    for name, s in rows:
+        sample_posterior(keys, xs, ys, nb, model=ex.model, settings=s)            # compile
+        start = time.time()
+        ps = sample_posterior(keys, xs, ys, nb, model=ex.model, settings=s)
+        wall = (time.time() - start) / R
+        codes = np.asarray(S.sector_phase(ps.params, ex.truth))
+        mass = np.stack([(codes == k).mean(1) for k in range(3)], 1)            # (R, 3) in SECTOR order
+        sd = mass.std(0, ddof=1)
+        grads = float(ps.draws.grad_evals.mean())
+        need = grads * max((sd.max() / args.target) ** 2, 1.0)
+        base = base or need
+        m = mass.mean(0)
+        print(f"{name:38s} {m[1]:6.3f} {m[2]:6.3f} {m[0]:6.3f} {sd[1]:8.3f} {sd[2]:7.3f} {sd[0]:7.3f} "
+              f"{float(np.std(ps.draws.log_evidence, ddof=1)):8.3f} {grads:10.0f} {wall:6.2f} {need:16.3g} "
+              f"{base / need:6.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pt2", action="store_true", help="PT2: SMC with and without the orientation flips")
+    ap.add_argument("--v", type=float, default=1.0, help="PT2's v")
     ap.add_argument("--t", type=float, default=1.2)
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--particles", type=int, nargs="+", default=[256, 512, 1024, 2048])
@@ -56,6 +101,8 @@ def main():
     ap.add_argument("--target", type=float, default=0.01)
     ap.add_argument("--n", type=int, default=10000)
     args = ap.parse_args()
+    if args.pt2:
+        return pt2(args)
     ex = S.truths.get("dslt4_pt1", t=args.t)
     n = args.n
     x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), 1), ex.truth, ex.inputs, n, 1.0)

@@ -40,6 +40,7 @@ from .symmetry import (
     Irreducible,
     annihilating_subsets,
     are_equivalent,
+    flip_orientation,
     merge_nodes,
     permute,
     random_symmetry,
@@ -109,6 +110,8 @@ from .samplers import HMCSettings, NUTSSettings, Draws, chain_mesh, pad_chains, 
 from .sgld import SGLDSettings
 from .analysis import PhaseMasses, crossover, crossover_bootstrap, phase_masses, trial_filter
 from .smc import SMCSettings
+from .moves import OrientationFlip, involution_step
+from .nested import NestedEvidence, nested_log_evidence
 from .posterior import (
     GridPosterior,
     PosteriorSamples,
@@ -134,7 +137,7 @@ __all__ = [
     "population_loss", "population_losses", "rank_bound", "sample_dataset", "scaling_generators", "to_flat", "truths",
     # symmetries and phases (Petzka et al. 2020; DSLT3)
     "Irreducible", "PhaseAssignment", "PhaseLabel", "Representative", "annihilating_subsets", "are_equivalent",
-    "classify_phase", "NOT_IN_W0", "phase_labels", "phase_name", "effective_weights", "merge_nodes", "permute", "radius_rule", "random_symmetry", "reduce",
+    "classify_phase", "NOT_IN_W0", "phase_labels", "phase_name", "effective_weights", "flip_orientation", "merge_nodes", "permute", "radius_rule", "random_symmetry", "reduce",
     "rescale", "reverse_orientation", "sector_phase", "sector_rule", "split_node", "true_set_representatives",
     # deep networks: regions, dual space, functional dimension (Sattelberg et al. 2020; Grigsby et al. 2023)
     "MLP", "Dense", "activation_patterns", "affine_map_between", "cluster_affine_maps", "count_linear_regions",
@@ -150,6 +153,8 @@ __all__ = [
     # one sampler interface, many chains on many devices
     "Draws", "HMCSettings", "NUTSSettings", "SGLDSettings", "SMCSettings", "SMCPosterior", "chain_mesh", "pad_chains",
     "run_sharded", "sample", "smc_posterior",
+    # moves along the symmetries; a second evidence estimator
+    "OrientationFlip", "involution_step", "NestedEvidence", "nested_log_evidence",
     # ArviZ data and netCDF files
     "load_draws", "save_draws", "to_arviz",
     # learning coefficient and free energy (Lau et al. 2023; Watanabe 2013)

@@ -72,16 +72,20 @@ def free_energies(log_z, dataset, masses: PhaseMasses) -> FreeEnergies:
                         fa_mean, fa_se, fa_mcse, rel, rel_se)
 
 
-def smc_diagnostics(stats: dict, grad_evals) -> dict:
+def smc_diagnostics(stats: dict, grad_evals, symmetry_moves: bool = False) -> dict:
     """A point's SMC runs: stages, the smallest ESS fraction and acceptance over their stages, the
-    final lambda (1 unless max_stages ran out), gradient evaluations."""
+    final lambda (1 unless max_stages ran out), gradient evaluations, and with ``symmetry_moves`` the
+    mean acceptance of the symmetry proposals (``slt_relu.moves``) over the runs' stages."""
     stages = np.asarray(stats["num_stages"])
     used = np.arange(np.asarray(stats["ess"]).shape[1])[None, :] < stages[:, None]
     ess = np.where(used, stats["ess"], np.inf)
     acc = np.where(used, stats["accept_prob"], np.nan)
-    return {"stages": stages.tolist(), "ess_min": float(ess.min()), "accept_prob_mean": float(np.nanmean(acc)),
-            "accept_prob_min": float(np.nanmin(acc)), "final_lambda_min": float(np.min(stats["final_lambda"])),
-            "grad_evals": int(np.sum(grad_evals))}
+    out = {"stages": stages.tolist(), "ess_min": float(ess.min()), "accept_prob_mean": float(np.nanmean(acc)),
+           "accept_prob_min": float(np.nanmin(acc)), "final_lambda_min": float(np.min(stats["final_lambda"])),
+           "grad_evals": int(np.sum(grad_evals))}
+    if symmetry_moves:
+        out["symmetry_accept_mean"] = float(np.nanmean(np.where(used, stats["symmetry_accept"], np.nan)))
+    return out
 
 
 def smc_warnings(d: dict, where: str, masses: PhaseMasses, num_particles: int, log_z, dataset,

@@ -102,8 +102,11 @@ def _posterior(s) -> list[Need]:
     runs = p.datasets * p.chains_per_dataset
     out = [Need("posterior.n, posterior.datasets", "the data sets of one sweep point", p.datasets * p.n * (n_in + 1))]
     if sampler.name == "smc":
-        out += [Need("sampler.num_particles, posterior.datasets, posterior.chains_per_dataset",
-                     "the particles of one sweep point", runs * sampler.num_particles * D),
+        if s.convergence.active:                          # the stopping rule may add runs up to its bound
+            runs = p.datasets * max(p.chains_per_dataset, s.convergence.max_chains_per_dataset)
+        out += [Need("sampler.num_particles, posterior.datasets, posterior.chains_per_dataset, "
+                     "convergence.max_chains_per_dataset", "the particles of one sweep point",
+                     runs * sampler.num_particles * D),
                 Need("posterior.n, sampler.particle_batch", "one batch of forward passes over the data",
                      runs * min(sampler.particle_batch, sampler.num_particles) * p.n * width)]
     else:

@@ -378,15 +378,33 @@ _PHASE_COLOURS = {"degenerate": "tab:red", "non_degenerate": "tab:blue", "true_o
                   "reversed": "tab:red", "other": "tab:gray"}
 
 
+def _mark_unconverged(ax, xs, ys, unconverged, j: int, colour):
+    """White-filled markers over the points of line j whose SMC runs still disagree on this curve
+    (unconverged: (L, X) booleans or None)."""
+    if unconverged is None or not np.any(unconverged[j]):
+        return
+    bad = np.asarray(unconverged[j], bool) & np.isfinite(ys)
+    ax.plot(xs[bad], ys[bad], ls="none", marker="o", ms=7, mfc="white", mec=colour, mew=1.5, zorder=5)
+
+
+def _unconverged_note(ax, unconverged: dict | None):
+    """A legend entry for the open markers (call before ax.legend)."""
+    if unconverged and any(np.any(u) for u in unconverged.values()):
+        ax.plot([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.5,
+                label="open: not converged (runs disagree)")
+
+
 def phase_mass_figure(path: Path, xs, xlabel: str, panels, *, title: str, shades=None, crossover=None):
     """Phase masses against the swept value with error bars, one panel per labelling.
 
-    xs: (X,) the swept values; panels: list of (panel title, {phase: (mass (L, X), se (L, X))}),
+    xs: (X,) the swept values; panels: list of (panel title, {phase: (mass (L, X), se (L, X))},
+    unconverged: {phase: (L, X) booleans} or None, the points whose SMC runs still disagree on that
+    phase's mass, drawn open),
     L lines per phase (one per value of a second sweep axis, light to dark: shades = (its label,
     first value, last value)); crossover: (value, se) marked on the first panel."""
     xs = np.asarray(xs, float)
     fig, axs = plt.subplots(1, max(len(panels), 1), figsize=(6.4 * max(len(panels), 1), 4.6), squeeze=False)
-    for p, (ax, (ptitle, phases)) in enumerate(zip(axs.flat, panels)):
+    for p, (ax, (ptitle, phases, unconverged)) in enumerate(zip(axs.flat, panels)):
         for k, (nm, (m, e)) in enumerate(phases.items()):
             m, e = np.atleast_2d(m), np.atleast_2d(e)
             colour = _PHASE_COLOURS.get(nm, f"C{k}")
@@ -394,6 +412,8 @@ def phase_mass_figure(path: Path, xs, xlabel: str, panels, *, title: str, shades
                 alpha = 0.35 + 0.65 * (j + 1) / m.shape[0]
                 ax.errorbar(xs, m[j], yerr=np.nan_to_num(e[j]), color=colour, alpha=alpha, marker="o", ms=3,
                             capsize=2, lw=1.2, label=nm if j == m.shape[0] - 1 else None)
+                _mark_unconverged(ax, xs, m[j], (unconverged or {}).get(nm), j, colour)
+        _unconverged_note(ax, unconverged)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("posterior mass")
         ax.set_ylim(-0.03, 1.03)
@@ -450,10 +470,11 @@ def cross_table_figure(path: Path, xs, xlabel: str, tables: dict, *, title: str,
     plt.close(fig)
 
 
-def free_energy_figure(path: Path, xs, xlabel: str, curves: dict, *, title: str, shades=None):
+def free_energy_figure(path: Path, xs, xlabel: str, curves: dict, *, title: str, shades=None, unconverged=None):
     """Local free energies against the swept value: curves[phase] = (F_alpha - F (L, X), its standard
     error across data sets (L, X)), F_alpha - F = -log mass_alpha; a Bayesian phase transition is where two
-    phases' curves cross (the lower one holds more mass).  L lines per phase as in phase_mass_figure."""
+    phases' curves cross (the lower one holds more mass).  L lines per phase, and unconverged, as in
+    phase_mass_figure."""
     xs = np.asarray(xs, float)
     fig, ax = plt.subplots(figsize=(6.6, 4.6))
     for k, (nm, (f, e)) in enumerate(curves.items()):
@@ -463,6 +484,8 @@ def free_energy_figure(path: Path, xs, xlabel: str, curves: dict, *, title: str,
             alpha = 0.35 + 0.65 * (j + 1) / f.shape[0]
             ax.errorbar(xs[ok], f[j][ok], yerr=np.nan_to_num(e[j][ok]), color=_PHASE_COLOURS.get(nm, f"C{k}"),
                         alpha=alpha, marker="o", ms=3, capsize=2, lw=1.2, label=nm if j == f.shape[0] - 1 else None)
+            _mark_unconverged(ax, xs, f[j], (unconverged or {}).get(nm), j, _PHASE_COLOURS.get(nm, f"C{k}"))
+    _unconverged_note(ax, unconverged)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("F_alpha - F = -log mass_alpha  (nats)")
     ax.grid(alpha=0.3)

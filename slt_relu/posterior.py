@@ -149,18 +149,31 @@ def _numpyro_pieces(key: PosteriorPotential):
         values = post(unravel(flat))
         return jnp.concatenate([jnp.reshape(values[g], (-1,)) for g in order])
 
+    from numpyro.distributions.transforms import biject_to
+
+    groups = _free_groups(key.model)
+    transforms = {g: biject_to(key.prior.distribution(g, idx.size).support) for g, idx in groups}
+
     def prior_draw(rng_key):
         """One draw of phi in the unconstrained coordinates (numpyro's bijection of each site)."""
-        from numpyro.distributions.transforms import biject_to
-
         keys = jax.random.split(rng_key, len(order))
         draws = {}
-        for k, (g, idx) in zip(keys, _free_groups(key.model)):
-            d = key.prior.distribution(g, idx.size)
-            draws[g] = biject_to(d.support).inv(d.sample(k).astype(dtype))
+        for k, (g, idx) in zip(keys, groups):
+            draws[g] = transforms[g].inv(key.prior.distribution(g, idx.size).sample(k).astype(dtype))
         return ravel_pytree(draws)[0]
 
-    return _Pieces(potential_fn, constrain, int(z.size), prior_draw)
+    def unconstrain(free):
+        """The inverse of constrain: free coordinates (k,) in flat order -> z (k,) (NaN off the support)."""
+        sizes = np.cumsum([idx.size for _, idx in groups])[:-1]
+        parts = dict(zip(order, jnp.split(free, sizes)))
+        return ravel_pytree({g: transforms[g].inv(parts[g]) for g in order})[0]
+
+    def log_jacobian(flat):
+        """log |det d constrain / dz| at z (0 for normal priors, whose z are the parameters)."""
+        sites = unravel(flat)
+        return sum(jnp.sum(transforms[g].log_abs_det_jacobian(sites[g], transforms[g](sites[g]))) for g in order)
+
+    return _Pieces(potential_fn, constrain, int(z.size), prior_draw, unconstrain, log_jacobian)
 
 
 class _Pieces(NamedTuple):
@@ -168,6 +181,8 @@ class _Pieces(NamedTuple):
     constrain: Callable
     size: int
     prior_draw: Callable
+    unconstrain: Callable
+    log_jacobian: Callable
 
 
 def target(model: Restriction, prior: Prior = Prior(), sigma: float = 1.0) -> Target:
@@ -224,10 +239,11 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     scalar, positive and finite (n * beta of each data set).  settings: a sampler's settings
     (:class:`~slt_relu.samplers.NUTSSettings` by default, :class:`~slt_relu.samplers.HMCSettings`, or
     :class:`~slt_relu.smc.SMCSettings`: then each "chain" is an SMC run whose draws are its particles,
-    started from the prior).  MCMC chains start uniformly in
+    started from the prior; its ``symmetry_moves`` are :class:`~slt_relu.moves.OrientationFlip`).  MCMC chains start uniformly in
     [-init_radius, init_radius] in unconstrained coordinates (numpyro's ``init_to_uniform``).
     devices, progress: see :func:`slt_relu.samplers.sample`.  Returns :class:`PosteriorSamples`.
     """
+    from .moves import OrientationFlip
     from .smc import SMCSettings
 
     settings = NUTSSettings() if settings is None else settings
@@ -265,7 +281,8 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
         z0 = jax.vmap(lambda k: jax.vmap(tg.prior_draw)(jax.random.split(k, N)))(k_init)
     else:
         z0 = jax.vmap(lambda k: jax.random.uniform(k, (tg.size,), x.dtype, -init_radius, init_radius))(k_init)
-    out = sample(k_run, tg.potential, z0, (x_cols, yc, nb), settings, devices=devices, progress=progress)
+    moves = OrientationFlip(tg.potential) if getattr(settings, "symmetry_moves", False) else None
+    out = sample(k_run, tg.potential, z0, (x_cols, yc, nb), settings, moves=moves, devices=devices, progress=progress)
     free_vals = _constrain_all(tg.constrain, jnp.asarray(out.z))
     base = to_flat(model.base).astype(x.dtype)
     flat = jnp.broadcast_to(base, free_vals.shape[:2] + base.shape).at[..., np.flatnonzero(model.free)].set(free_vals)

@@ -146,14 +146,16 @@ class HMCSettings(_MCMC):
     trajectory_length: float = Field(2 * math.pi, gt=0, description="used when num_steps is None")
 
 
-def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, devices=None, progress=None) -> Draws:
+def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, moves=None, devices=None,
+           progress=None) -> Draws:
     """Run C chains of the sampler named by ``settings`` (:class:`NUTSSettings`, :class:`HMCSettings`,
     :class:`SGLDSettings`, :class:`~slt_relu.smc.SMCSettings`) on the potentials ``potential_gen(*args_c)``
     (module docstring).
 
     keys: (C, 2) (or typed keys (C,): their key data is used), one per chain: a chain's numbers depend on its key, not on which other chains
     share the program; init_z: (C, D) (SMC: (C, N, D) prior draws, and the last of ``args`` is the
-    inverse temperature the bridge scales); args: tuple of arrays with a leading axis C; devices: to
+    inverse temperature the bridge scales); args: tuple of arrays with a leading axis C; moves: SMC's
+    symmetry proposals (``slt_relu.moves``; SMC settings with ``symmetry_moves`` only); devices: to
     shard the chains over (default ``jax.local_devices()``); progress: called as progress(fraction)
     between compiled calls where the sampler has them.
     """
@@ -176,6 +178,9 @@ def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, devi
     for a in jax.tree.leaves(args):
         if jnp.shape(a)[:1] != (C,):
             raise ValueError(f"args: every array needs a leading chain axis of {C}, got shape {jnp.shape(a)}")
+    if type(settings) is SMCSettings:
+        return run_smc(keys, potential_gen, init_z, tuple(args), settings, moves=moves, devices=devices,
+                       progress=progress)
     return runners[type(settings)](keys, potential_gen, init_z, tuple(args), settings, devices=devices,
                                    progress=progress)
 

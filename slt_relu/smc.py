@@ -25,6 +25,10 @@ Jasra 2006; the adaptive schedule of Jasra et al. 2011):
    particles are resampled and every state of their moves is kept: the same number of particles
    for num_mcmc_steps + 1 times fewer gradients, correlated in short chains (which the Monte Carlo
    errors from independent runs see).
+4. with ``symmetry_moves``, every HMC move is followed by one Metropolis-Hastings proposal along a
+   symmetry of the model (``slt_relu.moves``: for two-layer ReLU posteriors the orientation flip
+   psi of every node), which leaves pi_lambda' invariant and lets particles jump between modes that HMC
+   cannot connect (DSLT4's true and reversed orientations); one gradient per proposal.
 
 S at the particles comes with U from one forward-mode pass (``jax.jvp`` in t).
 
@@ -71,6 +75,8 @@ class SMCSettings(Section):
                             "short of lambda = 1 and says so)")
     particle_batch: int = Field(16, ge=1, description="particles moved together (lax.map chunks: the data's "
                                 "intermediates of one chunk stay in cache; speed only)")
+    symmetry_moves: bool = Field(False, description="after every HMC move, a Metropolis-Hastings proposal along "
+                                 "the model's symmetries (slt_relu.moves: the orientation flip of every node)")
 
     @model_validator(mode="after")
     def _waste_free(self):
@@ -93,6 +99,7 @@ class _Run(NamedTuple):
     ess_hist: jax.Array
     acc_hist: jax.Array
     step_hist: jax.Array
+    sym_hist: jax.Array       # acceptance of the symmetry proposals
 
 
 def _value_and_slope(potential_gen, data, t, z):
@@ -100,12 +107,14 @@ def _value_and_slope(potential_gen, data, t, z):
     return jax.jvp(lambda tt: potential_gen(*data, tt)(z), (t,), (jnp.ones_like(t),))
 
 
-def _run(s: SMCSettings, potential_gen, z0, key, args):
+def _run(s: SMCSettings, potential_gen, moves, z0, key, args):
     """One SMC run from the prior particles z0 (N, D): (particles, U at t_max, stats)."""
     from blackjax.mcmc import hmc
     from blackjax.smc.ess import log_ess
     from blackjax.smc.resampling import systematic
     from blackjax.smc.solver import dichotomy
+
+    from .moves import involution_step
 
     *data, t_max = args
     N, D = z0.shape
@@ -116,7 +125,7 @@ def _run(s: SMCSettings, potential_gen, z0, key, args):
                         batch_size=s.particle_batch)
     zeros = jnp.zeros(M, dt)
     state = _Run(key, z0, slope, jnp.zeros((), dt), jnp.zeros((), dt), jnp.asarray(s.step_size, dt),
-                 jnp.int32(0), jnp.int32(N), zeros, zeros, zeros, zeros)
+                 jnp.int32(0), jnp.int32(N), zeros, zeros, zeros, zeros, zeros)
 
     def stage(r: _Run) -> _Run:
         key, k_res, k_move = jax.random.split(r.key, 3)
@@ -140,40 +149,46 @@ def _run(s: SMCSettings, potential_gen, z0, key, args):
 
         def hmc_step(args):
             k, st, eps = args
-            st, info = kernel(k, st, logdensity, eps, inv_mass, s.num_leapfrog)
-            return st, info.acceptance_rate
+            if not s.symmetry_moves:                 # (the key as it was before the moves existed)
+                st, info = kernel(k, st, logdensity, eps, inv_mass, s.num_leapfrog)
+                return st, info.acceptance_rate, jnp.zeros((), dt)
+            k_hmc, k_sym = jax.random.split(k)
+            st, info = kernel(k_hmc, st, logdensity, eps, inv_mass, s.num_leapfrog)
+            st, flipped = involution_step(k_sym, st, logdensity, moves)
+            return st, info.acceptance_rate, flipped.astype(dt)
 
         def move(carry, k):
             """One HMC move of every particle, then the step size is tuned on its mean acceptance."""
             states, eps = carry
             k_steps, k_jit = jax.random.split(k)
             jitter = eps * jax.random.uniform(k_jit, (M_res,), dt, 0.8, 1.2)
-            states, acc = jax.lax.map(hmc_step, (jax.random.split(k_steps, M_res), states, jitter),
-                                      batch_size=s.particle_batch)
+            states, acc, flipped = jax.lax.map(hmc_step, (jax.random.split(k_steps, M_res), states, jitter),
+                                               batch_size=s.particle_batch)
             acc = jnp.mean(acc)
             eps = eps * jnp.exp(jnp.clip(2.0 * (acc - s.target_accept_prob), -1.0, 1.0))
-            return (states, eps), (states.position, acc)
+            return (states, eps), (states.position, acc, jnp.mean(flipped))
 
         M_res = len(idx)
         states = jax.lax.map(lambda q: hmc.init(q, logdensity), z, batch_size=s.particle_batch)
-        (_, step), (qs, acc) = jax.lax.scan(move, (states, r.step), jax.random.split(k_move, s.num_mcmc_steps))
+        (_, step), (qs, acc, sym) = jax.lax.scan(move, (states, r.step), jax.random.split(k_move, s.num_mcmc_steps))
         moved = jnp.concatenate([z, jnp.swapaxes(qs, 0, 1).reshape(-1, D)]) if s.waste_free else qs[-1]
         acc = jnp.mean(acc)
         slope = jax.lax.map(lambda q: _value_and_slope(potential_gen, data, t, q)[1], moved,
                             batch_size=s.particle_batch)
         i = r.stage
         return _Run(key, moved, slope, lam, r.log_z + log_mean, step, i + 1,
-                    r.grads + N + (N // P) * (1 + s.num_mcmc_steps * s.num_leapfrog),
+                    r.grads + N + (N // P) * (1 + s.num_mcmc_steps * (s.num_leapfrog + s.symmetry_moves)),
                     r.lam_hist.at[i].set(lam), r.ess_hist.at[i].set(ess), r.acc_hist.at[i].set(acc),
-                    r.step_hist.at[i].set(r.step))
+                    r.step_hist.at[i].set(r.step), r.sym_hist.at[i].set(jnp.mean(sym)))
 
     final = jax.lax.while_loop(lambda r: (r.lam < 1.0) & (r.stage < M), stage, state)
     U = jax.lax.map(lambda q: potential_gen(*data, t_max)(q), final.z, batch_size=s.particle_batch)
     return (final.z, U, final.log_z, final.lam, final.stage, final.grads, final.lam_hist, final.ess_hist,
-            final.acc_hist, final.step_hist)
+            final.acc_hist, final.step_hist, final.sym_hist)
 
 
-def run_smc(keys, potential_gen, init_z, args, settings: SMCSettings, *, devices=None, progress=None) -> Draws:
+def run_smc(keys, potential_gen, init_z, args, settings: SMCSettings, *, moves=None, devices=None,
+            progress=None) -> Draws:
     """Adaptive tempered SMC runs (module docstring); see :func:`slt_relu.samplers.sample`.
 
     init_z: (C, N, D) prior draws, N = settings.num_particles; the last array of ``args`` is
@@ -181,14 +196,21 @@ def run_smc(keys, potential_gen, init_z, args, settings: SMCSettings, *, devices
     (C, N, D) the final particles (equally weighted), log_evidence (C,), and stats: per run
     ``num_stages``, ``final_lambda`` (1 unless max_stages ran out), and per stage (C, max_stages)
     ``lambda``, ``ess`` (the incremental weights' ESS fraction before resampling),
-    ``accept_prob`` (mean HMC acceptance of the stage's moves), ``step_size``."""
+    ``accept_prob`` (mean HMC acceptance of the stage's moves), ``step_size``, ``symmetry_accept`` (the
+    symmetry proposals' acceptance; 0 without them).  moves: the involution of the symmetry
+    proposals, move(key, z) -> (z', log |det dz'/dz|) and hashable (``slt_relu.moves``), needed when
+    ``settings.symmetry_moves``."""
     init_z = jnp.asarray(init_z)
     if init_z.ndim != 3 or init_z.shape[1] != settings.num_particles:
         raise ValueError(f"init_z: expected prior draws of shape (runs, {settings.num_particles}, D), "
                          f"got {init_z.shape}")
+    if settings.symmetry_moves and moves is None:
+        raise ValueError("moves: symmetry_moves needs the symmetry's involution (e.g. slt_relu.moves.OrientationFlip), "
+                         "got None")
     start = time.time()
-    out = run_sharded(StaticPartial(_run, (settings, potential_gen)), (init_z, keys, tuple(args)), devices=devices)
-    z, U, log_z, lam, stages, grads, lam_h, ess_h, acc_h, step_h = (np.asarray(o) for o in out)
+    out = run_sharded(StaticPartial(_run, (settings, potential_gen, moves if settings.symmetry_moves else None)),
+                      (init_z, keys, tuple(args)), devices=devices)
+    z, U, log_z, lam, stages, grads, lam_h, ess_h, acc_h, step_h, sym_h = (np.asarray(o) for o in out)
     stats = {"num_stages": stages, "final_lambda": lam, "lambda": lam_h, "ess": ess_h, "accept_prob": acc_h,
-             "step_size": step_h}
+             "step_size": step_h, "symmetry_accept": sym_h}
     return Draws(z, U, stats, grads, log_z, int(grads.max() // settings.num_particles), time.time() - start)

@@ -7,6 +7,8 @@ R^n_in (Petzka, Definition 1), with f(x, w) = c + sum_i q_i relu(<w_i, x> + b_i)
     rescale(params, lambdas)            rho_lambda: (w_i, b_i, q_i) -> (l_i w_i, l_i b_i, q_i / l_i), l_i > 0
     reverse_orientation(params, nodes)  psi^J: (w_i, b_i) -> (-w_i, -b_i) for i in J, c -> c + sum_J q_i b_i;
                                         valid iff sum_J q_i w_i = 0 (weight annihilation, DSLT3)
+    flip_orientation(params, mask)      psi^J unchecked, jittable: f changes by sum_J q_i <w_i, x> (the
+                                        Metropolis-Hastings proposal of slt_relu.moves)
     split_node(params, node, into, t)   node degeneracy: a degenerate node takes the share 1 - t of node's
                                         output on node's boundary (w_j, b_j = w_i, b_i; q_j = (1-t) q_i)
     merge_nodes(params, keep, absorb)   the inverse: two nodes on one boundary, same side, become one
@@ -19,7 +21,8 @@ so reversing the nodes J adds the linear function sum_J q_i (<w_i, x> + b_i), wh
 exactly when the effective weights q_i w_i of J sum to zero.
 
 All functions here take one concrete parameter (no batch axes) and compute in NumPy float64
-except permute and rescale, which are jnp functions that also work under jit and vmap.
+except permute, rescale and flip_orientation, which are jnp functions that also work under jit
+and vmap.
 """
 from __future__ import annotations
 
@@ -115,6 +118,21 @@ def rescale(params: TwoLayer, lambdas) -> TwoLayer:
         raise ValueError(f"lambdas: expected positive factors (rho_lambda needs lambda > 0; a negative factor "
                          f"moves the active side), got {np.asarray(lam).tolist()}")
     return TwoLayer(params.w * lam[:, None], params.b * lam, params.q / lam, params.c)
+
+
+def flip_orientation(params: TwoLayer, mask) -> TwoLayer:
+    """psi^J without the annihilation check: (w_i, b_i) -> (-w_i, -b_i) for the nodes with mask_i
+    true, c -> c + sum_J q_i b_i.
+
+    f(x, psi^J(w)) = f(x, w) - sum_J q_i <w_i, x> (relu(z) = relu(-z) + z), so the function is kept
+    exactly when the nodes J annihilate.  An involution (psi^J psi^J = id) whose Jacobian has
+    determinant +-1 (sign flips and a shear of c): a valid Metropolis-Hastings proposal
+    (``slt_relu.moves``).  mask: (d,) booleans; params with leading batch axes broadcast against
+    it; jnp throughout (jit, vmap).
+    """
+    sign = jnp.where(jnp.asarray(mask, bool), -1.0, 1.0).astype(params.w.dtype)
+    shift = jnp.sum(jnp.where(jnp.asarray(mask, bool), params.q * params.b, 0.0), axis=-1)
+    return TwoLayer(params.w * sign[..., :, None], params.b * sign, params.q, params.c + shift)
 
 
 def reverse_orientation(params: TwoLayer, nodes, tol: float | None = None) -> TwoLayer:

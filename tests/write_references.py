@@ -5,7 +5,8 @@
 
 Each file holds the seed-0 run's ``metrics`` and, for a config whose kind samples, the ``spread`` of each
 statistical number (phase masses, log evidences, learning coefficients; `slt_relu.compare.STATISTICAL`)
-over R independent runs: its standard deviation, at least the resolution of a mass (the smallest step
+over R independent runs (a phase label missing from a run counts as mass 0 there): its standard deviation, at
+least the resolution of a mass (the smallest step
 between two values of any mass of the config seen in those runs), since a mass that took one value in every
 run still moves by whole draws on another machine.  A run on another machine draws the same data sets (their
 keys and arithmetic are the same up to rounding) and other trajectories, so the R runs of a ``posterior``
@@ -66,10 +67,13 @@ def spread(kind: str, runs: list[dict]) -> dict[str, float]:
     from slt_relu import compare
 
     values: dict[tuple, list[float]] = {}
-    for metrics in runs:
+    for r, metrics in enumerate(runs):
         for path, v in compare.leaves(metrics):
             if compare.number_kind(kind, path) == "statistical" and isinstance(v, (int, float)):
-                values.setdefault(path, []).append(float(v))
+                values.setdefault(path, [0.0] * r if "mass" in path else []).append(float(v))
+        for path, vs in values.items():          # a label no draw of this run carried: its mass is 0
+            if "mass" in path and len(vs) == r:
+                vs.append(0.0)
     is_mass = lambda path: "mass" in path
     # one draw's weight: the smallest step between two values of a mass (steps below 1e-9 are float rounding of
     # equal masses summed in another order)

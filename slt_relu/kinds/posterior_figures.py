@@ -34,19 +34,24 @@ def posterior_figures(r, metrics, rows, params, results, outdir):
     def lines(grid):                                   # (lines, len(xs)): one line per value of the other axis
         return np.moveaxis(np.asarray(grid, float).reshape(shape), xi, -1).reshape(-1, len(xs))
 
+    # SMC's stopping rule: each rule phase's own flag, and any phase's for the other labels of the same draws
+    flags = metrics.get("converged_phase")
+    unconverged = {nm: ~lines(f).astype(bool) for nm, f in flags.items()} if flags else None
+    anything = ~lines(metrics["converged"]).astype(bool) if "converged" in metrics else None
     panels = []
     if ph.rule != "none":
         panels.append((f"DSLT4 rule: {ph.rule}", {nm: (lines(metrics["mass"][nm]), lines(metrics["mass_se"][nm]))
-                                                   for nm in metrics["mass"]}))
+                                                   for nm in metrics["mass"]}, unconverged))
     if "classify_phase" in metrics:
         cp = metrics["classify_phase"]
         names = cp.get("names", {})
         panels.append(("classify_phase: phases of W0 at the data's resolution",
-                       {names.get(nm, nm): (lines(cp["mass"][nm]), lines(cp["mass_se"][nm])) for nm in list(cp["mass"])[:6]}))
+                       {names.get(nm, nm): (lines(cp["mass"][nm]), lines(cp["mass_se"][nm])) for nm in list(cp["mass"])[:6]},
+                       None if anything is None else {names.get(nm, nm): anything for nm in cp["mass"]}))
     if "compare" in metrics and ph.rule != "none":
         cm = metrics["compare"]
         panels.append((f"{cm['sampler'].upper()} on the same data sets: {ph.rule} rule",
-                       {nm: (lines(cm["mass"][nm]), lines(cm["mass_se"][nm])) for nm in cm["mass"]}))
+                       {nm: (lines(cm["mass"][nm]), lines(cm["mass_se"][nm])) for nm in cm["mass"]}, None))
     shades = None
     if len(axes) == 2:
         other = axes[1 - xi]
@@ -71,7 +76,7 @@ def posterior_figures(r, metrics, rows, params, results, outdir):
         fe = metrics["free_energy"]
         curves = {nm: (lines(fe["relative"][nm]), lines(fe["relative_se"][nm])) for nm in fe["phase"] if nm != "other"}
         free_energy_figure(outdir / "free_energy.png", xs, _axis_label(xkey) if xkey else "", curves, title=title,
-                           shades=shades)
+                           shades=shades, unconverged=unconverged)
     if "lambda_from_free_energy" in metrics:
         from ..plots import free_energy_scaling_figure
 

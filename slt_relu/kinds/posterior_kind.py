@@ -92,6 +92,28 @@ class PhasesSettings(Section):
     crossover_axis: str | None = Field(None, description="the sweep key the crossover runs along (default: the last)")
 
 
+class ConvergenceSettings(Section):
+    """SMC's stopping rule: a point whose independent runs disagree more than these targets gets more runs
+    on its data sets (as many as its runs' spread says the targets need, pooled with the first ones), up
+    to max_chains_per_dataset in at most MAX_ROUNDS rounds; a point still above a target is flagged as not
+    converged in metrics.json, the warnings, the headline and the figures."""
+
+    mass_mcse: float | None = Field(None, gt=0, lt=1, description="largest Monte Carlo error of a phase mass "
+                                    "(the rule's phases; from the runs' spread on each data set)")
+    log_evidence_mcse: float | None = Field(None, gt=0, description="largest Monte Carlo error of log Z (nats)")
+    max_chains_per_dataset: int = Field(16, ge=2, le=1000, description="independent runs per data set at most, "
+                                        "the first posterior.chains_per_dataset included")
+
+    @property
+    def active(self) -> bool:
+        return self.mass_mcse is not None or self.log_evidence_mcse is not None
+
+
+MIN_RUNS_FOR_CONVERGENCE = 4   # runs per data set: from 2 the spread (so the MC error) is itself uncertain ~2x
+MAX_ROUNDS = 3                 # rounds of added runs: the first's estimate of the runs needed is itself noisy
+RUNS_STEP = 4                  # runs per data set are added up to a multiple of this (fewer programs to compile)
+
+
 class PlotsSettings(Section):
     trace_points: int = Field(3, ge=0, le=50, description="sweep points with trace plots")
     weight_panels: int = Field(24, ge=1, le=200, description="panels of effective weights")
@@ -111,6 +133,7 @@ class Settings(TruthExperiment):
                                             "every point (e.g. NUTS beside SMC); its masses go in metrics "
                                             "under compare")
     phases: PhasesSettings = PhasesSettings()
+    convergence: ConvergenceSettings = Field(ConvergenceSettings(), description="SMC: when a point's runs agree")
     plots: PlotsSettings = PlotsSettings()
     sweep: dict = Field({}, description="dotted keys of [truth], [inputs], [model], [prior], [posterior], "
                         "[sampler] or sigma with lists of values: the grid of all combinations")
@@ -146,6 +169,8 @@ class PointSpec(NamedTuple):
     trial_filter: bool
     trial_filter_z: float
     data_index: int = 0
+    phases: PhasesSettings | None = None
+    convergence: ConvergenceSettings | None = None
 
 
 DATA_KEYS = ("truth.", "inputs.", "sigma", "posterior.n", "posterior.datasets")
@@ -214,8 +239,22 @@ def point_spec(s: Settings) -> PointSpec:
         beta = resolve_beta(p.beta, p.n)
     except ValueError as err:
         raise ConfigError(f"posterior.{err}") from None
+    conv = s.convergence
+    if conv.active and s.sampler.name != "smc":
+        raise ConfigError(f"convergence: the stopping rule adds independent SMC runs; expected sampler.name = "
+                          f"\"smc\", got {s.sampler.name!r}")
+    if conv.active and p.chains_per_dataset < MIN_RUNS_FOR_CONVERGENCE:
+        raise ConfigError(f"posterior.chains_per_dataset: the convergence targets need at least "
+                          f"{MIN_RUNS_FOR_CONVERGENCE} independent runs per data set, got {p.chains_per_dataset}")
+    if conv.active and conv.max_chains_per_dataset < p.chains_per_dataset:
+        raise ConfigError(f"convergence.max_chains_per_dataset: expected at least posterior.chains_per_dataset = "
+                          f"{p.chains_per_dataset}, got {conv.max_chains_per_dataset}")
+    if conv.mass_mcse is not None and s.phases.rule == "none":
+        raise ConfigError("convergence.mass_mcse: the masses it bounds are the rule's; expected phases.rule "
+                          "\"radius\" or \"sector\", got \"none\"")
     return PointSpec(setup.example, setup.inputs, setup.sigma, model, _prior(s.prior), p.n, beta, p.n * beta,
-                     p.datasets, p.chains_per_dataset, p.init_radius, s.sampler, p.trial_filter, p.trial_filter_z)
+                     p.datasets, p.chains_per_dataset, p.init_radius, s.sampler, p.trial_filter, p.trial_filter_z,
+                     phases=s.phases, convergence=conv if conv.active else None)
 
 
 def resolve(s: Settings, raw: dict) -> Resolved:
@@ -273,7 +312,7 @@ def _batch(setting, p: PointSpec) -> int:
 def _signature(point: Point) -> tuple:
     """Points with equal signatures share one compiled program (only data and n_beta differ)."""
     p = point.settings
-    return (p.model, p.prior, p.sigma, p.n, p.datasets, p.chains_per_dataset, p.sampler, p.init_radius)
+    return (p.model, p.prior, p.sigma, p.n, p.datasets, p.chains_per_dataset, p.sampler, p.init_radius, p.convergence)
 
 
 def _ident(point: Point, seed: int) -> str:
@@ -285,7 +324,8 @@ def _ident(point: Point, seed: int) -> str:
     return fingerprint("posterior", point.index, repr(point.values), p.example.name,
                        np.asarray(to_flat(p.example.truth)).tolist(), repr(p.inputs), p.sigma,
         repr(p.model), p.prior, p.n, p.n_beta, p.datasets, p.chains_per_dataset, p.init_radius,
-        p.sampler.model_dump(), p.data_index, seed, bool(jax.config.read("jax_enable_x64")), jax.__version__)
+        p.sampler.model_dump(), p.data_index, seed, bool(jax.config.read("jax_enable_x64")), jax.__version__,
+        p.convergence.model_dump() if p.convergence else None)
 
 
 def _cost(point: Point) -> float:
@@ -295,17 +335,93 @@ def _cost(point: Point) -> float:
     return p.datasets * p.chains_per_dataset * per_chain
 
 
-def point_keys(key, index: int, data_index: int, datasets: int, chains: int):
+def point_keys(key, index: int, data_index: int, datasets: int, chains: int, round_: int = 0):
     """(data set keys (K,), chain keys (K * chains_per_dataset,)) of sweep point ``index`` whose data
-    index (:func:`data_indices`) is ``data_index``."""
+    index (:func:`data_indices`) is ``data_index``; ``round_`` > 0: the runs the stopping rule adds in
+    that round (new chain keys, the same data sets)."""
     import jax
 
     k_data = jax.random.split(jax.random.fold_in(key, data_index))[0]
     k_chain = jax.random.split(jax.random.fold_in(key, index))[1]
+    if round_:
+        k_chain = jax.random.fold_in(k_chain, round_)
     return jax.random.split(k_data, datasets), jax.random.split(k_chain, datasets * chains)
 
 
+def run_agreement(p: PointSpec, res: dict) -> dict:
+    """How well a point's independent SMC runs agree: the Monte Carlo errors of its rule's phase masses
+    and of log Z (``slt_relu.analysis.runs_mcse``: from the spread of the runs on each data set) against
+    the [convergence] targets, and the runs per data set that would meet them (the error falls as
+    1 / sqrt(runs)).  Returns {"converged", "mass_mcse": {phase: ...}, "log_evidence_mcse",
+    "runs_per_dataset", "runs_needed"}."""
+    from ..analysis import phase_masses, runs_mcse
+    from .posterior_report import _params, _rule_labels
+
+    conv = p.convergence
+    mass_mcse = {}
+    if conv.mass_mcse is not None:
+        codes, names = _rule_labels(p.phases, p, _params(p, res["flat"]))
+        pm = phase_masses(codes, names, res["dataset"])
+        mass_mcse = dict(zip(pm.names, (float(v) for v in pm.mcse_runs)))
+    lz_mcse = float(runs_mcse(np.asarray(res["log_evidence"], np.float64)[:, None], res["dataset"])[0])
+    ratios = [v / conv.mass_mcse for v in mass_mcse.values()]
+    if conv.log_evidence_mcse is not None:
+        ratios.append(lz_mcse / conv.log_evidence_mcse)
+    ratios = [r if np.isfinite(r) else np.inf for r in ratios]
+    runs = int(np.min(np.bincount(np.asarray(res["dataset"]))))
+    worst = max(ratios, default=0.0)
+    needed = runs if worst <= 1 else int(np.ceil(runs * worst**2)) if np.isfinite(worst) else None  # None: NaN errors
+    return {"converged": bool(worst <= 1), "mass_mcse": mass_mcse, "log_evidence_mcse": lz_mcse,
+            "runs_per_dataset": runs, "runs_needed": needed}
+
+
+CHAIN_AXIS = ("flat", "loss", "dataset", "potential_energy", "grad_evals", "log_evidence")
+
+
+def pool_runs(first: dict, more: dict) -> dict:
+    """One point's results with the runs of ``more`` (other runs on the same data sets) added, sorted by
+    data set; every array with a chain axis is joined, the program counters added."""
+    out = dict(first)
+    keys = [k for k in first if k in CHAIN_AXIS or k.startswith("stat_")]
+    order = np.argsort(np.concatenate([first["dataset"], more["dataset"]]), kind="stable")
+    for k in keys:
+        out[k] = np.concatenate([np.asarray(first[k]), np.asarray(more[k])])[order]
+    out["program_ticks"] = first["program_ticks"] + more["program_ticks"]
+    out["program_chains"] = first["program_chains"] + more["program_chains"]
+    return out
+
+
 def _run_program(points: list, key) -> list[dict]:
+    """Sample every point of one program together; with [convergence] targets, a point whose runs disagree
+    gets more runs on its data sets (:func:`run_agreement`'s estimate, at most max_chains_per_dataset, in
+    at most MAX_ROUNDS rounds; points needing equally many more share a program).  A dict of arrays per
+    point, and under "convergence" what :func:`run_agreement` says of all its runs."""
+    out = _sample_program(points, key, 0)
+    conv = points[0].settings.convergence
+    if conv is None:
+        return out
+    agreement = [run_agreement(pt.settings, res) for pt, res in zip(points, out)]
+    for round_ in range(1, MAX_ROUNDS + 1):
+        extra = {}
+        for i, a in enumerate(agreement):
+            have = a["runs_per_dataset"]
+            need = conv.max_chains_per_dataset if a["runs_needed"] is None else max(a["runs_needed"], have + 1)
+            want = min(-(-need // RUNS_STEP) * RUNS_STEP, conv.max_chains_per_dataset)
+            if not a["converged"] and want > have:
+                extra.setdefault(want - have, []).append(i)
+        if not extra:
+            break
+        for count, idx in sorted(extra.items()):
+            more = [points[i]._replace(settings=points[i].settings._replace(chains_per_dataset=count)) for i in idx]
+            for i, pt, res in zip(idx, more, _sample_program(more, key, round_)):
+                out[i] = pool_runs(out[i], res)
+                agreement[i] = run_agreement(points[i].settings, out[i])
+    for res, a in zip(out, agreement):
+        res["convergence"] = {**a, "targets": conv.model_dump()}
+    return out
+
+
+def _sample_program(points: list, key, round_: int) -> list[dict]:
     """Sample every point of one program together; a dict of arrays per point."""
     import jax
     import jax.numpy as jnp
@@ -318,7 +434,7 @@ def _run_program(points: list, key) -> list[dict]:
     xs, ys, nbs, ckeys, truth_loss = [], [], [], [], []
     for pt in points:
         p = pt.settings
-        kd, kc = point_keys(key, pt.index, p.data_index, p.datasets, p.chains_per_dataset)
+        kd, kc = point_keys(key, pt.index, p.data_index, p.datasets, p.chains_per_dataset, round_)
         x, y = draw_datasets(kd, p.example.truth, p.inputs, p.n, p.sigma)
         truth_loss.append(np.asarray(jax.vmap(partial(empirical_loss, p.example.truth, sigma=p.sigma))(x, y)))
         xs.append(x)
@@ -347,7 +463,7 @@ def _run_program(points: list, key) -> list[dict]:
 
 
 def _compare_points(r: Resolved) -> list:
-    return [pt._replace(settings=pt.settings._replace(sampler=r.settings.compare)) for pt in r.points]
+    return [pt._replace(settings=pt.settings._replace(sampler=r.settings.compare, convergence=None)) for pt in r.points]
 
 
 def run(r: Resolved, outdir, key, ctx) -> dict:

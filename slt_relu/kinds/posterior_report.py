@@ -79,11 +79,15 @@ def _rows(r, points, results) -> tuple[list, list, list]:
         stats = {k[5:]: v for k, v in res.items() if k.startswith("stat_")}
         where = _where(pt.values)
         if smc:
-            d = evidence.smc_diagnostics(stats, res["grad_evals"])
+            d = evidence.smc_diagnostics(stats, res["grad_evals"], p.sampler.symmetry_moves)
             labels = rule if rule is not None else (classified, None)
             masses = analysis.phase_masses(labels[0], labels[1], res["dataset"])
-            warnings += evidence.smc_warnings(d, where, masses, p.sampler.num_particles, res["log_evidence"],
+            particles = int(np.shape(res["flat"])[1])               # the stopping rule may have doubled them
+            warnings += evidence.smc_warnings(d, where, masses, particles, res["log_evidence"],
                                               res["dataset"], p.sampler.target_ess)
+            if "convergence" in res:
+                row["convergence"] = res["convergence"]
+                warnings += convergence_warnings(res["convergence"], where)
             if rule is not None and classified is not None:
                 warnings += evidence.thin_phase_warnings(analysis.phase_masses(classified, None, res["dataset"]),
                                                          classified.shape[1], where, "classify_phase")
@@ -103,6 +107,27 @@ def _rows(r, points, results) -> tuple[list, list, list]:
     return rows, warnings, params_per_point
 
 
+def _phase_converged(c: dict, phase: str) -> bool:
+    """Whether a phase's mass met the stopping rule's target (its own Monte Carlo error at most mass_mcse)."""
+    v, target = c["mass_mcse"][phase], c["targets"]["mass_mcse"]
+    return bool(target is None or (np.isfinite(v) and v <= target))
+
+
+def convergence_warnings(c: dict, where: str) -> list[str]:
+    """A point whose independent runs still disagree after the stopping rule's doublings."""
+    if c["converged"]:
+        return []
+    t = c["targets"]
+    over = [f"{nm} {v:.3g}" for nm, v in c["mass_mcse"].items()
+            if t["mass_mcse"] is not None and not (np.isfinite(v) and v <= t["mass_mcse"])]
+    parts = [f"mass MC errors {', '.join(over)} > {t['mass_mcse']}"] if over else []
+    if t["log_evidence_mcse"] is not None and not c["log_evidence_mcse"] <= t["log_evidence_mcse"]:
+        parts.append(f"log Z MC error {c['log_evidence_mcse']:.3g} > {t['log_evidence_mcse']}")
+    need = f"their spread asks for {c['runs_needed']}" if c["runs_needed"] is not None else "errors undefined"
+    return [f"{where}: NOT CONVERGED with {c['runs_per_dataset']} runs per data set ({need}; at most "
+            f"{t['max_chains_per_dataset']}): " + "; ".join(parts)]
+
+
 def analyze(r, results: dict, outdir, compare_points: list | None = None, compare: dict | None = None) -> dict:
     """metrics.json of a posterior sweep from its points' results (and the [compare] sampler's on the
     same data sets), its figures, arrays.npz and, when asked or small, the draws as netCDF."""
@@ -114,6 +139,13 @@ def analyze(r, results: dict, outdir, compare_points: list | None = None, compar
     metrics = {"truth": r.points[0].settings.example.name, "rule": ph.rule, "sweep": r.sweep,
                "sampler": r.points[0].settings.sampler.name}
     metrics.update(summary(rows))
+    if any("convergence" in row for row in rows):
+        shape = tuple(len(v) for v in r.sweep.values())
+        metrics["converged"] = np.array([row["convergence"]["converged"] for row in rows]).reshape(shape).tolist()
+        metrics["converged_phase"] = {nm: np.array([_phase_converged(row["convergence"], nm) for row in rows]).reshape(
+            shape).tolist() for nm in rows[0]["convergence"]["mass_mcse"]}
+        metrics["runs_per_dataset"] = np.array([row["convergence"]["runs_per_dataset"]
+                                                for row in rows]).reshape(shape).tolist()
     metrics["points"] = rows
     metrics["warnings"] = warnings
     metrics["sampler_totals"] = {"grad_evals": sum(row["diagnostics"]["grad_evals"] for row in rows),
@@ -179,17 +211,23 @@ def headline(metrics: dict) -> list[str]:
     lines = []
     for row in metrics.get("points", []):
         where = _where(row["values"]) if row["values"] else f"n beta = {row['n_beta']:.4g}"
+        conv = row.get("convergence")
         if "mass" in row:
-            parts = [f"{nm} {m:.3f} +- {row['mass_se'][nm] or 0:.3f} (MC {row['mass_mcse'][nm] or 0:.3f})"
-                     for nm, m in row["mass"].items()]
+            disagree = lambda nm: conv is not None and nm in conv["mass_mcse"] and not _phase_converged(conv, nm)
+            parts = [f"{nm} {m:.3f} +- {row['mass_se'][nm] or 0:.3f} (MC {row['mass_mcse'][nm] or 0:.3f}"
+                     f"{' > target: runs disagree' if disagree(nm) else ''})" for nm, m in row["mass"].items()]
         else:
             cp = row.get("classify_phase", {})
             names = cp.get("names", {})
             top = sorted(cp.get("mass", {}).items(), key=lambda kv: -kv[1])[:3]
             parts = [f"{names.get(nm, nm)} {m:.3f}" for nm, m in top]
+        lz_target = conv["targets"]["log_evidence_mcse"] if conv else None
+        lz_bad = lz_target is not None and not conv["log_evidence_mcse"] <= lz_target
         lz = (f"; log Z {row['log_evidence']:.2f} +- {row['log_evidence_se'] or 0:.2f} (MC "
-              f"{row['log_evidence_mcse'] or 0:.2f})" if row.get("log_evidence") is not None else "")
-        lines.append(f"{where}: " + ", ".join(parts) + lz)
+              f"{row['log_evidence_mcse'] or 0:.2f}{' > target: runs disagree' if lz_bad else ''})"
+              if row.get("log_evidence") is not None else "")
+        flag = "" if conv is None or conv["converged"] else "NOT CONVERGED: "
+        lines.append(f"{where}: {flag}" + ", ".join(parts) + lz)
     for key, value in metrics.items():
         if key.startswith("crossover_") and not key.endswith(("_se", "_fraction")) and key != "crossover_phases":
             a, b = metrics.get("crossover_phases", ("?", "?"))

@@ -1,0 +1,81 @@
+"""SMC's stopping rule (kind posterior, [convergence]): a point whose independent runs disagree beyond the
+targets gets more runs on its data sets (pooled with the first) and, if they still disagree, is flagged in
+metrics.json, the warnings, the headline and the figures; a point whose runs agree is left alone.  Bad
+settings are refused."""
+import json
+
+import numpy as np
+import pytest
+
+from slt_relu import runner
+from slt_relu.config import ConfigError
+from slt_relu.kinds.posterior_report import headline
+from tiny import TINY
+
+CONFIG = "experiments/dslt4_pt2_smc.toml"
+BASE = {**TINY["dslt4_pt2_smc.toml"], "sweep.truth.v": [1.0]}
+
+
+def run(tmp_path, name, **overrides):
+    out = runner.run_config(CONFIG, tmp_path / name, progress=False, overrides={**BASE, **overrides})
+    return json.loads((out / "metrics.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The tiny PT2 point (2 data sets x 4 runs of 64 particles) under a target no such runs can meet, with
+    up to 8 runs per data set, and under one any run meets."""
+    tmp = tmp_path_factory.mktemp("stopping")
+    strict = run(tmp, "strict", **{"convergence.mass_mcse": 1e-6, "convergence.max_chains_per_dataset": 8})
+    loose = run(tmp, "loose", **{"convergence.mass_mcse": 0.99, "convergence.log_evidence_mcse": 1e3,
+                                 "convergence.max_chains_per_dataset": 16})
+    return strict, loose
+
+
+def test_disagreeing_runs_get_more_runs_then_are_flagged(runs):
+    strict, _ = runs
+    c = strict["points"][0]["convergence"]
+    assert c["converged"] is False and c["runs_per_dataset"] == 8 and c["runs_needed"] > 8
+    assert strict["converged"] == [False] and strict["runs_per_dataset"] == [8]
+    # the first 4 runs per data set and the 4 added are pooled: 2 data sets x 8 runs of 64 particles
+    assert strict["sampler_totals"]["draws"] == 2 * 8 * 64
+    assert strict["points"][0]["diagnostics"]["stages"].__len__() == 16
+    assert any("NOT CONVERGED with 8 runs per data set" in w for w in strict["warnings"])
+    assert headline(strict)[0].startswith("truth.v = 1: NOT CONVERGED")
+    over = {nm: v > 1e-6 for nm, v in c["mass_mcse"].items()}             # a phase no run ever visits: 0, met
+    assert headline(strict)[0].count("> target: runs disagree") == sum(over.values()) >= 1
+    assert strict["converged_phase"] == {nm: [not bad] for nm, bad in over.items()}
+    assert set(c["mass_mcse"]) == set(strict["mass"]) and c["targets"]["mass_mcse"] == 1e-6
+    for nm, v in c["mass_mcse"].items():                    # what the rule saw is what the row reports
+        assert v == pytest.approx(strict["points"][0]["mass_mcse"][nm], rel=1e-9)
+
+
+def test_agreeing_runs_are_left_alone(runs):
+    _, loose = runs
+    c = loose["points"][0]["convergence"]
+    assert c["converged"] is True and c["runs_per_dataset"] == 4 and c["runs_needed"] == 4
+    assert loose["sampler_totals"]["draws"] == 2 * 4 * 64
+    assert not any("NOT CONVERGED" in w for w in loose["warnings"])
+    assert "NOT CONVERGED" not in headline(loose)[0] and "runs disagree" not in headline(loose)[0]
+    assert loose["converged_phase"] == {nm: [True] for nm in loose["mass"]}
+    assert np.isfinite(c["log_evidence_mcse"]) and c["log_evidence_mcse"] <= 1e3
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"sampler": {"name": "nuts"}}, 'convergence: the stopping rule adds independent SMC runs; expected sampler.name'),
+    ({"posterior.chains_per_dataset": 2}, "posterior.chains_per_dataset: the convergence targets need at least 4"),
+    ({"phases.rule": "none", "phases.crossover": None},
+     "convergence.mass_mcse: the masses it bounds are the rule's"),
+    ({"convergence.mass_mcse": 0}, "convergence.mass_mcse"),
+    ({"convergence.max_chains_per_dataset": 3}, "convergence.max_chains_per_dataset: expected at least "
+                                                "posterior.chains_per_dataset = 4"),
+])
+def test_bad_convergence_settings_are_refused_in_one_line(overrides, message):
+    import jax
+
+    try:
+        with pytest.raises(ConfigError) as err:
+            runner.prepare(CONFIG, {**BASE, **overrides})
+    finally:
+        jax.config.update("jax_enable_x64", True)           # prepare set the config's float32 before refusing
+    assert message in str(err.value) and "\n" not in str(err.value)
