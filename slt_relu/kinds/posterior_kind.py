@@ -4,7 +4,8 @@ Glue: the schema below, then per sweep point (``slt_relu.sweep``: checkpointed, 
 that share a compiled program run together) data sets drawn with the point's own key and the
 posterior sampled by the sampler of ``[sampler]`` (``slt_relu.posterior.sample_posterior``);
 the analysis (masses, trial filter, diagnostics, crossovers; ``slt_relu.analysis``,
-``slt_relu.evidence``) is ``posterior_report``, the figures ``posterior_figures``.
+``slt_relu.evidence``) is ``posterior_report``, the figures ``posterior_figures``; SMC's stopping rule
+(more runs until they agree, ``[convergence]``) is ``posterior_convergence``.
 
 Data for every trial is drawn with its own key (fold_in(seed, data index) split per trial;
 points that differ only in beta, prior, model or sampler share their data sets, see
@@ -35,6 +36,7 @@ from ..smc import SMCSettings
 from ..settings import Section, parse
 from ..sweep import Point, expand, fingerprint, flatten_sweep, run_points
 from .common import TruthExperiment, resolve_setup
+from .posterior_convergence import ConvergenceSettings, check_convergence, until_runs_agree
 from .posterior_report import analyze, headline  # noqa: F401  (headline: the run's summary lines)
 
 SWEEP_TABLES = ("truth", "inputs", "model", "prior", "posterior", "sampler")
@@ -90,28 +92,6 @@ class PhasesSettings(Section):
     classify_every: int = Field(10, ge=1, description="thinning of the classified draws")
     crossover: tuple[str, str] | None = Field(None, description="two phases of the rule whose crossing is reported")
     crossover_axis: str | None = Field(None, description="the sweep key the crossover runs along (default: the last)")
-
-
-class ConvergenceSettings(Section):
-    """SMC's stopping rule: a point whose independent runs disagree more than these targets gets more runs
-    on its data sets (as many as its runs' spread says the targets need, pooled with the first ones), up
-    to max_chains_per_dataset in at most MAX_ROUNDS rounds; a point still above a target is flagged as not
-    converged in metrics.json, the warnings, the headline and the figures."""
-
-    mass_mcse: float | None = Field(None, gt=0, lt=1, description="largest Monte Carlo error of a phase mass "
-                                    "(the rule's phases; from the runs' spread on each data set)")
-    log_evidence_mcse: float | None = Field(None, gt=0, description="largest Monte Carlo error of log Z (nats)")
-    max_chains_per_dataset: int = Field(16, ge=2, le=1000, description="independent runs per data set at most, "
-                                        "the first posterior.chains_per_dataset included")
-
-    @property
-    def active(self) -> bool:
-        return self.mass_mcse is not None or self.log_evidence_mcse is not None
-
-
-MIN_RUNS_FOR_CONVERGENCE = 4   # runs per data set: from 2 the spread (so the MC error) is itself uncertain ~2x
-MAX_ROUNDS = 3                 # rounds of added runs: the first's estimate of the runs needed is itself noisy
-RUNS_STEP = 4                  # runs per data set are added up to a multiple of this (fewer programs to compile)
 
 
 class PlotsSettings(Section):
@@ -239,22 +219,10 @@ def point_spec(s: Settings) -> PointSpec:
         beta = resolve_beta(p.beta, p.n)
     except ValueError as err:
         raise ConfigError(f"posterior.{err}") from None
-    conv = s.convergence
-    if conv.active and s.sampler.name != "smc":
-        raise ConfigError(f"convergence: the stopping rule adds independent SMC runs; expected sampler.name = "
-                          f"\"smc\", got {s.sampler.name!r}")
-    if conv.active and p.chains_per_dataset < MIN_RUNS_FOR_CONVERGENCE:
-        raise ConfigError(f"posterior.chains_per_dataset: the convergence targets need at least "
-                          f"{MIN_RUNS_FOR_CONVERGENCE} independent runs per data set, got {p.chains_per_dataset}")
-    if conv.active and conv.max_chains_per_dataset < p.chains_per_dataset:
-        raise ConfigError(f"convergence.max_chains_per_dataset: expected at least posterior.chains_per_dataset = "
-                          f"{p.chains_per_dataset}, got {conv.max_chains_per_dataset}")
-    if conv.mass_mcse is not None and s.phases.rule == "none":
-        raise ConfigError("convergence.mass_mcse: the masses it bounds are the rule's; expected phases.rule "
-                          "\"radius\" or \"sector\", got \"none\"")
+    conv = check_convergence(s)
     return PointSpec(setup.example, setup.inputs, setup.sigma, model, _prior(s.prior), p.n, beta, p.n * beta,
                      p.datasets, p.chains_per_dataset, p.init_radius, s.sampler, p.trial_filter, p.trial_filter_z,
-                     phases=s.phases, convergence=conv if conv.active else None)
+                     phases=s.phases, convergence=conv)
 
 
 def resolve(s: Settings, raw: dict) -> Resolved:
@@ -348,77 +316,12 @@ def point_keys(key, index: int, data_index: int, datasets: int, chains: int, rou
     return jax.random.split(k_data, datasets), jax.random.split(k_chain, datasets * chains)
 
 
-def run_agreement(p: PointSpec, res: dict) -> dict:
-    """How well a point's independent SMC runs agree: the Monte Carlo errors of its rule's phase masses
-    and of log Z (``slt_relu.analysis.runs_mcse``: from the spread of the runs on each data set) against
-    the [convergence] targets, and the runs per data set that would meet them (the error falls as
-    1 / sqrt(runs)).  Returns {"converged", "mass_mcse": {phase: ...}, "log_evidence_mcse",
-    "runs_per_dataset", "runs_needed"}."""
-    from ..analysis import phase_masses, runs_mcse
-    from .posterior_report import _params, _rule_labels
-
-    conv = p.convergence
-    mass_mcse = {}
-    if conv.mass_mcse is not None:
-        codes, names = _rule_labels(p.phases, p, _params(p, res["flat"]))
-        pm = phase_masses(codes, names, res["dataset"])
-        mass_mcse = dict(zip(pm.names, (float(v) for v in pm.mcse_runs)))
-    lz_mcse = float(runs_mcse(np.asarray(res["log_evidence"], np.float64)[:, None], res["dataset"])[0])
-    ratios = [v / conv.mass_mcse for v in mass_mcse.values()]
-    if conv.log_evidence_mcse is not None:
-        ratios.append(lz_mcse / conv.log_evidence_mcse)
-    ratios = [r if np.isfinite(r) else np.inf for r in ratios]
-    runs = int(np.min(np.bincount(np.asarray(res["dataset"]))))
-    worst = max(ratios, default=0.0)
-    needed = runs if worst <= 1 else int(np.ceil(runs * worst**2)) if np.isfinite(worst) else None  # None: NaN errors
-    return {"converged": bool(worst <= 1), "mass_mcse": mass_mcse, "log_evidence_mcse": lz_mcse,
-            "runs_per_dataset": runs, "runs_needed": needed}
-
-
-CHAIN_AXIS = ("flat", "loss", "dataset", "potential_energy", "grad_evals", "log_evidence")
-
-
-def pool_runs(first: dict, more: dict) -> dict:
-    """One point's results with the runs of ``more`` (other runs on the same data sets) added, sorted by
-    data set; every array with a chain axis is joined, the program counters added."""
-    out = dict(first)
-    keys = [k for k in first if k in CHAIN_AXIS or k.startswith("stat_")]
-    order = np.argsort(np.concatenate([first["dataset"], more["dataset"]]), kind="stable")
-    for k in keys:
-        out[k] = np.concatenate([np.asarray(first[k]), np.asarray(more[k])])[order]
-    out["program_ticks"] = first["program_ticks"] + more["program_ticks"]
-    out["program_chains"] = first["program_chains"] + more["program_chains"]
-    return out
-
-
 def _run_program(points: list, key) -> list[dict]:
-    """Sample every point of one program together; with [convergence] targets, a point whose runs disagree
-    gets more runs on its data sets (:func:`run_agreement`'s estimate, at most max_chains_per_dataset, in
-    at most MAX_ROUNDS rounds; points needing equally many more share a program).  A dict of arrays per
-    point, and under "convergence" what :func:`run_agreement` says of all its runs."""
-    out = _sample_program(points, key, 0)
+    """Sample every point of one program together (a dict of arrays per point); with [convergence]
+    targets, until each point's independent runs agree (``posterior_convergence``)."""
     conv = points[0].settings.convergence
-    if conv is None:
-        return out
-    agreement = [run_agreement(pt.settings, res) for pt, res in zip(points, out)]
-    for round_ in range(1, MAX_ROUNDS + 1):
-        extra = {}
-        for i, a in enumerate(agreement):
-            have = a["runs_per_dataset"]
-            need = conv.max_chains_per_dataset if a["runs_needed"] is None else max(a["runs_needed"], have + 1)
-            want = min(-(-need // RUNS_STEP) * RUNS_STEP, conv.max_chains_per_dataset)
-            if not a["converged"] and want > have:
-                extra.setdefault(want - have, []).append(i)
-        if not extra:
-            break
-        for count, idx in sorted(extra.items()):
-            more = [points[i]._replace(settings=points[i].settings._replace(chains_per_dataset=count)) for i in idx]
-            for i, pt, res in zip(idx, more, _sample_program(more, key, round_)):
-                out[i] = pool_runs(out[i], res)
-                agreement[i] = run_agreement(points[i].settings, out[i])
-    for res, a in zip(out, agreement):
-        res["convergence"] = {**a, "targets": conv.model_dump()}
-    return out
+    sample = lambda pts, round_: _sample_program(pts, key, round_)
+    return sample(points, 0) if conv is None else until_runs_agree(points, sample, conv)
 
 
 def _sample_program(points: list, key, round_: int) -> list[dict]:

@@ -1,0 +1,130 @@
+"""SMC's stopping rule for the points of a posterior sweep (kind ``posterior``, ``[convergence]``).
+
+A point's runs agree when the Monte Carlo error of every phase mass of its DSLT4 rule and of log Z,
+estimated from the spread of its independent runs on each data set (``slt_relu.analysis.runs_mcse``,
+sqrt(sum_k var_k / R_k) / K over the K data sets), is at most its target.  The error falls as
+1 / sqrt(R), so a point with R runs per data set and a worst ratio error / target = r > 1 needs about
+R r^2: it gets the missing runs (new keys, the same data sets), pooled with the first.  A point still
+above a target after MAX_ROUNDS rounds or at ``max_chains_per_dataset`` is reported as not converged
+(``posterior_report``: metrics, warnings, headline, figures).
+"""
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from ..config import ConfigError
+from ..settings import Section
+
+
+class ConvergenceSettings(Section):
+    """SMC's stopping rule: a point whose independent runs disagree more than these targets gets more runs
+    on its data sets (as many as its runs' spread says the targets need, pooled with the first ones), up
+    to max_chains_per_dataset in at most MAX_ROUNDS rounds; a point still above a target is flagged as not
+    converged in metrics.json, the warnings, the headline and the figures."""
+
+    mass_mcse: float | None = Field(None, gt=0, lt=1, description="largest Monte Carlo error of a phase mass "
+                                    "(the rule's phases; from the runs' spread on each data set)")
+    log_evidence_mcse: float | None = Field(None, gt=0, description="largest Monte Carlo error of log Z (nats)")
+    max_chains_per_dataset: int = Field(16, ge=2, le=1000, description="independent runs per data set at most, "
+                                        "the first posterior.chains_per_dataset included")
+
+    @property
+    def active(self) -> bool:
+        return self.mass_mcse is not None or self.log_evidence_mcse is not None
+
+
+MIN_RUNS_FOR_CONVERGENCE = 4   # runs per data set: from 2 the spread (so the MC error) is itself uncertain ~2x
+MAX_ROUNDS = 3                 # rounds of added runs: the first's estimate of the runs needed is itself noisy
+RUNS_STEP = 4                  # runs per data set are added up to a multiple of this (fewer programs to compile)
+
+
+def check_convergence(s) -> ConvergenceSettings | None:
+    """A posterior config's [convergence] if its targets are set (None otherwise); ConfigError when they
+    cannot hold (not SMC, too few runs per data set, a mass target without a rule)."""
+    conv, p = s.convergence, s.posterior
+    if conv.active and s.sampler.name != "smc":
+        raise ConfigError(f"convergence: the stopping rule adds independent SMC runs; expected sampler.name = "
+                          f"\"smc\", got {s.sampler.name!r}")
+    if conv.active and p.chains_per_dataset < MIN_RUNS_FOR_CONVERGENCE:
+        raise ConfigError(f"posterior.chains_per_dataset: the convergence targets need at least "
+                          f"{MIN_RUNS_FOR_CONVERGENCE} independent runs per data set, got {p.chains_per_dataset}")
+    if conv.active and conv.max_chains_per_dataset < p.chains_per_dataset:
+        raise ConfigError(f"convergence.max_chains_per_dataset: expected at least posterior.chains_per_dataset = "
+                          f"{p.chains_per_dataset}, got {conv.max_chains_per_dataset}")
+    if conv.mass_mcse is not None and s.phases.rule == "none":
+        raise ConfigError("convergence.mass_mcse: the masses it bounds are the rule's; expected phases.rule "
+                          "\"radius\" or \"sector\", got \"none\"")
+    return conv if conv.active else None
+
+
+def run_agreement(p, res: dict) -> dict:
+    """How well a point's independent SMC runs agree: the Monte Carlo errors of its rule's phase masses
+    and of log Z (``slt_relu.analysis.runs_mcse``: from the spread of the runs on each data set) against
+    the [convergence] targets, and the runs per data set that would meet them (the error falls as
+    1 / sqrt(runs)).  Returns {"converged", "mass_mcse": {phase: ...}, "log_evidence_mcse",
+    "runs_per_dataset", "runs_needed"}."""
+    from ..analysis import phase_masses, runs_mcse
+    from .posterior_report import _params, _rule_labels
+
+    conv = p.convergence
+    mass_mcse = {}
+    if conv.mass_mcse is not None:
+        codes, names = _rule_labels(p.phases, p, _params(p, res["flat"]))
+        pm = phase_masses(codes, names, res["dataset"])
+        mass_mcse = dict(zip(pm.names, (float(v) for v in pm.mcse_runs)))
+    lz_mcse = float(runs_mcse(np.asarray(res["log_evidence"], np.float64)[:, None], res["dataset"])[0])
+    ratios = [v / conv.mass_mcse for v in mass_mcse.values()]
+    if conv.log_evidence_mcse is not None:
+        ratios.append(lz_mcse / conv.log_evidence_mcse)
+    ratios = [r if np.isfinite(r) else np.inf for r in ratios]
+    runs = int(np.min(np.bincount(np.asarray(res["dataset"]))))
+    worst = max(ratios, default=0.0)
+    needed = runs if worst <= 1 else int(np.ceil(runs * worst**2)) if np.isfinite(worst) else None  # None: NaN errors
+    return {"converged": bool(worst <= 1), "mass_mcse": mass_mcse, "log_evidence_mcse": lz_mcse,
+            "runs_per_dataset": runs, "runs_needed": needed}
+
+
+CHAIN_AXIS = ("flat", "loss", "dataset", "potential_energy", "grad_evals", "log_evidence")
+
+
+def pool_runs(first: dict, more: dict) -> dict:
+    """One point's results with the runs of ``more`` (other runs on the same data sets) added, sorted by
+    data set; every array with a chain axis is joined, the program counters added."""
+    out = dict(first)
+    keys = [k for k in first if k in CHAIN_AXIS or k.startswith("stat_")]
+    order = np.argsort(np.concatenate([first["dataset"], more["dataset"]]), kind="stable")
+    for k in keys:
+        out[k] = np.concatenate([np.asarray(first[k]), np.asarray(more[k])])[order]
+    out["program_ticks"] = first["program_ticks"] + more["program_ticks"]
+    out["program_chains"] = first["program_chains"] + more["program_chains"]
+    return out
+
+
+def until_runs_agree(points: list, sample, conv: ConvergenceSettings) -> list[dict]:
+    """The points' results from ``sample(points, round_)`` (a dict of arrays per point; round_ 0: the
+    first runs, then the runs each round adds, with their own keys), adding runs to a point whose runs
+    disagree (:func:`run_agreement`'s estimate, rounded up to a multiple of RUNS_STEP, at most
+    max_chains_per_dataset per data set, in at most MAX_ROUNDS rounds; points needing equally many more
+    share a program).  Each result gets under "convergence" what :func:`run_agreement` says of all its
+    runs."""
+    out = sample(points, 0)
+    agreement = [run_agreement(pt.settings, res) for pt, res in zip(points, out)]
+    for round_ in range(1, MAX_ROUNDS + 1):
+        extra = {}
+        for i, a in enumerate(agreement):
+            have = a["runs_per_dataset"]
+            need = conv.max_chains_per_dataset if a["runs_needed"] is None else max(a["runs_needed"], have + 1)
+            want = min(-(-need // RUNS_STEP) * RUNS_STEP, conv.max_chains_per_dataset)
+            if not a["converged"] and want > have:
+                extra.setdefault(want - have, []).append(i)
+        if not extra:
+            break
+        for count, idx in sorted(extra.items()):
+            more = [points[i]._replace(settings=points[i].settings._replace(chains_per_dataset=count)) for i in idx]
+            for i, res in zip(idx, sample(more, round_)):
+                out[i] = pool_runs(out[i], res)
+                agreement[i] = run_agreement(points[i].settings, out[i])
+    for res, a in zip(out, agreement):
+        res["convergence"] = {**a, "targets": conv.model_dump()}
+    return out
