@@ -20,7 +20,10 @@ J is every node: the flip between DSLT4's two orientations.  Nodes that do not c
 function are flipped for free (a node with q_i = 0 changes nothing; one with w_i = 0 changes its
 constant by q_i b_i, which c's shift returns), so J = all also serves a truth whose annihilating
 set is a subset, once the other nodes are degenerate.  A flip that would move a coordinate the
-model holds fixed, or leave a uniform prior's support, is rejected.
+model holds fixed, or leave a uniform prior's support, is rejected, and so is one that does not
+return to z when applied twice in floating point (a uniform prior's transform saturates near the
+edges of its support, where z -> w -> z loses digits): the decision is the same at z and at z', so
+detailed balance holds.
 
 :func:`involution_step` applies one such proposal to a gradient sampler's state (BlackJAX's
 ``HMCState``: position, logdensity, logdensity_grad), so it can follow any HMC move (SMC's moves,
@@ -47,21 +50,29 @@ class OrientationFlip(NamedTuple):
 
     potential: object
 
-    def __call__(self, key, z):
-        from .posterior import _numpyro_pieces
-
-        pieces = _numpyro_pieces(self.potential)
+    def _flip(self, pieces, z):
+        """(psi applied to z's parameters, mapped back to z; whether psi kept every fixed coordinate)."""
         model = self.potential.model
         d, n_in = model.base.width, model.base.n_in
         free = np.asarray(model.free, bool)
-        del key                                          # the involution is deterministic: J = all nodes
-        mask = jnp.ones(d, bool)
         full = to_flat(model.base).astype(z.dtype).at[np.flatnonzero(free)].set(pieces.constrain(z))
-        flipped = to_flat(flip_orientation(from_flat(full, d, n_in), mask))
+        flipped = to_flat(flip_orientation(from_flat(full, d, n_in), jnp.ones(d, bool)))
         keeps_fixed = jnp.all(flipped[~free] == full[~free]) if (~free).any() else jnp.bool_(True)
-        z_new = pieces.unconstrain(flipped[np.flatnonzero(free)])
+        return pieces.unconstrain(flipped[np.flatnonzero(free)]), keeps_fixed
+
+    def __call__(self, key, z):
+        from .posterior import _numpyro_pieces
+
+        del key                                          # the involution is deterministic: J = all nodes
+        pieces = _numpyro_pieces(self.potential)
+        z_new, keeps_fixed = self._flip(pieces, z)
         log_det = pieces.log_jacobian(z) - pieces.log_jacobian(z_new)
-        return z_new, jnp.where(keeps_fixed, log_det, -jnp.inf)
+        # in floating point the map is an involution only where the prior's transform is well conditioned
+        # (a uniform prior's sigmoid saturates near its edges): a proposal whose flip does not lead back to z
+        # is rejected, a decision that is the same at z and at z'
+        z_back, _ = self._flip(pieces, z_new)
+        returns = jnp.all(jnp.abs(z_back - z) <= 1000 * jnp.finfo(z.dtype).eps * (1 + jnp.abs(z)))
+        return z_new, jnp.where(keeps_fixed & returns, log_det, -jnp.inf)
 
 
 def involution_step(key, state, logdensity, move):

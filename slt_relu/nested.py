@@ -33,7 +33,8 @@ from .samplers import check_keys
 
 class NestedEvidence(NamedTuple):
     """log_evidence: log Z (the mean over simulated volume sequences); log_evidence_se: their standard
-    deviation; steps: nested-sampling steps; deleted: dead points; wall_s: seconds."""
+    deviation; steps: nested-sampling steps; deleted: the points that carry Z's weights (every dead
+    point and the final live ones); wall_s: seconds."""
 
     log_evidence: float
     log_evidence_se: float
@@ -61,13 +62,13 @@ def nested_log_evidence(key, x, y, n_beta: float, *, model: Restriction, prior: 
     check_finite(y, "y")
     check_number(n_beta, "n_beta")
     num_live = check_count(num_live, "num_live", minimum=20)
-    num_delete = check_count(num_delete or max(1, num_live // 10), "num_delete")
+    num_delete = check_count(max(1, num_live // 10) if num_delete is None else num_delete, "num_delete")
     if num_delete >= num_live:
         raise ValueError(f"num_delete: expected fewer than num_live = {num_live}, got {num_delete}")
     if not 0 < tol < 1:
         raise ValueError(f"tol: expected a number in (0, 1), got {tol!r}")
     tg = target(model, prior, sigma)
-    num_inner_steps = check_count(num_inner_steps or 3 * tg.size, "num_inner_steps")
+    num_inner_steps = check_count(3 * tg.size if num_inner_steps is None else num_inner_steps, "num_inner_steps")
     x_cols = x.T
     nb = jnp.asarray(n_beta, x.dtype)
     U_post = tg.potential(x_cols, y, nb)
@@ -75,8 +76,8 @@ def nested_log_evidence(key, x, y, n_beta: float, *, model: Restriction, prior: 
     logprior = lambda z: -U_prior(z)
     loglik = lambda z: -(U_post(z) - U_prior(z))
     algo = blackjax.nss(logprior, loglik, num_inner_steps=num_inner_steps, num_delete=num_delete)
-    k_init, k_run, k_vol = jax.random.split(key, 3)
-    z0 = jax.vmap(tg.prior_draw)(jax.random.split(k_init, num_live))
+    k_draw, k_init, k_run, k_vol = jax.random.split(key, 4)
+    z0 = jax.vmap(tg.prior_draw)(jax.random.split(k_draw, num_live))
     state = algo.init(z0, k_init)
     step = jax.jit(algo.step)
     start = time.time()

@@ -10,7 +10,7 @@ import pytest
 
 import slt_relu as S
 from slt_relu.evidence import logmeanexp
-from slt_relu.moves import OrientationFlip
+from slt_relu.moves import OrientationFlip, involution_step
 from slt_relu.posterior import _numpyro_pieces, draw_datasets, grid_posterior, target
 from slt_relu.smc import SMCSettings, run_smc
 from slt_relu.symmetry import flip_orientation
@@ -75,6 +75,37 @@ def test_a_flip_that_moves_a_fixed_coordinate_is_rejected():
                             settings=SMCSettings(num_particles=64, symmetry_moves=True))
     stages = ps.draws.stats["num_stages"]
     assert stages.min() >= 1 and np.all(ps.draws.stats["symmetry_accept"] == 0.0)
+
+
+def test_a_flip_back_that_misses_z_is_rejected_in_float32():
+    """A uniform prior's transform saturates near the support's edge: in float32, w -> z loses digits at
+    z = 12, psi(psi(z)) != z there, and the move says -inf (rejected); away from the edge it does not."""
+    ex = S.truths.get("dslt4_pt2", v=1.0)
+    with jax.enable_x64(False):
+        tg = target(ex.model, S.Prior(("uniform", 2.0), ("uniform", 2.0), ("normal", 1.0), ("normal", 1.0)))
+        move = OrientationFlip(tg.potential)
+        z = jnp.zeros(tg.size, jnp.float32).at[0].set(0.5)
+        assert np.isfinite(move(jax.random.PRNGKey(0), z)[1])
+        assert move(jax.random.PRNGKey(0), z.at[0].set(12.0))[1] == -jnp.inf
+
+
+def test_involution_step_accepts_no_proposal_with_an_undefined_density():
+    """A proposal off the support (NaN z', NaN log pi) or with log |det| = -inf is never accepted; a proposal
+    with pi(z') = pi(z) and |det| = 1 always is."""
+    from blackjax.mcmc.hmc import init
+
+    logdensity = lambda z: jnp.where(jnp.all(jnp.abs(z) < 1), -0.5 * jnp.sum(z**2), jnp.nan)
+    state = init(jnp.array([0.5, -0.2]), logdensity)
+    moves = {"nan": lambda k, z: (jnp.full_like(z, jnp.nan), jnp.zeros(())),
+             "off the support": lambda k, z: (z + 2.0, jnp.zeros(())),
+             "-inf det": lambda k, z: (-z, -jnp.inf * jnp.ones(())),
+             "exact": lambda k, z: (-z, jnp.zeros(()))}
+    for name, move in moves.items():
+        got = [involution_step(k, state, logdensity, move) for k in jax.random.split(jax.random.PRNGKey(0), 20)]
+        accepted = [bool(a) for _, a in got]
+        assert accepted == [name == "exact"] * 20, name
+        for new, a in got:
+            np.testing.assert_array_equal(new.position, -state.position if a else state.position)
 
 
 class Even(tuple):

@@ -66,7 +66,7 @@ def test_agreeing_runs_are_left_alone(runs):
     ({"posterior.chains_per_dataset": 2}, "posterior.chains_per_dataset: the convergence targets need at least 4"),
     ({"phases.rule": "none", "phases.crossover": None},
      "convergence.mass_mcse: the masses it bounds are the rule's"),
-    ({"convergence.mass_mcse": 0}, "convergence.mass_mcse"),
+    ({"convergence.mass_mcse": 0}, "convergence.mass_mcse: expected a number in (0, 1)"),
     ({"convergence.max_chains_per_dataset": 3}, "convergence.max_chains_per_dataset: expected at least "
                                                 "posterior.chains_per_dataset = 4"),
 ])

@@ -80,7 +80,8 @@ def run_agreement(p, res: dict) -> dict:
     ratios = [r if np.isfinite(r) else np.inf for r in ratios]
     runs = int(np.min(np.bincount(np.asarray(res["dataset"]))))
     worst = max(ratios, default=0.0)
-    needed = runs if worst <= 1 else int(np.ceil(runs * worst**2)) if np.isfinite(worst) else None  # None: NaN errors
+    # None: an error is NaN (a run's log Z or mass not finite), which more runs cannot mend
+    needed = runs if worst <= 1 else int(np.ceil(runs * worst**2)) if np.isfinite(worst) else None
     return {"converged": bool(worst <= 1), "mass_mcse": mass_mcse, "log_evidence_mcse": lz_mcse,
             "runs_per_dataset": runs, "runs_needed": needed}
 
@@ -114,8 +115,9 @@ def until_runs_agree(points: list, sample, conv: ConvergenceSettings) -> list[di
         extra = {}
         for i, a in enumerate(agreement):
             have = a["runs_per_dataset"]
-            need = conv.max_chains_per_dataset if a["runs_needed"] is None else max(a["runs_needed"], have + 1)
-            want = min(-(-need // RUNS_STEP) * RUNS_STEP, conv.max_chains_per_dataset)
+            if a["runs_needed"] is None:
+                continue
+            want = min(-(-max(a["runs_needed"], have + 1) // RUNS_STEP) * RUNS_STEP, conv.max_chains_per_dataset)
             if not a["converged"] and want > have:
                 extra.setdefault(want - have, []).append(i)
         if not extra:

@@ -293,7 +293,8 @@ def _ident(point: Point, seed: int) -> str:
                        np.asarray(to_flat(p.example.truth)).tolist(), repr(p.inputs), p.sigma,
         repr(p.model), p.prior, p.n, p.n_beta, p.datasets, p.chains_per_dataset, p.init_radius,
         p.sampler.model_dump(), p.data_index, seed, bool(jax.config.read("jax_enable_x64")), jax.__version__,
-        p.convergence.model_dump() if p.convergence else None)
+        # with [convergence] the phase rule decides how many runs are sampled
+        (p.convergence.model_dump(), p.phases.model_dump()) if p.convergence else None)
 
 
 def _cost(point: Point) -> float:

@@ -82,7 +82,7 @@ def _rows(r, points, results) -> tuple[list, list, list]:
             d = evidence.smc_diagnostics(stats, res["grad_evals"], p.sampler.symmetry_moves)
             labels = rule if rule is not None else (classified, None)
             masses = analysis.phase_masses(labels[0], labels[1], res["dataset"])
-            particles = int(np.shape(res["flat"])[1])               # the stopping rule may have doubled them
+            particles = int(np.shape(res["flat"])[1])
             warnings += evidence.smc_warnings(d, where, masses, particles, res["log_evidence"],
                                               res["dataset"], p.sampler.target_ess)
             if "convergence" in res:
@@ -123,7 +123,8 @@ def convergence_warnings(c: dict, where: str) -> list[str]:
     parts = [f"mass MC errors {', '.join(over)} > {t['mass_mcse']}"] if over else []
     if t["log_evidence_mcse"] is not None and not c["log_evidence_mcse"] <= t["log_evidence_mcse"]:
         parts.append(f"log Z MC error {c['log_evidence_mcse']:.3g} > {t['log_evidence_mcse']}")
-    need = f"their spread asks for {c['runs_needed']}" if c["runs_needed"] is not None else "errors undefined"
+    need = (f"their spread asks for {c['runs_needed']}" if c["runs_needed"] is not None else
+            "errors undefined: a run's log Z or mass is not finite")
     return [f"{where}: NOT CONVERGED with {c['runs_per_dataset']} runs per data set ({need}; at most "
             f"{t['max_chains_per_dataset']}): " + "; ".join(parts)]
 
