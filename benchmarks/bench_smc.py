@@ -20,9 +20,10 @@ beforehand with the same shapes).
     .venv/bin/python benchmarks/bench_smc.py --pt2 [--v 1.0] [--runs 8]
 
 DSLT4 PT2 at v (the 3-symmetric truth, n beta = 1,086, one data set): SMC with and without the
-orientation flips (slt_relu.moves), R runs each; per row the sd across runs of each sector-rule mass
-and of log Z, gradients per run, and the gradients to bring the worst mass's standard error to the
-target, with the ratio of the committed setting (waste-free, 7 moves, no flips) to each row.
+orientation flips (slt_relu.moves), R runs each, and NUTS with and without the flip between
+trajectories, R chains from random starts; per row the sd across runs (chains) of each sector-rule
+mass and of log Z (SMC), gradients per run, and the gradients to bring the worst mass's standard
+error to the target, with the ratio of the setting before the flips (waste-free, 7 moves) to each row.
 """
 from __future__ import annotations
 
@@ -63,19 +64,24 @@ def pt2(args):
     R = args.runs
     print(f"PT2 v = {args.v}, n = {n}, n beta = {nb:.0f}, one data set, {R} independent runs per row, float32, "
           f"{jax.devices()}; sector-rule masses, target standard error {args.target}")
-    rows = [("waste-free, 7 moves (committed)", S.SMCSettings(waste_free=True, num_mcmc_steps=7)),
-            ("waste-free, 7 moves + flips", S.SMCSettings(waste_free=True, num_mcmc_steps=7, symmetry_moves=True)),
-            ("waste-free, 3 moves + flips (config)", S.SMCSettings(waste_free=True, num_mcmc_steps=3,
-                                                                   symmetry_moves=True))]
-    print(f"{'SMC, N = 1024':38s} {'true':>6s} {'rev':>6s} {'other':>6s} {'sd true':>8s} {'sd rev':>7s} "
+    rows = [("waste-free, 7 moves (before the flips)", S.SMCSettings(waste_free=True, num_mcmc_steps=7)),
+            ("waste-free, 7 moves + flips (config)", S.SMCSettings(waste_free=True, num_mcmc_steps=7,
+                                                                   symmetry_moves=True)),
+            ("waste-free, 3 moves + flips", S.SMCSettings(waste_free=True, num_mcmc_steps=3, symmetry_moves=True)),
+            ("NUTS chain, 300 + 500 draws", S.NUTSSettings(num_warmup=300, num_samples=500)),
+            ("NUTS chain + flips", S.NUTSSettings(num_warmup=300, num_samples=500, symmetry_moves=True))]
+    print(f"{'SMC run (N = 1024) or NUTS chain':38s} {'true':>6s} {'rev':>6s} {'other':>6s} {'sd true':>8s} {'sd rev':>7s} "
           f"{'sd oth':>7s} {'sd logZ':>8s} {'grads/run':>10s} {'s/run':>6s} {'grads to target':>16s} {'ratio':>6s}")
     base = None
     keys = jax.random.split(jax.random.PRNGKey(1), R)
     xs, ys = jnp.repeat(x, R, 0), jnp.repeat(y, R, 0)
     for name, s in rows:
-        sample_posterior(keys, xs, ys, nb, model=ex.model, settings=s)            # compile
+        # SMC: R runs, each on its copy of the data set; NUTS: R chains from random starts on the one data set
+        smc = s.name == "smc"
+        data = (xs, ys) if smc else (x, y)
+        sample_posterior(keys, *data, nb, model=ex.model, settings=s, chains_per_dataset=1 if smc else R)  # compile
         start = time.time()
-        ps = sample_posterior(keys, xs, ys, nb, model=ex.model, settings=s)
+        ps = sample_posterior(keys, *data, nb, model=ex.model, settings=s, chains_per_dataset=1 if smc else R)
         wall = (time.time() - start) / R
         codes = np.asarray(S.sector_phase(ps.params, ex.truth))
         mass = np.stack([(codes == k).mean(1) for k in range(3)], 1)            # (R, 3) in SECTOR order
@@ -85,7 +91,7 @@ def pt2(args):
         base = base or need
         m = mass.mean(0)
         print(f"{name:38s} {m[1]:6.3f} {m[2]:6.3f} {m[0]:6.3f} {sd[1]:8.3f} {sd[2]:7.3f} {sd[0]:7.3f} "
-              f"{float(np.std(ps.draws.log_evidence, ddof=1)):8.3f} {grads:10.0f} {wall:6.2f} {need:16.3g} "
+              f"{float(np.std(ps.draws.log_evidence, ddof=1)) if smc else float('nan'):8.3f} {grads:10.0f} {wall:6.2f} {need:16.3g} "
               f"{base / need:6.2f}")
 
 

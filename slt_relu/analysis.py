@@ -174,6 +174,8 @@ def chain_diagnostics(loss, dataset, coordinates, stats: dict, max_steps: int | 
         out["warmup_divergences"] = int(np.sum(stats["warmup_divergences"]))
     if "accept_prob" in stats:
         out["accept_prob_mean"] = float(np.mean(stats["accept_prob"]))
+    if "symmetry_accept" in stats:                  # the flips between trajectories (slt_relu.moves)
+        out["symmetry_accept_mean"] = float(np.mean(stats["symmetry_accept"]))
     if "step_size" in stats:
         out["step_size"] = np.asarray(stats["step_size"]).tolist()
     if "num_steps" in stats:

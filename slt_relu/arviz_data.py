@@ -16,7 +16,8 @@ ArviZ's data model (the InferenceData schema, as a DataTree): groups ``posterior
   ``diverging``, ``n_steps`` (leapfrog steps), ``tree_depth`` (NUTS: floor(log2 n_steps) + 1),
   ``acceptance_rate``, ``energy`` (the Hamiltonian at the draw), ``lp`` (log density = -U),
   ``step_size`` (per draw), and per chain ``inverse_mass_matrix`` (chain, dataset, unconstrained),
-  ``warmup_divergences``, ``grad_evals``.  SMC: ``log_evidence`` and ``num_stages``
+  ``warmup_divergences``, ``grad_evals``, with symmetry moves ``symmetry_accept`` (the flips'
+  accepted fraction).  SMC: ``log_evidence`` and ``num_stages``
   (chain, dataset), and per stage (chain, dataset, stage) the tempering ``lambda``, the incremental
   weights' ``ess`` fraction, the moves' ``acceptance_rate`` and ``step_size``.  LLC (SGLD):
   ``acceptance_rate`` (MALA's, per chain) and ``llc`` (each chain's estimate).
@@ -116,6 +117,9 @@ def posterior_tree(params, loss, dataset, stats: dict | None = None, *, log_evid
         if "warmup_divergences" in stats:
             ss["warmup_divergences"] = _arrange(stats["warmup_divergences"], idx, False)
             sdims["warmup_divergences"] = ["chain", "dataset"]
+        if "symmetry_accept" in stats:
+            ss["symmetry_accept"] = _arrange(stats["symmetry_accept"], idx, False)
+            sdims["symmetry_accept"] = ["chain", "dataset"]
     if grad_evals is not None:
         ss["grad_evals"], sdims["grad_evals"] = _arrange(grad_evals, idx, False), ["chain", "dataset"]
     if ss:

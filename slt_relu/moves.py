@@ -27,7 +27,8 @@ detailed balance holds.
 
 :func:`involution_step` applies one such proposal to a gradient sampler's state (BlackJAX's
 ``HMCState``: position, logdensity, logdensity_grad), so it can follow any HMC move (SMC's moves,
-``slt_relu.smc``).  Cost: one gradient evaluation at z'.
+``slt_relu.smc``); NUTS and HMC chains (``slt_relu.nuts``) make the same proposal between
+trajectories, accepted by :func:`metropolis_hastings`.  Cost: one gradient evaluation at z'.
 """
 from __future__ import annotations
 
@@ -75,6 +76,13 @@ class OrientationFlip(NamedTuple):
         return z_new, jnp.where(keeps_fixed & returns, log_det, -jnp.inf)
 
 
+def metropolis_hastings(key, log_alpha):
+    """Accept with probability min(1, exp(log_alpha)); a non-finite log_alpha (a proposal off the
+    support, a NaN density) is a rejection.  log_alpha: () -> bool ()."""
+    log_alpha = jnp.where(jnp.isfinite(log_alpha), log_alpha, -jnp.inf)
+    return jnp.log(jax.random.uniform(key, (), log_alpha.dtype)) < log_alpha
+
+
 def involution_step(key, state, logdensity, move):
     """One Metropolis-Hastings proposal z' = move(key, z) from a gradient sampler's state
     (position z, logdensity log pi(z), logdensity_grad); returns (state, accepted).
@@ -84,8 +92,6 @@ def involution_step(key, state, logdensity, move):
     k_move, k_accept = jax.random.split(key)
     z_new, log_det = move(k_move, state.position)
     value, grad = jax.value_and_grad(logdensity)(z_new)
-    log_alpha = value - state.logdensity + log_det
-    log_alpha = jnp.where(jnp.isfinite(log_alpha), log_alpha, -jnp.inf)
-    accept = jnp.log(jax.random.uniform(k_accept, (), state.logdensity.dtype)) < log_alpha
+    accept = metropolis_hastings(k_accept, value - state.logdensity + log_det)
     proposed = state._replace(position=z_new, logdensity=value, logdensity_grad=grad)
     return jax.tree.map(lambda a, b: jnp.where(accept, a, b), proposed, state), accept

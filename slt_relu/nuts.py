@@ -25,15 +25,22 @@ diagonal or dense inverse mass matrix in Stan's windows), called at the end of e
 chain's own iterations.  The step-size heuristic runs once at the start, not again at the
 window ends (numpyro's default, ``find_heuristic_step_size=False``).
 
-``schedule="lockstep"``: numpyro's own ``hmc`` kernel vmapped, each chain one ``lax.scan``:
-the reference the async schedule is tested against, and how :class:`~slt_relu.samplers.HMCSettings`
-runs (a fixed number of leapfrog steps wastes nothing in lockstep).  Both go through
+With ``symmetry_moves`` (and ``moves``, an involution of ``slt_relu.moves``) every trajectory after
+warm-up is followed by one Metropolis-Hastings proposal z' = move(z), accepted with
+min(1, exp(U(z) - U(z')) |det dz'/dz|); the momentum, drawn independently of z, is kept, so the kernel
+on (z, r) leaves the target invariant.  None during warm-up: a chain jumping between mirrored modes
+would inflate the adapted mass matrix by their separation.  In the async schedule the proposal takes
+the tick after the tree ends (its one gradient evaluation is the tick's), so the chains stay in step;
+the draw is recorded before it.
+
+``schedule="lockstep"``: numpyro's own ``hmc`` kernel vmapped, each chain one ``lax.scan``
+(``slt_relu.lockstep``): the reference the async schedule is tested against, and how
+:class:`~slt_relu.samplers.HMCSettings` runs (a fixed number of leapfrog steps wastes nothing in lockstep).  Both go through
 :func:`slt_relu.samplers.run_sharded` / ``run_blocks``; settings are
 :class:`~slt_relu.samplers.NUTSSettings` and :class:`~slt_relu.samplers.HMCSettings`.
 """
 from __future__ import annotations
 
-import math
 import time
 from functools import partial
 from typing import NamedTuple
@@ -42,7 +49,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .samplers import HMCSettings, NUTSSettings, Draws, StaticPartial, chain_mesh, pad_chains, run_blocks, run_sharded
+from .samplers import NUTSSettings, Draws, StaticPartial, chain_mesh, pad_chains, run_blocks
 
 CPU_SLOTS = 16        # default slots per CPU device (benchmarks/bench_posterior.py); accelerators: all chains
 
@@ -85,6 +92,9 @@ class _Chain(NamedTuple):
     key: jax.Array
     grad_evals: jax.Array
     warmup_divergences: jax.Array
+    flip_pending: jax.Array     # the next tick is the symmetry proposal (symmetry_moves)
+    flips: jax.Array            # symmetry proposals made / accepted
+    flips_accepted: jax.Array
 
 
 class _Draw(NamedTuple):
@@ -188,25 +198,39 @@ def _init_chain(s: NUTSSettings, potential_gen, z0, key, args) -> _Chain:
     D = z0.shape[0]
     return _Chain(energy, tree, tree, jnp.zeros((s.max_tree_depth, D), z0.dtype),
                   jnp.zeros((s.max_tree_depth, D), z0.dtype), jnp.bool_(True), adapt, jnp.int32(0), key,
-                  jnp.int32(0), jnp.int32(0))
+                  jnp.int32(0), jnp.int32(0), jnp.bool_(False), jnp.int32(0), jnp.int32(0))
 
 
-def _tick(s: NUTSSettings, potential_gen, c: _Chain, args) -> tuple[_Chain, _Draw]:
-    """One leapfrog step of one chain's NUTS tree, and whatever bookkeeping it finishes."""
+def _tick(s: NUTSSettings, potential_gen, moves, c: _Chain, args) -> tuple[_Chain, _Draw]:
+    """One leapfrog step of one chain's NUTS tree, and whatever bookkeeping it finishes; with moves,
+    on the tick after a tree ends, the symmetry proposal instead (module docstring)."""
     from numpyro.infer.hmc import momentum_generator
     from numpyro.infer.hmc_util import IntegratorState, euclidean_kinetic_energy, velocity_verlet
 
+    from .moves import metropolis_hastings
+
     U = potential_gen(*args)
-    _, vv_update = velocity_verlet(U, euclidean_kinetic_energy)
     _, wa_update = _adapters(s, U)
-    key, k_sub, k_merge, k_dir, k_mom = jax.random.split(c.key, 5)
+    if moves is None:
+        key, k_sub, k_merge, k_dir, k_mom = jax.random.split(c.key, 5)
+    else:
+        key, k_sub, k_merge, k_dir, k_mom, k_move, k_flip = jax.random.split(c.key, 7)
+        z_flip, log_det = moves(k_move, c.tree.z_left)
     imm, eps = c.adapt.inverse_mass_matrix, c.adapt.step_size
     tree, sub, right = c.tree, c.sub, c.going_right
     first = sub.num_proposals == 0
 
     # one leapfrog step from the end of the tree (first leaf) or of the subtree
     z, r, g = _where(first, _leaf(tree, right), _leaf(sub, right))
-    z1, r1, pe1, g1 = vv_update(jnp.where(right, eps, -eps), imm, IntegratorState(z, r, 0.0, g))
+    if moves is None:
+        _, vv_update = velocity_verlet(U, euclidean_kinetic_energy)
+        z1, r1, pe1, g1 = vv_update(jnp.where(right, eps, -eps), imm, IntegratorState(z, r, 0.0, g))
+    else:                                 # numpyro's velocity Verlet, its gradient at z_flip when the proposal is due
+        step = jnp.where(right, eps, -eps)
+        r_half = r - 0.5 * step * g
+        z1 = jnp.where(c.flip_pending, z_flip, z + step * _velocity(imm, r_half))
+        pe1, g1 = jax.value_and_grad(U)(z1)
+        r1 = r_half - 0.5 * step * g1
     energy1 = pe1 + _kinetic(imm, r1)
     delta = energy1 - c.energy0
     delta = jnp.where(jnp.isnan(delta), jnp.inf, delta)
@@ -249,12 +273,25 @@ def _tick(s: NUTSSettings, potential_gen, c: _Chain, args) -> tuple[_Chain, _Dra
     energy_new = tree.pe_prop + _kinetic(adapt.inverse_mass_matrix, r_new)
     tree = _where(tree_done, _fresh_tree(tree.z_prop, r_new, tree.pe_prop, tree.g_prop, energy_new), tree)
     active = i < s.num_warmup + s.num_samples * s.thin
-    return _Chain(
+    stepped = _Chain(
         jnp.where(tree_done, energy_new, c.energy0), tree, sub._replace(num_proposals=jnp.where(
             sub_done, 0, sub.num_proposals)), r_ckpts, r_sum_ckpts,
         jnp.where(sub_done, jax.random.bernoulli(k_dir), right), adapt, i + tree_done.astype(i.dtype), key,
         c.grad_evals + active.astype(jnp.int32),
-        c.warmup_divergences + (tree_done & warm & diverging)), draw
+        c.warmup_divergences + (tree_done & warm & diverging), tree_done & ~warm & (moves is not None), c.flips,
+        c.flips_accepted)
+    if moves is None:
+        return stepped, draw
+    # the symmetry proposal from the fresh tree's start z (potential c.tree.pe_prop), keeping its momentum
+    flip = metropolis_hastings(k_flip, c.tree.pe_prop - pe1 + log_det)
+    r0 = c.tree.r_left
+    energy_flip = pe1 + _kinetic(imm, r0)
+    flipped = c._replace(energy0=jnp.where(flip, energy_flip, c.energy0),
+                         tree=_where(flip, _fresh_tree(z_flip, r0, pe1, g1, energy_flip), c.tree), key=key,
+                         grad_evals=c.grad_evals + active.astype(jnp.int32), flip_pending=jnp.bool_(False),
+                         flips=c.flips + active.astype(jnp.int32),
+                         flips_accepted=c.flips_accepted + (active & flip).astype(jnp.int32))
+    return _where(c.flip_pending, flipped, stepped), draw._replace(write=draw.write & ~c.flip_pending)
 
 
 # ----------------------------------------------------------------------------------------
@@ -280,6 +317,7 @@ class _Queue(NamedTuple):
     inverse_mass_matrix: jax.Array
     grad_evals: jax.Array
     warmup_divergences: jax.Array
+    symmetry_accept: jax.Array  # (T,) accepted fraction of the task's symmetry proposals
 
 
 def _take(tree, idx):
@@ -298,7 +336,8 @@ def _start(s: NUTSSettings, potential_gen, slots: int, z0, keys, args) -> _Queue
     return _Queue(chains, slot_args, first.astype(jnp.int32), jnp.full((1,), slots, jnp.int32), jnp.zeros(T, bool),
                   jnp.zeros((T, S, D), dt), jnp.zeros((T, S), dt), jnp.zeros((T, S), jnp.int32),
                   jnp.zeros((T, S), dt), jnp.zeros((T, S), bool), jnp.zeros((T, S), dt), jnp.zeros(T, dt),
-                  jnp.zeros((T,) + imm.shape[1:], dt), jnp.zeros(T, jnp.int32), jnp.zeros(T, jnp.int32))
+                  jnp.zeros((T,) + imm.shape[1:], dt), jnp.zeros(T, jnp.int32), jnp.zeros(T, jnp.int32),
+                  jnp.zeros(T, dt))
 
 
 def _refill(s: NUTSSettings, potential_gen, q: _Queue, z0, keys, args) -> _Queue:
@@ -312,7 +351,9 @@ def _refill(s: NUTSSettings, potential_gen, q: _Queue, z0, keys, args) -> _Queue
                    step_size=q.step_size.at[idx].set(c.adapt.step_size, mode="drop"),
                    inverse_mass_matrix=q.inverse_mass_matrix.at[idx].set(c.adapt.inverse_mass_matrix, mode="drop"),
                    grad_evals=q.grad_evals.at[idx].set(c.grad_evals, mode="drop"),
-                   warmup_divergences=q.warmup_divergences.at[idx].set(c.warmup_divergences, mode="drop"))
+                   warmup_divergences=q.warmup_divergences.at[idx].set(c.warmup_divergences, mode="drop"),
+                   symmetry_accept=q.symmetry_accept.at[idx].set(
+                       c.flips_accepted / jnp.maximum(c.flips, 1).astype(q.symmetry_accept.dtype), mode="drop"))
     new_task = q.next_task[0] + jnp.cumsum(fin) - 1
     assign = fin & (new_task < T)
     src = jnp.clip(new_task, 0, T - 1)
@@ -323,9 +364,9 @@ def _refill(s: NUTSSettings, potential_gen, q: _Queue, z0, keys, args) -> _Queue
                       next_task=jnp.minimum(q.next_task + jnp.sum(fin), T).astype(jnp.int32))
 
 
-def _advance(s: NUTSSettings, potential_gen, max_ticks: int, q: _Queue, z0, keys, args):
+def _advance(s: NUTSSettings, potential_gen, moves, max_ticks: int, q: _Queue, z0, keys, args):
     """Up to max_ticks ticks of one device's queue; returns (queue, ticks run (1,))."""
-    tick = jax.vmap(lambda c, a: _tick(s, potential_gen, c, a))
+    tick = jax.vmap(lambda c, a: _tick(s, potential_gen, moves, c, a))
     T = q.done.shape[0]
 
     def body(carry):
@@ -354,56 +395,20 @@ def tree_depth(num_steps) -> np.ndarray:
     return np.floor(np.log2(np.maximum(np.asarray(num_steps), 1))).astype(np.int32) + 1
 
 
-def _lockstep_chain(s, potential_gen, z0, key, args):
-    """One chain of numpyro's own kernel (NUTS or HMC), warm-up and draws in one lax.scan."""
-    from numpyro.infer.hmc import hmc
-
-    init_kernel, sample_kernel = hmc(potential_fn_gen=potential_gen, algo=s.name.upper())
-    total = s.num_warmup + s.num_samples * s.thin
-    k_init, _ = jax.random.split(key)
-    state = init_kernel(z0, s.num_warmup, step_size=s.step_size, dense_mass=s.dense_mass,
-                        target_accept_prob=s.target_accept_prob, num_steps=getattr(s, "num_steps", None),
-                        trajectory_length=getattr(s, "trajectory_length", 2 * math.pi),
-                        max_tree_depth=getattr(s, "max_tree_depth", 10), model_args=args, rng_key=k_init)
-
-    def body(st, _):
-        st = sample_kernel(st, model_args=args)
-        return st, (st.z, st.potential_energy, st.num_steps, st.accept_prob, st.diverging, st.energy)
-
-    state, (z, pe, ns, acc, div, energy) = jax.lax.scan(body, state, None, length=total)
-    keep = slice(s.num_warmup, total, s.thin)
-    return (z[keep], pe[keep], ns[keep], acc[keep], div[keep], energy[keep], state.adapt_state.step_size,
-            state.adapt_state.inverse_mass_matrix, ns, jnp.sum(div[:s.num_warmup]))
-
-
-def _lockstep(keys, potential_gen, init_z, args, s, devices) -> Draws:
-    start = time.time()
-    out = run_sharded(StaticPartial(_lockstep_chain, (s, potential_gen)), (init_z, keys, args), devices=devices)
-    z, pe, ns, acc, div, energy, eps, imm, ns_all, wdiv = (np.asarray(o) for o in out)
-    stats = {"num_steps": ns, "accept_prob": acc, "diverging": div, "energy": energy, "step_size": eps,
-             "inverse_mass_matrix": imm, "warmup_divergences": wdiv}
-    if s.name == "nuts":
-        stats["tree_depth"] = tree_depth(ns)
-    # lockstep: every iteration costs the largest tree among the chains
-    return Draws(z, pe, stats, ns_all.sum(1), None, int(ns_all.max(0).sum()), time.time() - start)
-
-
-def run_hmc(keys, potential_gen, init_z, args, settings: HMCSettings, *, devices=None, progress=None) -> Draws:
-    """HMC chains (numpyro's kernel, a fixed number of leapfrog steps) in lockstep; see
-    :func:`slt_relu.samplers.sample`."""
-    return _lockstep(keys, potential_gen, init_z, args, settings, devices)
-
-
-def run_nuts(keys, potential_gen, init_z, args, settings: NUTSSettings, *, devices=None, progress=None,
+def run_nuts(keys, potential_gen, init_z, args, settings: NUTSSettings, *, moves=None, devices=None, progress=None,
              ticks_per_call: int = 2000) -> Draws:
     """NUTS chains, desynchronised (``schedule="async"``, module docstring) or numpyro's kernel in
     lockstep; see :func:`slt_relu.samplers.sample`.  With fewer slots than chains, a slot whose
     chain has finished starts the next one, so no slot idles while chains wait (on a CPU, where a
     tick costs in proportion to the slots, this removes most of the wait for the slowest chain).
-    progress(done_fraction) is called between compiled calls of ``ticks_per_call`` ticks."""
+    progress(done_fraction) is called between compiled calls of ``ticks_per_call`` ticks.  With
+    ``settings.symmetry_moves``, stats gain ``symmetry_accept`` (C,): each chain's accepted fraction
+    of the proposals (after warm-up); their gradient evaluations are counted."""
     s = settings
     if s.schedule == "lockstep":
-        return _lockstep(keys, potential_gen, init_z, args, s, devices)
+        from .lockstep import run_lockstep
+        return run_lockstep(keys, potential_gen, init_z, args, s, moves=moves, devices=devices)
+    moves = moves if s.symmetry_moves else None
     mesh = chain_mesh(devices)
     nd = mesh.devices.size
     C = init_z.shape[0]
@@ -416,7 +421,7 @@ def run_nuts(keys, potential_gen, init_z, args, settings: NUTSSettings, *, devic
         slots = CPU_SLOTS * nd if mesh.devices.flat[0].platform == "cpu" else C
     slots_d = min(per_device, -(-slots // nd))
     q = run_blocks(StaticPartial(_start, (s, potential_gen, slots_d)), (z0, keys_p, args_p), mesh)
-    advance = StaticPartial(_advance, (s, potential_gen, int(ticks_per_call)))
+    advance = StaticPartial(_advance, (s, potential_gen, moves, int(ticks_per_call)))
     total = s.num_warmup + s.num_samples * s.thin
     ticks = 0
     while True:
@@ -434,4 +439,6 @@ def run_nuts(keys, potential_gen, init_z, args, settings: NUTSSettings, *, devic
     stats = {"num_steps": q.steps[:C], "tree_depth": tree_depth(q.steps[:C]), "accept_prob": q.accept[:C],
              "diverging": q.diverging[:C], "energy": q.energy[:C], "step_size": q.step_size[:C], "inverse_mass_matrix": q.inverse_mass_matrix[:C],
              "warmup_divergences": q.warmup_divergences[:C]}
+    if moves is not None:
+        stats["symmetry_accept"] = q.symmetry_accept[:C]
     return Draws(q.z[:C], q.pe[:C], stats, q.grad_evals[:C], None, ticks, time.time() - start)

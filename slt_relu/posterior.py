@@ -239,7 +239,7 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     scalar, positive and finite (n * beta of each data set).  settings: a sampler's settings
     (:class:`~slt_relu.samplers.NUTSSettings` by default, :class:`~slt_relu.samplers.HMCSettings`, or
     :class:`~slt_relu.smc.SMCSettings`: then each "chain" is an SMC run whose draws are its particles,
-    started from the prior; its ``symmetry_moves`` are :class:`~slt_relu.moves.OrientationFlip`).  MCMC chains start uniformly in
+    started from the prior); any sampler's ``symmetry_moves`` are :class:`~slt_relu.moves.OrientationFlip`.  MCMC chains start uniformly in
     [-init_radius, init_radius] in unconstrained coordinates (numpyro's ``init_to_uniform``).
     devices, progress: see :func:`slt_relu.samplers.sample`.  Returns :class:`PosteriorSamples`.
     """

@@ -11,7 +11,7 @@ chain axis C: each chain its own data set, tempering, localisation).  ``potentia
 settings must be hashable values (a NamedTuple of functions and numbers, a frozen settings
 model): they are static arguments of ``jax.jit``, so a second call with equal ones reuses the
 compiled program.  The settings' type picks the algorithm (``settings.name``): :class:`NUTSSettings`
-(``slt_relu.nuts``; desynchronised or lockstep chains), :class:`HMCSettings`, :class:`SGLDSettings`
+(``slt_relu.nuts``; desynchronised or lockstep chains), :class:`HMCSettings` (``slt_relu.lockstep``), :class:`SGLDSettings`
 (``slt_relu.sgld``), ``SMCSettings`` (``slt_relu.smc``, adaptive tempered SMC).  A sampler that returns
 weighted particles and a log evidence fits the same result: SMC's "chains" are independent
 runs, its "draws" the particles, equally weighted after the last resampling, and
@@ -124,6 +124,8 @@ class _MCMC(Section):
     target_accept_prob: float = Field(0.8, gt=0, lt=1, description="dual averaging's target acceptance")
     dense_mass: bool = Field(False, description="adapt a dense inverse mass matrix")
     step_size: float = Field(1.0, gt=0, description="initial step size")
+    symmetry_moves: bool = Field(False, description="after every trajectory, a Metropolis-Hastings proposal along "
+                                 "the model's symmetries (slt_relu.moves: the orientation flip of every node)")
 
 
 class NUTSSettings(_MCMC):
@@ -154,12 +156,14 @@ def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, move
 
     keys: (C, 2) (or typed keys (C,): their key data is used), one per chain: a chain's numbers depend on its key, not on which other chains
     share the program; init_z: (C, D) (SMC: (C, N, D) prior draws, and the last of ``args`` is the
-    inverse temperature the bridge scales); args: tuple of arrays with a leading axis C; moves: SMC's
-    symmetry proposals (``slt_relu.moves``; SMC settings with ``symmetry_moves`` only); devices: to
+    inverse temperature the bridge scales); args: tuple of arrays with a leading axis C; moves: the
+    involution of the symmetry proposals, move(key, z) -> (z', log |det dz'/dz|), hashable
+    (``slt_relu.moves``), needed by settings with ``symmetry_moves`` (NUTS, HMC, SMC); devices: to
     shard the chains over (default ``jax.local_devices()``); progress: called as progress(fraction)
     between compiled calls where the sampler has them.
     """
-    from .nuts import run_hmc, run_nuts
+    from .lockstep import run_hmc
+    from .nuts import run_nuts
     from .sgld import SGLDSettings, run_sgld
     from .smc import SMCSettings, run_smc
 
@@ -178,10 +182,12 @@ def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, move
     for a in jax.tree.leaves(args):
         if jnp.shape(a)[:1] != (C,):
             raise ValueError(f"args: every array needs a leading chain axis of {C}, got shape {jnp.shape(a)}")
-    if type(settings) is SMCSettings:
-        return run_smc(keys, potential_gen, init_z, tuple(args), settings, moves=moves, devices=devices,
-                       progress=progress)
-    return runners[type(settings)](keys, potential_gen, init_z, tuple(args), settings, devices=devices,
+    if getattr(settings, "symmetry_moves", False) and moves is None:
+        raise ValueError("moves: symmetry_moves needs the symmetry's involution (e.g. slt_relu.moves.OrientationFlip), "
+                         "got None")
+    if type(settings) is SGLDSettings:
+        return run_sgld(keys, potential_gen, init_z, tuple(args), settings, devices=devices, progress=progress)
+    return runners[type(settings)](keys, potential_gen, init_z, tuple(args), settings, moves=moves, devices=devices,
                                    progress=progress)
 
 

@@ -35,7 +35,9 @@ TINY = {
                               "llc.calibration.localizations": [1.0], "llc.calibration.num_steps": 60,
                               "llc.calibration.num_burnin": 10},
     "llc_dslt4_phases.toml": LLC_TINY,
-    "dslt4_pt1_smc.toml": {**SMC_TINY, "compare.num_warmup": 30, "compare.num_samples": 20,
+    # with NUTS beside SMC ([compare], which no shipped config runs at full size any more)
+    "dslt4_pt1_smc.toml": {**SMC_TINY, "posterior.chains_per_dataset": 4, "convergence.max_chains_per_dataset": 4,
+                           "compare.num_warmup": 30, "compare.num_samples": 20,
                            "sweep.truth.t": [1.0, 1.5707963267948966]},
     "dslt4_pt2_smc.toml": {**SMC_TINY, "posterior.chains_per_dataset": 4, "convergence.max_chains_per_dataset": 4,
                            "sweep.truth.v": [1.0, 3.0]},

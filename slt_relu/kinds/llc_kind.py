@@ -53,6 +53,8 @@ class BetaSweepSettings(NUTSSettings):
     """[llc.beta_sweep]: NUTS's settings with the sweep's defaults, and the sweep itself."""
 
     num_warmup: int = Field(500, ge=0, description="warm-up iterations per chain")
+    symmetry_moves: Literal[False] = Field(False, description="not here: the sweep's loss is any function, with no "
+                                           "orientation flip")
     factors: tuple[Annotated[float, Field(ge=1e-6)], ...] = Field(
         (2 / 3, 1.0, 1.5, 2.0, 3.0), min_length=2, description="betas as multiples of 1/log n")
     chains_per_beta: int = Field(4, ge=1, description="NUTS chains per beta")
