@@ -184,7 +184,10 @@ def compare(reference: dict, metrics: dict, *, kind: str, dtype: str, k: float,
             b = lookup(metrics, path)
         except KeyError:
             present = max(i for i in range(len(path) + 1) if _exists(metrics, path[:i]))
-            if what == "deterministic" or not (isinstance(path[present], int) or present == len(path) - 1):
+            # what is missing: an item of a list, or a key below which there are only list items (a phase
+            # the run did not see, whose masses are a number or a list of them, one per sweep point)
+            if what == "deterministic" or not (isinstance(path[present], int)
+                                               or all(isinstance(p, int) for p in path[present + 1:])):
                 out.append(Difference(dotted(path), a, "<missing>", "the run lacks this number"))
                 continue
             if what == "form" or "mass" not in path or isinstance(path[present], int):

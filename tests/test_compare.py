@@ -119,3 +119,19 @@ def test_a_phase_the_run_did_not_see_has_mass_zero():
     ref["points"][0]["classify_phase"]["mass"]["- -"] = 0.5
     d = compare.compare(ref, run, kind="posterior", dtype="float32", k=5.0, se_reference=se, se_run=se)
     assert [(x.path, x.value) for x in d] == [("points[0].classify_phase.mass.- -", 0.0)]
+
+
+def test_a_phase_the_run_did_not_see_at_any_sweep_point_has_mass_zero_at_each():
+    """The sweep-level masses are lists, one per point: a phase missing from the run's dict is 0 at every
+    point (and its reported errors, sampler outputs, are not required); a structural key is still required."""
+    ref = {"classify_phase": {"mass": {"+ +": [0.98, 1.0], "not in W0": [0.02, 0.0]},
+                              "mass_mcse": {"+ +": [0.01, 0.0], "not in W0": [0.01, 0.0]}}, "truth": "x"}
+    run = {"classify_phase": {"mass": {"+ +": [1.0, 1.0]}, "mass_mcse": {"+ +": [0.0, 0.0]}}, "truth": "x"}
+    se = lambda path: 0.01
+    assert compare.compare(ref, run, kind="posterior", dtype="float32", k=5.0, se_reference=se, se_run=se) == []
+    ref["classify_phase"]["mass"]["not in W0"][1] = 0.5
+    d = compare.compare(ref, run, kind="posterior", dtype="float32", k=5.0, se_reference=se, se_run=se)
+    assert [(x.path, x.value) for x in d] == [("classify_phase.mass.not in W0[1]", 0.0)]
+    ref["classify_phase"]["mass"]["not in W0"][1] = 0.0
+    assert [x.path for x in compare.compare(ref, {"classify_phase": run["classify_phase"]}, kind="posterior",
+                                            dtype="float32", k=5.0, se_reference=se, se_run=se)] == ["truth"]
