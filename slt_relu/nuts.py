@@ -397,17 +397,18 @@ def tree_depth(num_steps) -> np.ndarray:
 
 def run_nuts(keys, potential_gen, init_z, args, settings: NUTSSettings, *, moves=None, devices=None, progress=None,
              ticks_per_call: int = 2000) -> Draws:
-    """NUTS chains, desynchronised (``schedule="async"``, module docstring) or numpyro's kernel in
-    lockstep; see :func:`slt_relu.samplers.sample`.  With fewer slots than chains, a slot whose
+    """NUTS chains, desynchronised (``schedule="async"``, module docstring); see
+    :func:`slt_relu.samplers.sample`, which runs ``schedule="lockstep"`` through ``slt_relu.lockstep``.
+    With fewer slots than chains, a slot whose
     chain has finished starts the next one, so no slot idles while chains wait (on a CPU, where a
     tick costs in proportion to the slots, this removes most of the wait for the slowest chain).
     progress(done_fraction) is called between compiled calls of ``ticks_per_call`` ticks.  With
     ``settings.symmetry_moves``, stats gain ``symmetry_accept`` (C,): each chain's accepted fraction
     of the proposals (after warm-up); their gradient evaluations are counted."""
     s = settings
-    if s.schedule == "lockstep":
-        from .lockstep import run_lockstep
-        return run_lockstep(keys, potential_gen, init_z, args, s, moves=moves, devices=devices)
+    if s.schedule != "async":
+        raise ValueError(f"settings.schedule: run_nuts runs the async schedule, got {s.schedule!r} (the lockstep "
+                         "schedule is slt_relu.lockstep.run_lockstep; slt_relu.samplers.sample picks it)")
     moves = moves if s.symmetry_moves else None
     mesh = chain_mesh(devices)
     nd = mesh.devices.size

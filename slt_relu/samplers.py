@@ -162,7 +162,7 @@ def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, move
     shard the chains over (default ``jax.local_devices()``); progress: called as progress(fraction)
     between compiled calls where the sampler has them.
     """
-    from .lockstep import run_hmc
+    from .lockstep import run_hmc, run_lockstep
     from .nuts import run_nuts
     from .sgld import SGLDSettings, run_sgld
     from .smc import SMCSettings, run_smc
@@ -187,6 +187,8 @@ def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, move
                          "got None")
     if type(settings) is SGLDSettings:
         return run_sgld(keys, potential_gen, init_z, tuple(args), settings, devices=devices, progress=progress)
+    if type(settings) is NUTSSettings and settings.schedule == "lockstep":
+        return run_lockstep(keys, potential_gen, init_z, tuple(args), settings, moves=moves, devices=devices)
     return runners[type(settings)](keys, potential_gen, init_z, tuple(args), settings, moves=moves, devices=devices,
                                    progress=progress)
 
