@@ -27,7 +27,7 @@ detailed balance holds.
 
 :func:`involution_step` applies one such proposal to a gradient sampler's state (BlackJAX's
 ``HMCState``: position, logdensity, logdensity_grad), so it can follow any HMC move (SMC's moves,
-``slt_relu.smc``); NUTS and HMC chains (``slt_relu.nuts``) make the same proposal between
+``slt_relu.smc``); NUTS and HMC chains (``slt_relu.nuts``, ``slt_relu.lockstep``) make the same proposal between
 trajectories, accepted by :func:`metropolis_hastings`.  Cost: one gradient evaluation at z'.
 """
 from __future__ import annotations

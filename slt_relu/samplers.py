@@ -11,9 +11,9 @@ chain axis C: each chain its own data set, tempering, localisation).  ``potentia
 settings must be hashable values (a NamedTuple of functions and numbers, a frozen settings
 model): they are static arguments of ``jax.jit``, so a second call with equal ones reuses the
 compiled program.  The settings' type picks the algorithm (``settings.name``): :class:`NUTSSettings`
-(``slt_relu.nuts``; desynchronised or lockstep chains), :class:`HMCSettings` (``slt_relu.lockstep``), :class:`SGLDSettings`
-(``slt_relu.sgld``), ``SMCSettings`` (``slt_relu.smc``, adaptive tempered SMC).  A sampler that returns
-weighted particles and a log evidence fits the same result: SMC's "chains" are independent
+(``slt_relu.nuts``: desynchronised chains; ``slt_relu.lockstep``: numpyro's kernel in lockstep),
+:class:`HMCSettings` (``slt_relu.lockstep``), :class:`SGLDSettings` (``slt_relu.sgld``), ``SMCSettings``
+(``slt_relu.smc``, adaptive tempered SMC).  A sampler that returns weighted particles and a log evidence fits the same result: SMC's "chains" are independent
 runs, its "draws" the particles, equally weighted after the last resampling, and
 ``log_evidence`` its estimate of log Z.
 
