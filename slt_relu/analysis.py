@@ -5,6 +5,9 @@ sampler, and shared by every sampler's output.
 
 * :func:`phase_masses`: masses of labelled phases, their spread across data sets (``se``,
   DSLT4's error bars across trials) and their Monte Carlo error within data sets (``mcse``);
+  independent SMC runs on one data set pooled by their evidence (:func:`run_weights`, the island
+  estimator), with the Monte Carlo errors of such pools (:func:`runs_mcse`,
+  :func:`log_evidence_mcse`);
 * :func:`trial_filter`: DSLT4's filter on trials' mean L_n;
 * :func:`crossover`, :func:`crossover_bootstrap`: where two phases' masses cross along a sweep
   axis, with a bootstrap error over trials;
@@ -28,14 +31,14 @@ class PhaseMasses(NamedTuple):
     """Posterior mass of each phase.
 
     names: the P phase names; mass: (P,) the mean over data sets of each data set's mass (each
-    data set's chains pooled); se: (P,) standard error of that mean across data sets
-    (std / sqrt(K), DSLT4's error bars across trials; NaN with one data set); mcse: (P,) Monte
-    Carlo standard error within data sets, sqrt(p (1 - p) / ESS) of the phase indicator,
-    combined over data sets (it trusts each chain's mixing); mcse_runs: (P,) the Monte Carlo
-    standard error from the spread of independent chains or runs on the same data set,
-    sd / sqrt(R) within each data set, combined over data sets (NaN unless every data set has at
-    least two; the error bar of SMC masses, and the honest one for chains that may not mix);
-    per_dataset: (K, P); per_chain: (C, P).
+    data set's chains pooled: with equal weights, or for SMC runs by their evidence,
+    :func:`run_weights`); se: (P,) standard error of that mean across data sets (std / sqrt(K),
+    DSLT4's error bars across trials; NaN with one data set); mcse: (P,) Monte Carlo standard
+    error within data sets, sqrt(p (1 - p) / ESS) of the phase indicator, combined over data sets
+    (it trusts each chain's mixing); mcse_runs: (P,) the Monte Carlo standard error from the
+    spread of independent chains or runs on the same data set (:func:`runs_mcse`, combined over
+    data sets; NaN unless every data set has at least two; the error bar of SMC masses, and the
+    honest one for chains that may not mix); per_dataset: (K, P); per_chain: (C, P).
     """
 
     names: tuple
@@ -50,10 +53,13 @@ class PhaseMasses(NamedTuple):
         return {name: float(m) for name, m in zip(self.names, self.mass)}
 
 
-def phase_masses(labels, names: Sequence | None = None, dataset=None) -> PhaseMasses:
+def phase_masses(labels, names: Sequence | None = None, dataset=None, log_evidence=None) -> PhaseMasses:
     """Masses of the phases in labels: (C, S) per-draw phase labels (ints indexing ``names``,
     or hashable labels such as strings or PhaseLabels, then names default to the sorted
-    distinct labels).  dataset: (C,) data set of each chain (default: each chain its own)."""
+    distinct labels).  dataset: (C,) data set of each chain (default: each chain its own).
+    log_evidence: (C,) each chain's log Z when the chains are independent SMC runs (their
+    particles equally weighted): a data set's runs are then pooled by :func:`run_weights`
+    (the island estimator) instead of equally."""
     labels = np.asarray(labels, dtype=object if names is None else None)
     if labels.ndim != 2:
         raise ValueError(f"labels: expected shape (chains, draws), got {labels.shape}")
@@ -70,11 +76,15 @@ def phase_masses(labels, names: Sequence | None = None, dataset=None) -> PhaseMa
     dataset = np.arange(C) if dataset is None else np.asarray(dataset)
     if dataset.shape != (C,):
         raise ValueError(f"dataset: expected shape ({C},), got {dataset.shape}")
+    weights = None if log_evidence is None else run_weights(log_evidence, dataset)
     P = len(names)
     onehot = codes[..., None] == np.arange(P)
     per_chain = onehot.mean(1)
     groups = np.unique(dataset)
-    per_dataset = np.array([per_chain[dataset == g].mean(0) for g in groups])
+    if weights is None:
+        per_dataset = np.array([per_chain[dataset == g].mean(0) for g in groups])
+    else:
+        per_dataset = np.array([weights[dataset == g] @ per_chain[dataset == g] for g in groups])
     K = len(groups)
     mass = per_dataset.mean(0)
     se = per_dataset.std(0, ddof=1) / np.sqrt(K) if K > 1 else np.full(P, np.nan)
@@ -86,20 +96,80 @@ def phase_masses(labels, names: Sequence | None = None, dataset=None) -> PhaseMa
             if 0 < m < 1 and S >= 4:
                 var[p] += m * (1 - m) / dg.ess(ind[..., p].astype(float))
     mcse = np.sqrt(var) / K
-    return PhaseMasses(tuple(str(nm) for nm in names), mass, se, mcse, runs_mcse(per_chain, dataset), per_dataset,
-                       per_chain)
+    return PhaseMasses(tuple(str(nm) for nm in names), mass, se, mcse, runs_mcse(per_chain, dataset, weights),
+                       per_dataset, per_chain)
 
 
-def runs_mcse(per_run, dataset) -> np.ndarray:
-    """Monte Carlo standard error of the per-data-set means of per_run (R, ...) values from
-    independent runs: sqrt(sum_k var_k / R_k) / K over the K data sets (NaN unless every data set
-    has two runs or more)."""
+def run_weights(log_evidence, dataset) -> np.ndarray:
+    """Each independent SMC run's share of its data set's evidence, w_r = Z_r / sum_r' Z_r' over the
+    runs r' on the same data set (C,) from their log Z (C,); NaN for a data set with a non-finite
+    log Z (a run with Z = 0, log Z = -inf, has weight 0).
+
+    The island estimator: each run's Z_r pi_r (its evidence times its particles' measure) is an
+    unbiased estimate of the unnormalised posterior, so sum_r w_r E_r[g] = sum_r Z_r E_r[g] / sum_r Z_r
+    is a consistent estimate of E[g] as the runs grow, and so is log(mean_r Z_r) of log Z.  The
+    equal-weight mean of the runs' E_r[g] is not, when a mode that holds much of Z is found by few
+    runs: those runs have the larger Z, and equal weights count them as one run among many."""
+    log_evidence, dataset = np.asarray(log_evidence, np.float64), np.asarray(dataset)
+    if log_evidence.shape != dataset.shape or log_evidence.ndim != 1:
+        raise ValueError(f"log_evidence: expected shape {dataset.shape} (one per run), got {log_evidence.shape}")
+    out = np.full(log_evidence.shape, np.nan)
+    for g in np.unique(dataset):
+        lz = log_evidence[dataset == g]
+        if np.all(np.isfinite(lz) | (lz == -np.inf)) and np.any(np.isfinite(lz)):
+            w = np.exp(lz - lz.max())
+            out[dataset == g] = w / w.sum()
+    return out
+
+
+def runs_mcse(per_run, dataset, weights=None) -> np.ndarray:
+    """Monte Carlo standard error of the mean over data sets of each data set's pooled per_run (R, ...)
+    values from independent runs, sqrt(sum_k var_k) / K over the K data sets (NaN unless every data set
+    has two runs or more).  Equal weights: var_k = sd_k^2 / R_k.  With weights (C,) summing to 1 on each
+    data set (:func:`run_weights`), the delta method for the ratio of means sum_r Z_r x_r / sum_r Z_r:
+    var_k = R_k / (R_k - 1) sum_r w_r^2 (x_r - xbar_k)^2, xbar_k = sum_r w_r x_r (sd_k^2 / R_k again
+    for equal weights)."""
     per_run, dataset = np.asarray(per_run, np.float64), np.asarray(dataset)
     groups = np.unique(dataset)
     if any(np.sum(dataset == g) < 2 for g in groups):
         return np.full(per_run.shape[1:], np.nan)
-    var = sum(per_run[dataset == g].var(0, ddof=1) / np.sum(dataset == g) for g in groups)
+    if weights is None:
+        weights = 1.0 / np.array([np.sum(dataset == d) for d in dataset])
+    w = np.asarray(weights, np.float64).reshape((-1,) + (1,) * (per_run.ndim - 1))
+    var = 0.0
+    for g in groups:
+        x, wg = per_run[dataset == g], w[dataset == g]
+        R = len(x)
+        var = var + R / (R - 1) * np.sum(wg**2 * (x - np.sum(wg * x, 0)) ** 2, 0)
     return np.sqrt(var) / len(groups)
+
+
+def log_evidence_mcse(log_evidence, dataset) -> float:
+    """Monte Carlo standard error of the mean over the K data sets of log Zbar_k, Zbar_k = mean_r Z_r of
+    the independent runs on data set k (C,) each: the relative error of a mean on the Z scale,
+    se(Zbar_k) / Zbar_k = sqrt(R_k / (R_k - 1) sum_r (w_r - 1 / R_k)^2) with w = :func:`run_weights`,
+    combined as sqrt(sum_k se_k^2) / K.  About sd(log Z_r) / sqrt(R) when the runs agree; when one run
+    carries most of Z (a mode the others missed) it approaches 1 nat, whatever the spread of log Z.
+    NaN unless every data set has two runs (or on a non-finite log Z)."""
+    dataset = np.asarray(dataset)
+    w = run_weights(log_evidence, dataset)
+    groups = np.unique(dataset)
+    if any(np.sum(dataset == g) < 2 for g in groups):
+        return float("nan")
+    var = 0.0
+    for g in groups:
+        wg = w[dataset == g]
+        R = len(wg)
+        var += R / (R - 1) * np.sum((wg - 1.0 / R) ** 2)
+    return float(np.sqrt(var) / len(groups))
+
+
+def effective_runs(log_evidence, dataset) -> np.ndarray:
+    """(K,) per data set the effective number of runs of its evidence-weighted pool, 1 / sum_r w_r^2
+    (:func:`run_weights`): R_k when the runs' Z agree, 1 when one run carries all of it."""
+    dataset = np.asarray(dataset)
+    w = run_weights(log_evidence, dataset)
+    return np.array([1.0 / np.sum(w[dataset == g] ** 2) for g in np.unique(dataset)])
 
 
 def trial_filter(mean_loss, z: float = 1.5) -> np.ndarray:
@@ -217,12 +287,14 @@ def _zscores(v) -> list:
 
 
 def point_summary(loss, dataset, truth_loss, *, filter_z: float, apply_filter: bool, rule=None,
-                  classified=None, mcse_from_runs: bool = False) -> dict:
+                  classified=None, log_evidence=None) -> dict:
     """One sweep point's row: per-trial mean L_n and its excess over L_n(truth) on the same data,
     DSLT4's trial filter on both, and the masses of each labelling.
 
     loss: (C, S); dataset: (C,); truth_loss: (K,) L_n(truth) per data set; rule: (codes (C, S),
-    names) of DSLT4's rule or None; classified: (labels (C, S') of classify_phase) or None.
+    names) of DSLT4's rule or None; classified: (labels (C, S') of classify_phase) or None;
+    log_evidence: (C,) when the chains are independent SMC runs: each data set's runs pooled by
+    their evidence (:func:`phase_masses`), the Monte Carlo errors from the runs' spread.
     DSLT4's filter reads mean L_n, which differs between trials mostly through their data sets'
     noise (L_n(truth) itself varies by ~ sigma^2 sqrt(2/n)); the excess over the truth on the
     same data isolates the posterior's own part, so it is reported beside it."""
@@ -236,21 +308,22 @@ def point_summary(loss, dataset, truth_loss, *, filter_z: float, apply_filter: b
                             "excess_z_scores": _zscores(excess),
                             "dropped_by_excess": np.flatnonzero(~trial_filter(excess, filter_z)).tolist()}}
     use = keep_trials[ds] if apply_filter else np.ones(len(ds), bool)
+    runs = log_evidence is not None
+    lz = None if not runs else np.asarray(log_evidence)
     if rule is not None:
         codes, names = rule
-        pm = phase_masses(codes[use], names, ds[use])
+        pm = phase_masses(codes[use], names, ds[use], None if lz is None else lz[use])
         row["mass"] = dict(zip(names, pm.mass.tolist()))
         row["mass_se"] = dict(zip(names, pm.se.tolist()))
-        row["mass_mcse"] = dict(zip(names, (pm.mcse_runs if mcse_from_runs else pm.mcse).tolist()))
+        row["mass_mcse"] = dict(zip(names, (pm.mcse_runs if runs else pm.mcse).tolist()))
         row["mass_per_trial"] = {nm: pm.per_dataset[:, k].tolist() for k, nm in enumerate(names)}
         if apply_filter:
-            row["mass_unfiltered"] = dict(zip(names, phase_masses(codes, names, ds).mass.tolist()))
+            row["mass_unfiltered"] = dict(zip(names, phase_masses(codes, names, ds, lz).mass.tolist()))
     if classified is not None:
-        pm = phase_masses(classified[use], dataset=ds[use])
+        pm = phase_masses(classified[use], dataset=ds[use], log_evidence=None if lz is None else lz[use])
         row["classify_phase"] = {"mass": dict(zip(pm.names, pm.mass.tolist())),
                                  "mass_se": dict(zip(pm.names, pm.se.tolist())),
-                                 "mass_mcse": dict(zip(pm.names, (pm.mcse_runs if mcse_from_runs
-                                                                  else pm.mcse).tolist())),
+                                 "mass_mcse": dict(zip(pm.names, (pm.mcse_runs if runs else pm.mcse).tolist())),
                                  "mass_per_trial": {nm: pm.per_dataset[:, k].tolist() for k, nm in enumerate(pm.names)}}
     return row
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .analysis import PhaseMasses, phase_masses, runs_mcse
+from .analysis import PhaseMasses, log_evidence_mcse, phase_masses
 
 
 def logmeanexp(values, axis=0):
@@ -29,8 +29,9 @@ def logmeanexp(values, axis=0):
 class FreeEnergies(NamedTuple):
     """Free energies of a point from SMC runs (DESIGN.md): F = -log Z per data set, the log of the
     mean of its runs' Z (SMC's Z is unbiased, log Z is not); the local free energy of each phase
-    F_alpha = F - log mass_alpha, so that mass_alpha = exp(F - F_alpha) (inf for a phase with no
-    particle).  log_evidence, free_energy: (K,); phase_free_energy: (K, P); each *_mean with its
+    F_alpha = F - log mass_alpha = -log mean_r Z_r mass_alpha,r with the runs pooled by their
+    evidence (``analysis.run_weights``), so that mass_alpha = exp(F - F_alpha) (inf for a phase with
+    no particle).  log_evidence, free_energy: (K,); phase_free_energy: (K, P); each *_mean with its
     standard error across data sets (*_se) and its Monte Carlo error from the runs (*_mcse);
     relative_mean, relative_se: (P,) F_alpha - F = -log mass_alpha of the mean mass over data sets,
     its error by the delta method, se(mass) / mass (the data sets' own n L_n cancels in the
@@ -52,7 +53,9 @@ class FreeEnergies(NamedTuple):
 
 def free_energies(log_z, dataset, masses: PhaseMasses) -> FreeEnergies:
     """F and F_alpha of a point from each run's log evidence log_z (C,) on data set dataset (C,)
-    and the masses of its phases (per run in ``masses.per_chain``)."""
+    and the masses of its phases (``phase_masses`` with the same log_z: per run in
+    ``masses.per_chain``, pooled by evidence in ``masses.per_dataset``).  Monte Carlo errors on the Z
+    scale (``analysis.log_evidence_mcse``: of log mean_r Z_r, and of log mean_r Z_r mass_alpha,r)."""
     log_z, dataset = np.asarray(log_z, np.float64), np.asarray(dataset)
     groups = np.unique(dataset)
     K = len(groups)
@@ -65,10 +68,10 @@ def free_energies(log_z, dataset, masses: PhaseMasses) -> FreeEnergies:
     with np.errstate(invalid="ignore"):                # a phase without particles: F_alpha = inf, its errors NaN
         fa_mean = Fa.mean(0)
         fa_se = Fa.std(0, ddof=1) / np.sqrt(K) if K > 1 else np.full(Fa.shape[1], np.nan)
-        fa_mcse = runs_mcse(np.where(np.isfinite(per_run), per_run, np.nan), dataset)
+        fa_mcse = np.array([log_evidence_mcse(-per_run[:, k], dataset) for k in range(per_run.shape[1])])
     with np.errstate(divide="ignore", invalid="ignore"):
         rel, rel_se = -np.log(masses.mass), masses.se / masses.mass
-    return FreeEnergies(masses.names, lz, F, Fa, float(F.mean()), se(F), float(runs_mcse(-log_z[:, None], dataset)[0]),
+    return FreeEnergies(masses.names, lz, F, Fa, float(F.mean()), se(F), log_evidence_mcse(log_z, dataset),
                         fa_mean, fa_se, fa_mcse, rel, rel_se)
 
 
@@ -202,8 +205,8 @@ def evidence_summary(res: dict, rule, classified) -> dict:
     for key, labels in (("free_energy", rule), ("free_energy_classify_phase", (classified, None))):
         if labels is None or labels[0] is None:
             continue
-        fe = free_energies(res["log_evidence"], res["dataset"], phase_masses(labels[0], labels[1],
-                                                                                               res["dataset"]))
+        fe = free_energies(res["log_evidence"], res["dataset"],
+                           phase_masses(labels[0], labels[1], res["dataset"], res["log_evidence"]))
         if "log_evidence" not in out:
             out.update(log_evidence=float(np.mean(fe.log_evidence)), log_evidence_per_trial=fe.log_evidence,
                        log_evidence_se=fe.free_energy_se, log_evidence_mcse=fe.free_energy_mcse,

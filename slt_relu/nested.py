@@ -33,14 +33,19 @@ from .samplers import check_keys
 
 class NestedEvidence(NamedTuple):
     """log_evidence: log Z (the mean over simulated volume sequences); log_evidence_se: their standard
-    deviation; steps: nested-sampling steps; deleted: the points that carry Z's weights (every dead
-    point and the final live ones); wall_s: seconds."""
+    deviation; steps: nested-sampling steps; deleted: the M points that carry Z's weights (every dead
+    point and the final live ones); wall_s: seconds; z: (M, k) those points' unconstrained
+    coordinates; weight: (M,) their posterior weights L_i (X_{i-1} - X_i) / Z (averaged over the
+    simulated volume sequences, summing to 1), so that sum_i weight_i g(z_i) estimates E[g] under
+    the posterior (a phase's mass: g its indicator)."""
 
     log_evidence: float
     log_evidence_se: float
     steps: int
     deleted: int
     wall_s: float
+    z: np.ndarray
+    weight: np.ndarray
 
 
 def nested_log_evidence(key, x, y, n_beta: float, *, model: Restriction, prior: Prior = Prior(), sigma: float = 1.0,
@@ -97,5 +102,7 @@ def nested_log_evidence(key, x, y, n_beta: float, *, model: Restriction, prior: 
     final = finalise(state, dead, update_info=False)
     log_w = log_weights(k_vol, final, shape=100)                          # (points, 100)
     samples = np.asarray(jax.nn.logsumexp(log_w, axis=0), np.float64)
+    weight = np.asarray(jnp.mean(jnp.exp(log_w - jax.nn.logsumexp(log_w, axis=0)), axis=1), np.float64)
     return NestedEvidence(float(samples.mean()), float(samples.std(ddof=1)), steps,
-                          int(final.particles.loglikelihood.shape[0]), time.time() - start)
+                          int(final.particles.loglikelihood.shape[0]), time.time() - start,
+                          np.asarray(final.particles.position), weight / weight.sum())

@@ -9,28 +9,100 @@ from slt_relu import analysis, evidence
 
 
 def test_free_energies_by_hand():
-    """Two data sets x two runs, two phases: F = -log mean_r Z_r per data set, F_alpha = F - log mass_alpha,
-    so mass_alpha = exp(F - F_alpha); errors across data sets and from the runs kept apart."""
+    """Two data sets x two runs, two phases: F = -log mean_r Z_r per data set, each data set's runs pooled by
+    their evidence (mass_alpha = sum_r Z_r mass_alpha,r / sum_r Z_r), F_alpha = F - log mass_alpha, so
+    mass_alpha = exp(F - F_alpha); errors across data sets and from the runs kept apart."""
     log_z = np.array([-10.0, -10.2, -12.0, -11.6])
     dataset = np.array([0, 0, 1, 1])
     labels = np.array([[0, 0, 0, 1], [0, 0, 1, 1], [0, 1, 1, 1], [1, 1, 1, 1]])   # 4 particles per run
-    pm = analysis.phase_masses(labels, ("a", "b"), dataset)
+    pm = analysis.phase_masses(labels, ("a", "b"), dataset, log_z)
     fe = evidence.free_energies(log_z, dataset, pm)
-    F = -np.array([np.log(np.mean(np.exp([-10.0, -10.2]))), np.log(np.mean(np.exp([-12.0, -11.6])))])
+    Z = np.exp(log_z + 10)
+    F = -np.array([np.log(np.mean(Z[:2])), np.log(np.mean(Z[2:]))]) + 10
     np.testing.assert_allclose(fe.free_energy, F, rtol=1e-12)
     np.testing.assert_allclose(fe.log_evidence, -F, rtol=1e-12)
-    mass = np.array([[0.625, 0.375], [0.125, 0.875]])                               # per data set
+    per_run_a = np.array([0.75, 0.5, 0.25, 0.0])
+    mass_a = np.array([Z[:2] @ per_run_a[:2] / Z[:2].sum(), Z[2:] @ per_run_a[2:] / Z[2:].sum()])
+    mass = np.stack([mass_a, 1 - mass_a], 1)                                         # per data set
+    np.testing.assert_allclose(pm.per_dataset, mass, rtol=1e-12)
     np.testing.assert_allclose(fe.phase_free_energy, F[:, None] - np.log(mass), rtol=1e-12)
     np.testing.assert_allclose(np.exp(fe.free_energy[:, None] - fe.phase_free_energy), mass, rtol=1e-12)
     assert fe.free_energy_mean == pytest.approx(F.mean())
     assert fe.free_energy_se == pytest.approx(F.std(ddof=1) / np.sqrt(2))
-    # Monte Carlo error from the runs: sqrt(sum_k var_k / R_k) / K with the runs' own -log Z
-    assert fe.free_energy_mcse == pytest.approx(np.sqrt(np.var([10.0, 10.2], ddof=1) / 2
-                                                        + np.var([12.0, 11.6], ddof=1) / 2) / 2)
+    # Monte Carlo error of log mean_r Z_r on the Z scale: sd(Z_r) / sqrt(R) / mean(Z_r) per data set
+    rel = [np.std(z, ddof=1) / np.sqrt(2) / np.mean(z) for z in (Z[:2], Z[2:])]
+    assert fe.free_energy_mcse == pytest.approx(np.sqrt(rel[0] ** 2 + rel[1] ** 2) / 2, rel=1e-12)
+    # ... and of a phase's -log mean_r Z_r mass_alpha,r the same way (phase a on data set 1: one run has none)
+    za = Z * per_run_a
+    rel_a = [np.std(z, ddof=1) / np.sqrt(2) / np.mean(z) for z in (za[:2], za[2:])]
+    assert fe.phase_free_energy_mcse[0] == pytest.approx(np.sqrt(rel_a[0] ** 2 + rel_a[1] ** 2) / 2, rel=1e-12)
     np.testing.assert_allclose(fe.relative_mean, -np.log(mass.mean(0)), rtol=1e-12)
     # a phase without particles has F_alpha = inf
-    empty = analysis.phase_masses(np.zeros((4, 4), int), ("a", "b"), dataset)
+    empty = analysis.phase_masses(np.zeros((4, 4), int), ("a", "b"), dataset, log_z)
     assert np.isinf(evidence.free_energies(log_z, dataset, empty).phase_free_energy[:, 1]).all()
+
+
+def test_runs_pooled_by_evidence_reduce_to_the_plain_mean_when_their_evidences_agree():
+    """Equal log Z: the weights are 1 / R, the masses the plain mean of the runs and their Monte Carlo error
+    sd / sqrt(R) per data set (the delta method's R / (R - 1) sum w^2 (x - xbar)^2 is then sd^2 / R)."""
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, (6, 50))
+    dataset = np.array([0, 0, 0, 1, 1, 1])
+    plain = analysis.phase_masses(labels, ("a", "b", "c"), dataset)
+    pooled = analysis.phase_masses(labels, ("a", "b", "c"), dataset, np.full(6, -7.5))
+    np.testing.assert_allclose(pooled.per_dataset, plain.per_dataset, rtol=1e-12)
+    np.testing.assert_allclose(pooled.mcse_runs, plain.mcse_runs, rtol=1e-12)
+    by_hand = np.sqrt(sum(plain.per_chain[dataset == g].var(0, ddof=1) / 3 for g in (0, 1))) / 2
+    np.testing.assert_allclose(plain.mcse_runs, by_hand, rtol=1e-12)
+    assert analysis.effective_runs(np.full(6, -7.5), dataset) == pytest.approx([3.0, 3.0])
+
+
+def test_pooling_by_evidence_recovers_a_mode_that_few_runs_find():
+    """Runs as SMC's unbiased estimates: mode A holds Z_A = 1, mode B Z_B = 3 (true mass of B 0.75); a run
+    finds B with probability pi = 0.1 and then reports Z_r = Z_A + Z_B / pi with B's share of it (so that
+    E[Z_r] = Z_A + Z_B and E[Z_r mass_B,r] = Z_B), else Z_r = Z_A and mass_B,r = 0.  Pooled by evidence the
+    runs give 0.75 within 4 of their reported Monte Carlo errors (the reported errors are right: over 200
+    replicates the z-scores have sd within 20 % of 1); the plain mean of the runs gives about pi times
+    B's share, 0.097, and log Z by the mean of Z is right where the mean of log Z is not."""
+    rng = np.random.default_rng(1)
+    Z_A, Z_B, pi, R, N = 1.0, 3.0, 0.1, 400, 1000
+    zs = []
+    for rep in range(200):
+        found = rng.random(R) < pi
+        z = np.where(found, Z_A + Z_B / pi, Z_A)
+        share = np.where(found, Z_B / pi / z, 0.0)
+        labels = (rng.random((R, N)) < share[:, None]).astype(int)                  # 1: mode B
+        pm = analysis.phase_masses(labels, ("A", "B"), np.zeros(R, int), np.log(z))
+        zs.append((pm.mass[1] - Z_B / (Z_A + Z_B)) / pm.mcse_runs[1])
+        if rep == 0:
+            assert abs(zs[0]) < 4
+            plain = analysis.phase_masses(labels, ("A", "B"), np.zeros(R, int))
+            assert abs(plain.mass[1] - 0.097) < 0.03
+            fe = evidence.free_energies(np.log(z), np.zeros(R, int), pm)
+            assert abs(fe.log_evidence[0] - np.log(Z_A + Z_B)) < 4 * fe.free_energy_mcse
+            assert np.mean(np.log(z)) < np.log(Z_A + Z_B) - 0.8
+    assert 0.8 < np.std(zs) < 1.2 and abs(np.mean(zs)) < 0.3, (np.mean(zs), np.std(zs))
+
+
+def test_one_run_carrying_the_evidence_shows_in_the_error_of_log_z():
+    """Eight runs that agree within 0.05 nats: log Z's error about their sd / sqrt(8); one of them 2.6 nats
+    above the rest: it carries 0.66 of Z, the effective runs fall to 2.2 and the error of log Z is 0.61
+    nats, whatever the spread of the other seven (the convergence rule's log Z target refuses it)."""
+    rng = np.random.default_rng(2)
+    lz = -1563.0 + 0.05 * rng.standard_normal(8)
+    ds = np.zeros(8, int)
+    assert analysis.log_evidence_mcse(lz, ds) == pytest.approx(np.std(lz, ddof=1) / np.sqrt(8), rel=0.05)
+    lz = np.full(8, -1563.0)
+    lz[3] += 2.6
+    w = analysis.run_weights(lz, ds)
+    w3 = np.exp(2.6) / (np.exp(2.6) + 7)
+    assert w[3] == pytest.approx(w3, rel=1e-12) and w.sum() == pytest.approx(1, rel=1e-12)
+    assert analysis.effective_runs(lz, ds)[0] == pytest.approx(1 / (w3**2 + 7 * ((1 - w3) / 7) ** 2), rel=1e-12)
+    assert 2.1 < analysis.effective_runs(lz, ds)[0] < 2.3
+    by_hand = np.sqrt(8 / 7 * ((w3 - 1 / 8) ** 2 + 7 * ((1 - w3) / 7 - 1 / 8) ** 2))
+    assert analysis.log_evidence_mcse(lz, ds) == pytest.approx(by_hand, rel=1e-12) and 0.58 < by_hand < 0.64
+    lz[5] = np.nan                                                               # NaN in, NaN out
+    assert np.isnan(analysis.run_weights(lz, ds)).all() and np.isnan(analysis.log_evidence_mcse(lz, ds))
 
 
 def test_free_energy_slopes_recover_lambda():

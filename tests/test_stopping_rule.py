@@ -46,6 +46,7 @@ def test_disagreeing_runs_get_more_runs_then_are_flagged(runs):
     assert headline(strict)[0].count("> target: runs disagree") == sum(over.values()) >= 1
     assert strict["converged_phase"] == {nm: [not bad] for nm, bad in over.items()}
     assert set(c["mass_mcse"]) == set(strict["mass"]) and c["targets"]["mass_mcse"] == 1e-6
+    assert len(c["effective_runs"]) == 2 and all(1 <= e <= 8 + 1e-9 for e in c["effective_runs"])
     for nm, v in c["mass_mcse"].items():                    # what the rule saw is what the row reports
         assert v == pytest.approx(strict["points"][0]["mass_mcse"][nm], rel=1e-9)
 

@@ -1,8 +1,11 @@
 """SMC's stopping rule for the points of a posterior sweep (kind ``posterior``, ``[convergence]``).
 
 A point's runs agree when the Monte Carlo error of every phase mass of its DSLT4 rule and of log Z,
-estimated from the spread of its independent runs on each data set (``slt_relu.analysis.runs_mcse``,
-sqrt(sum_k var_k / R_k) / K over the K data sets), is at most its target.  The error falls as
+estimated from the spread of its independent runs on each data set, each data set's runs pooled by
+their evidence (``slt_relu.analysis``: :func:`run_weights`, :func:`runs_mcse`,
+:func:`log_evidence_mcse`), is at most its target.  log Z's error is on the Z scale, so a data set
+where one run carries most of the evidence (a mode the other runs missed) cannot pass however
+close the other runs are.  The error falls as
 1 / sqrt(R), so a point with R runs per data set and a worst ratio error / target = r > 1 needs about
 R r^2: it gets the missing runs (new keys, the same data sets), pooled with the first.  A point still
 above a target after MAX_ROUNDS rounds or at ``max_chains_per_dataset`` is reported as not converged
@@ -60,20 +63,21 @@ def check_convergence(s) -> ConvergenceSettings | None:
 
 def run_agreement(p, res: dict) -> dict:
     """How well a point's independent SMC runs agree: the Monte Carlo errors of its rule's phase masses
-    and of log Z (``slt_relu.analysis.runs_mcse``: from the spread of the runs on each data set) against
-    the [convergence] targets, and the runs per data set that would meet them (the error falls as
+    and of log Z (from the spread of the runs on each data set, pooled by their evidence) against the
+    [convergence] targets, and the runs per data set that would meet them (the error falls as
     1 / sqrt(runs)).  Returns {"converged", "mass_mcse": {phase: ...}, "log_evidence_mcse",
-    "runs_per_dataset", "runs_needed"}."""
-    from ..analysis import phase_masses, runs_mcse
+    "runs_per_dataset", "runs_needed", "effective_runs"} (the last: per data set, 1 / sum_r w_r^2 of
+    the runs' evidence weights)."""
+    from ..analysis import effective_runs, log_evidence_mcse, phase_masses
     from .posterior_report import _params, _rule_labels
 
     conv = p.convergence
     mass_mcse = {}
     if conv.mass_mcse is not None:
         codes, names = _rule_labels(p.phases, p, _params(p, res["flat"]))
-        pm = phase_masses(codes, names, res["dataset"])
+        pm = phase_masses(codes, names, res["dataset"], res["log_evidence"])
         mass_mcse = dict(zip(pm.names, (float(v) for v in pm.mcse_runs)))
-    lz_mcse = float(runs_mcse(np.asarray(res["log_evidence"], np.float64)[:, None], res["dataset"])[0])
+    lz_mcse = log_evidence_mcse(res["log_evidence"], res["dataset"])
     ratios = [v / conv.mass_mcse for v in mass_mcse.values()]
     if conv.log_evidence_mcse is not None:
         ratios.append(lz_mcse / conv.log_evidence_mcse)
@@ -83,7 +87,8 @@ def run_agreement(p, res: dict) -> dict:
     # None: an error is NaN (a run's log Z or mass not finite), which more runs cannot mend
     needed = runs if worst <= 1 else int(np.ceil(runs * worst**2)) if np.isfinite(worst) else None
     return {"converged": bool(worst <= 1), "mass_mcse": mass_mcse, "log_evidence_mcse": lz_mcse,
-            "runs_per_dataset": runs, "runs_needed": needed}
+            "runs_per_dataset": runs, "runs_needed": needed,
+            "effective_runs": effective_runs(res["log_evidence"], res["dataset"]).tolist()}
 
 
 CHAIN_AXIS = ("flat", "loss", "dataset", "potential_energy", "grad_evals", "log_evidence")

@@ -70,7 +70,7 @@ def _rows(r, points, results) -> tuple[list, list, list]:
         row = {"index": pt.index, "values": pt.values, "n": p.n, "beta": p.beta, "n_beta": p.n_beta}
         row.update(analysis.point_summary(res["loss"], res["dataset"], res["truth_loss"], filter_z=p.trial_filter_z,
                                           apply_filter=p.trial_filter, rule=rule, classified=classified,
-                                          mcse_from_runs=smc))
+                                          log_evidence=res["log_evidence"] if smc else None))
         if classified is not None:
             row["classify_phase"]["names"] = names
             if rule is not None:
@@ -81,7 +81,7 @@ def _rows(r, points, results) -> tuple[list, list, list]:
         if smc:
             d = evidence.smc_diagnostics(stats, res["grad_evals"], p.sampler.symmetry_moves)
             labels = rule if rule is not None else (classified, None)
-            masses = analysis.phase_masses(labels[0], labels[1], res["dataset"])
+            masses = analysis.phase_masses(labels[0], labels[1], res["dataset"], res["log_evidence"])
             particles = int(np.shape(res["flat"])[1])
             warnings += evidence.smc_warnings(d, where, masses, particles, res["log_evidence"],
                                               res["dataset"], p.sampler.target_ess)
