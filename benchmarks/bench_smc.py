@@ -20,7 +20,8 @@ beforehand with the same shapes).
     .venv/bin/python benchmarks/bench_smc.py --pt2 [--v 1.0] [--runs 8]
 
 DSLT4 PT2 at v (the 3-symmetric truth, n beta = 1,086, one data set): SMC with and without the
-orientation flips (slt_relu.moves), R runs each, and NUTS with and without the flip between
+orientation flips (slt_relu.moves), R runs each (1,024 particles, and with the flips 2,048 and 4,096:
+the stopping rule's growth of particles), and NUTS with and without the flip between
 trajectories, R chains from random starts; per row the sd across runs (chains) of each sector-rule
 mass and of log Z (SMC), gradients per run, and the gradients to bring the worst mass's standard
 error to the target, with the ratio of the setting before the flips (waste-free, 7 moves) to each row.
@@ -68,9 +69,13 @@ def pt2(args):
             ("waste-free, 7 moves + flips (config)", S.SMCSettings(waste_free=True, num_mcmc_steps=7,
                                                                    symmetry_moves=True)),
             ("waste-free, 3 moves + flips", S.SMCSettings(waste_free=True, num_mcmc_steps=3, symmetry_moves=True)),
+            ("7 moves + flips, N = 2048", S.SMCSettings(num_particles=2048, waste_free=True, num_mcmc_steps=7,
+                                                         symmetry_moves=True)),
+            ("7 moves + flips, N = 4096", S.SMCSettings(num_particles=4096, waste_free=True, num_mcmc_steps=7,
+                                                         symmetry_moves=True)),
             ("NUTS chain, 300 + 500 draws", S.NUTSSettings(num_warmup=300, num_samples=500)),
             ("NUTS chain + flips", S.NUTSSettings(num_warmup=300, num_samples=500, symmetry_moves=True))]
-    print(f"{'SMC run (N = 1024) or NUTS chain':38s} {'true':>6s} {'rev':>6s} {'other':>6s} {'sd true':>8s} {'sd rev':>7s} "
+    print(f"{'SMC run (N = 1024 unless said) or NUTS':38s} {'true':>6s} {'rev':>6s} {'other':>6s} {'sd true':>8s} {'sd rev':>7s} "
           f"{'sd oth':>7s} {'sd logZ':>8s} {'grads/run':>10s} {'s/run':>6s} {'grads to target':>16s} {'ratio':>6s}")
     base = None
     keys = jax.random.split(jax.random.PRNGKey(1), R)

@@ -102,13 +102,16 @@ def _posterior(s) -> list[Need]:
     runs = p.datasets * p.chains_per_dataset
     out = [Need("posterior.n, posterior.datasets", "the data sets of one sweep point", p.datasets * p.n * (n_in + 1))]
     if sampler.name == "smc":
-        if s.convergence.active:                          # the stopping rule may add runs up to its bound
+        particles = sampler.num_particles
+        if s.convergence.active and s.convergence.max_particles is not None:   # the rule may grow the particles
+            particles = max(particles, s.convergence.max_particles)
+        elif s.convergence.active:                        # the stopping rule may add runs up to its bound
             runs = p.datasets * max(p.chains_per_dataset, s.convergence.max_chains_per_dataset)
         out += [Need("sampler.num_particles, posterior.datasets, posterior.chains_per_dataset, "
-                     "convergence.max_chains_per_dataset", "the particles of one sweep point",
-                     runs * sampler.num_particles * D),
+                     "convergence.max_chains_per_dataset, convergence.max_particles", "the particles of one sweep point",
+                     runs * particles * D),
                 Need("posterior.n, sampler.particle_batch", "one batch of forward passes over the data",
-                     runs * min(sampler.particle_batch, sampler.num_particles) * p.n * width)]
+                     runs * min(sampler.particle_batch, particles) * p.n * width)]
     else:
         out += [Need("sampler.num_samples, posterior.datasets, posterior.chains_per_dataset",
                      "the kept draws of one sweep point", runs * sampler.num_samples * D),

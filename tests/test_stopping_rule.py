@@ -26,10 +26,27 @@ def runs(tmp_path_factory):
     """The tiny PT2 point (2 data sets x 4 runs of 64 particles) under a target no such runs can meet, with
     up to 8 runs per data set, and under one any run meets."""
     tmp = tmp_path_factory.mktemp("stopping")
-    strict = run(tmp, "strict", **{"convergence.mass_mcse": 1e-6, "convergence.max_chains_per_dataset": 8})
+    strict = run(tmp, "strict", **{"convergence.mass_mcse": 1e-6, "convergence.max_chains_per_dataset": 8,
+                                   "convergence.max_particles": None})
     loose = run(tmp, "loose", **{"convergence.mass_mcse": 0.99, "convergence.log_evidence_mcse": 1e3,
-                                 "convergence.max_chains_per_dataset": 16})
+                                 "convergence.max_chains_per_dataset": 16, "convergence.max_particles": None})
     return strict, loose
+
+
+def test_disagreeing_runs_get_more_particles_with_max_particles(tmp_path):
+    """With max_particles the rule replaces a point's runs by as many runs with more particles (64 -> 128,
+    the bound, in one round as the error is far above the target), counts the replaced runs' gradients,
+    and flags the point if they still disagree."""
+    m = run(tmp_path, "particles", **{"convergence.mass_mcse": 1e-6})
+    c = m["points"][0]["convergence"]
+    assert c["converged"] is False and c["runs_per_dataset"] == 4 and c["particles"] == 128
+    assert c["targets"]["max_particles"] == 128 and c["worst_ratio"] > 1
+    assert m["sampler_totals"]["draws"] == 2 * 4 * 128
+    d = m["points"][0]["diagnostics"]
+    assert d["grad_evals_replaced"] > 0 and d["grad_evals"] > d["grad_evals_replaced"]
+    assert len(d["stages"]) == 8
+    assert any("NOT CONVERGED with 4 runs of 128 particles per data set" in w and "at most 128 particles" in w
+               for w in m["warnings"])
 
 
 def test_disagreeing_runs_get_more_runs_then_are_flagged(runs):
@@ -40,7 +57,7 @@ def test_disagreeing_runs_get_more_runs_then_are_flagged(runs):
     # the first 4 runs per data set and the 4 added are pooled: 2 data sets x 8 runs of 64 particles
     assert strict["sampler_totals"]["draws"] == 2 * 8 * 64
     assert strict["points"][0]["diagnostics"]["stages"].__len__() == 16
-    assert any("NOT CONVERGED with 8 runs per data set" in w for w in strict["warnings"])
+    assert any("NOT CONVERGED with 8 runs of 64 particles per data set" in w for w in strict["warnings"])
     assert headline(strict)[0].startswith("truth.v = 1: NOT CONVERGED")
     over = {nm: v > 1e-6 for nm, v in c["mass_mcse"].items()}             # a phase no run ever visits: 0, met
     assert headline(strict)[0].count("> target: runs disagree") == sum(over.values()) >= 1
@@ -68,8 +85,12 @@ def test_agreeing_runs_are_left_alone(runs):
     ({"phases.rule": "none", "phases.crossover": None},
      "convergence.mass_mcse: the masses it bounds are the rule's"),
     ({"convergence.mass_mcse": 0}, "convergence.mass_mcse: expected a number in (0, 1)"),
-    ({"convergence.max_chains_per_dataset": 3}, "convergence.max_chains_per_dataset: expected at least "
-                                                "posterior.chains_per_dataset = 4"),
+    ({"convergence.max_chains_per_dataset": 3, "convergence.max_particles": None},
+     "convergence.max_chains_per_dataset: expected at least posterior.chains_per_dataset = 4"),
+    ({"convergence.max_particles": 96}, "convergence.max_particles: expected sampler.num_particles = 64 times a "
+                                        "power of 2 (at least 2), got 96"),
+    ({"convergence.max_particles": 64}, "convergence.max_particles: expected sampler.num_particles = 64 times"),
+    ({"convergence.max_chains_per_dataset": 8}, "convergence.max_particles: the rule then grows the particles"),
 ])
 def test_bad_convergence_settings_are_refused_in_one_line(overrides, message):
     import jax

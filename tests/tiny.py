@@ -39,7 +39,7 @@ TINY = {
     "dslt4_pt1_smc.toml": {**SMC_TINY, "posterior.chains_per_dataset": 4, "convergence.max_chains_per_dataset": 4,
                            "compare.num_warmup": 30, "compare.num_samples": 20,
                            "sweep.truth.t": [1.0, 1.5707963267948966]},
-    "dslt4_pt2_smc.toml": {**SMC_TINY, "posterior.chains_per_dataset": 4, "convergence.max_chains_per_dataset": 4,
+    "dslt4_pt2_smc.toml": {**SMC_TINY, "posterior.chains_per_dataset": 4, "convergence.max_particles": 128,
                            "sweep.truth.v": [1.0, 3.0]},
     "dslt4_free_energy.toml": {**SMC_TINY, "sweep.posterior.beta": [0.3, 3.0], "sweep.truth.t": [1.0, 1.5707963267948966]},
 }

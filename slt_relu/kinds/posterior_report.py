@@ -80,6 +80,9 @@ def _rows(r, points, results) -> tuple[list, list, list]:
         where = _where(pt.values)
         if smc:
             d = evidence.smc_diagnostics(stats, res["grad_evals"], p.sampler.symmetry_moves)
+            if "grad_evals_replaced" in res:       # runs the stopping rule replaced by runs with more particles
+                d["grad_evals"] += int(res["grad_evals_replaced"])
+                d["grad_evals_replaced"] = int(res["grad_evals_replaced"])
             labels = rule if rule is not None else (classified, None)
             masses = analysis.phase_masses(labels[0], labels[1], res["dataset"], res["log_evidence"])
             particles = int(np.shape(res["flat"])[1])
@@ -123,10 +126,14 @@ def convergence_warnings(c: dict, where: str) -> list[str]:
     parts = [f"mass MC errors {', '.join(over)} > {t['mass_mcse']}"] if over else []
     if t["log_evidence_mcse"] is not None and not c["log_evidence_mcse"] <= t["log_evidence_mcse"]:
         parts.append(f"log Z MC error {c['log_evidence_mcse']:.3g} > {t['log_evidence_mcse']}")
-    need = (f"their spread asks for {c['runs_needed']}" if c["runs_needed"] is not None else
-            "errors undefined: a run's log Z or mass is not finite")
-    return [f"{where}: NOT CONVERGED with {c['runs_per_dataset']} runs per data set ({need}; at most "
-            f"{t['max_chains_per_dataset']}): " + "; ".join(parts)]
+    if c["runs_needed"] is None:
+        need = "errors undefined: a run's log Z or mass is not finite"
+    elif t.get("max_particles") is not None:
+        need = f"errors {c['worst_ratio']:.2g} x the targets; at most {t['max_particles']} particles"
+    else:
+        need = f"their spread asks for {c['runs_needed']}; at most {t['max_chains_per_dataset']}"
+    return [f"{where}: NOT CONVERGED with {c['runs_per_dataset']} runs of {c['particles']} particles per data set "
+            f"({need}): " + "; ".join(parts)]
 
 
 def analyze(r, results: dict, outdir, compare_points: list | None = None, compare: dict | None = None) -> dict:
