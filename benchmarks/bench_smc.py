@@ -22,8 +22,8 @@ beforehand with the same shapes).
 DSLT4 PT2 at v (the 3-symmetric truth, n beta = 1,086, one data set): SMC with and without the
 orientation flips (slt_relu.moves), R runs each (1,024 particles, and with the flips 2,048 and 4,096:
 the stopping rule's growth of particles), and NUTS with and without the flip between
-trajectories, R chains from random starts; per row the sd across runs (chains) of each sector-rule
-mass and of log Z (SMC), gradients per run, and the gradients to bring the worst mass's standard
+trajectories, R chains from random starts; per row the plain mean of the runs' sector-rule masses, the
+sd across runs (chains) of each mass and of log Z (SMC), gradients per run, and the gradients to bring the worst mass's standard
 error to the target, with the ratio of the setting before the flips (waste-free, 7 moves) to each row.
 """
 from __future__ import annotations

@@ -59,7 +59,8 @@ def phase_masses(labels, names: Sequence | None = None, dataset=None, log_eviden
     distinct labels).  dataset: (C,) data set of each chain (default: each chain its own).
     log_evidence: (C,) each chain's log Z when the chains are independent SMC runs (their
     particles equally weighted): a data set's runs are then pooled by :func:`run_weights`
-    (the island estimator) instead of equally."""
+    (the island estimator) instead of equally, and a data set with a NaN or +inf log Z has NaN
+    masses (so has the mean over data sets)."""
     labels = np.asarray(labels, dtype=object if names is None else None)
     if labels.ndim != 2:
         raise ValueError(f"labels: expected shape (chains, draws), got {labels.shape}")
@@ -102,8 +103,8 @@ def phase_masses(labels, names: Sequence | None = None, dataset=None, log_eviden
 
 def run_weights(log_evidence, dataset) -> np.ndarray:
     """Each independent SMC run's share of its data set's evidence, w_r = Z_r / sum_r' Z_r' over the
-    runs r' on the same data set (C,) from their log Z (C,); NaN for a data set with a non-finite
-    log Z (a run with Z = 0, log Z = -inf, has weight 0).
+    runs r' on the same data set (C,) from their log Z (C,); NaN for a data set with a NaN or +inf
+    log Z or with every log Z = -inf (a run with Z = 0, log Z = -inf, has weight 0).
 
     The island estimator: each run's Z_r pi_r (its evidence times its particles' measure) is an
     unbiased estimate of the unnormalised posterior, so sum_r w_r E_r[g] = sum_r Z_r E_r[g] / sum_r Z_r
@@ -149,8 +150,10 @@ def log_evidence_mcse(log_evidence, dataset) -> float:
     the independent runs on data set k (C,) each: the relative error of a mean on the Z scale,
     se(Zbar_k) / Zbar_k = sqrt(R_k / (R_k - 1) sum_r (w_r - 1 / R_k)^2) with w = :func:`run_weights`,
     combined as sqrt(sum_k se_k^2) / K.  About sd(log Z_r) / sqrt(R) when the runs agree; when one run
-    carries most of Z (a mode the others missed) it approaches 1 nat, whatever the spread of log Z.
-    NaN unless every data set has two runs (or on a non-finite log Z)."""
+    carries most of Z (a mode the others missed) it approaches 1 nat, whatever the spread of log Z
+    (while the delta-method error of a mass, :func:`runs_mcse`, then approaches 0: the pool is that
+    one run, whose error the others cannot measure; hence :func:`effective_runs`).  NaN unless
+    every data set has two runs, or where :func:`run_weights` is NaN."""
     dataset = np.asarray(dataset)
     w = run_weights(log_evidence, dataset)
     groups = np.unique(dataset)
@@ -328,19 +331,22 @@ def point_summary(loss, dataset, truth_loss, *, filter_z: float, apply_filter: b
     return row
 
 
-def cross_table(codes, names, labels, dataset) -> dict:
+def cross_table(codes, names, labels, dataset, log_evidence=None) -> dict:
     """How a DSLT4 rule's phases split into classify_phase's labels: {rule phase: {label: mass}},
-    the mass of draws in both (the mean over data sets of each data set's fraction), so that each
-    rule phase's row sums to its mass.  codes: (C, S) rule codes of the classified draws; names:
-    the rule's phase names; labels: (C, S) classify_phase codes; dataset: (C,)."""
+    the mass of draws in both (the mean over data sets of each data set's fraction, its chains pooled
+    as in :func:`phase_masses`), so that each rule phase's row sums to its mass.  codes: (C, S) rule
+    codes of the classified draws; names: the rule's phase names; labels: (C, S) classify_phase
+    codes; dataset: (C,); log_evidence: (C,) for independent SMC runs (pooled by their evidence)."""
     codes, labels, dataset = np.asarray(codes), np.asarray(labels, object), np.asarray(dataset)
     groups = np.unique(dataset)
+    w = (1.0 / np.array([np.sum(dataset == d) for d in dataset]) if log_evidence is None
+         else run_weights(log_evidence, dataset))
     out = {}
     for k, nm in enumerate(names):
         row = {}
         for lab in sorted(set(labels[codes == k].tolist()), key=str):
-            both = (codes == k) & (labels == lab)
-            row[str(lab)] = float(np.mean([both[dataset == g].mean() for g in groups]))
+            per_chain = ((codes == k) & (labels == lab)).mean(1)
+            row[str(lab)] = float(np.mean([w[dataset == g] @ per_chain[dataset == g] for g in groups]))
         out[nm] = row
     return out
 

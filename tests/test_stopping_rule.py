@@ -1,8 +1,10 @@
 """SMC's stopping rule (kind posterior, [convergence]): a point whose independent runs disagree beyond the
 targets gets more runs on its data sets (pooled with the first) and, if they still disagree, is flagged in
-metrics.json, the warnings, the headline and the figures; a point whose runs agree is left alone.  Bad
-settings are refused."""
+metrics.json, the warnings, the headline and the figures; a point whose runs agree is left alone; with
+convergence.max_particles the runs are replaced by runs with more particles instead.  Bad settings are
+refused."""
 import json
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -91,6 +93,8 @@ def test_agreeing_runs_are_left_alone(runs):
                                         "power of 2 (at least 2), got 96"),
     ({"convergence.max_particles": 64}, "convergence.max_particles: expected sampler.num_particles = 64 times"),
     ({"convergence.max_chains_per_dataset": 8}, "convergence.max_particles: the rule then grows the particles"),
+    ({"sampler": {"name": "nuts"}, "convergence.mass_mcse": None, "convergence.log_evidence_mcse": None},
+     'convergence.max_particles: grows the particles of SMC runs under the stopping rule; expected sampler.name'),
 ])
 def test_bad_convergence_settings_are_refused_in_one_line(overrides, message):
     import jax
@@ -101,3 +105,73 @@ def test_bad_convergence_settings_are_refused_in_one_line(overrides, message):
     finally:
         jax.config.update("jax_enable_x64", True)           # prepare set the config's float32 before refusing
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+class _Settings(NamedTuple):
+    convergence: object
+    sampler: object
+    chains_per_dataset: int
+
+
+class _Point(NamedTuple):
+    settings: _Settings
+    index: int
+
+
+def _stub_sample(spread):
+    """A sampler of 2 data sets x 4 runs whose log Z spread on each data set is spread(particles): the runs'
+    log Z are spread * (-1.5, -0.5, 0.5, 1.5); every run costs `particles` gradients.  Records its calls."""
+    calls = []
+
+    def sample(points, round_):
+        out = []
+        for pt in points:
+            N, R = pt.settings.sampler.num_particles, pt.settings.chains_per_dataset
+            calls.append((round_, N, R))
+            lz = np.tile(spread(N) * (np.arange(R) - (R - 1) / 2), 2)
+            out.append({"log_evidence": lz, "dataset": np.repeat([0, 1], R), "flat": np.zeros((2 * R, N, 1)),
+                        "grad_evals": np.full(2 * R, float(N)), "program_ticks": 1, "program_chains": 2 * R})
+        return out
+    return sample, calls
+
+
+@pytest.mark.parametrize("spread, grown, converged", [
+    (lambda N: 64.0 / N, [64, 256], True),                    # error 1 / N: r = 2.6 -> x4, then r = 0.75: met
+    (lambda N: 8.0 / np.sqrt(N), [64, 256, 512, 1024], True),  # 1 / sqrt(N): r = 2.9, 1.46, 1.05, 0.73 (3 rounds)
+    (lambda N: 2.0, [64, 256, 1024], False),                  # no better with particles (r = 3.9): the bound
+])
+def test_particle_growth_rounds_by_stub(spread, grown, converged):
+    """until_runs_agree with max_particles on a stub sampler (log Z target 0.15 only): the particles grow by
+    2^ceil(log2 error/target), at most max_particles, in at most MAX_ROUNDS rounds, each round with its own
+    round index (new keys); the runs are replaced, the replaced runs' gradients counted."""
+    from slt_relu.kinds.posterior_convergence import ConvergenceSettings, until_runs_agree
+    from slt_relu.smc import SMCSettings
+
+    conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=1024)
+    sample, calls = _stub_sample(spread)
+    pt = _Point(_Settings(conv, SMCSettings(num_particles=64, waste_free=False), 4), 0)
+    res = until_runs_agree([pt], sample, conv)[0]
+    assert [N for _, N, _ in calls] == grown and [r for r, _, _ in calls] == list(range(len(grown)))
+    assert all(R == 4 for _, _, R in calls)
+    c = res["convergence"]
+    assert c["converged"] is converged and c["particles"] == grown[-1] and c["runs_per_dataset"] == 4
+    assert res["grad_evals_replaced"] == pytest.approx(8 * sum(grown[:-1]))
+    assert res["program_chains"] == 8 * len(grown)
+
+
+def test_one_run_carrying_a_data_set_is_not_converged():
+    """Each data set's evidence rests on one run (log Z 10 nats above the other three): whatever the targets,
+    fewer than MIN_EFFECTIVE_RUNS effective runs is not converged, and the warning says why."""
+    from slt_relu.kinds.posterior_convergence import MIN_EFFECTIVE_RUNS, ConvergenceSettings, run_agreement
+    from slt_relu.kinds.posterior_report import convergence_warnings
+
+    conv = ConvergenceSettings(log_evidence_mcse=1e3)
+    res = {"log_evidence": np.tile([0.0, -10.0, -10.0, -10.0], 2), "dataset": np.repeat([0, 1], 4),
+           "flat": np.zeros((8, 64, 1))}
+    a = run_agreement(_Settings(conv, None, 4), res)
+    assert a["log_evidence_mcse"] < 1e3 and max(a["effective_runs"]) < MIN_EFFECTIVE_RUNS
+    assert a["converged"] is False and a["runs_needed"] == 16
+    warning = convergence_warnings({**a, "targets": conv.model_dump()}, "v = 1")
+    assert len(warning) == 1 and "one run carries a data set's evidence: 1.00 effective runs" in warning[0]
+    res["log_evidence"] = np.tile([0.0, -0.1, 0.1, 0.05], 2)
+    assert run_agreement(_Settings(conv, None, 4), res)["converged"] is True

@@ -10,10 +10,14 @@ close the other runs are.  The error falls as
 R r^2: it gets the missing runs (new keys, the same data sets), pooled with the first.  With
 ``max_particles`` the rule grows the runs instead: the point's runs are replaced by as many runs with
 2^ceil(log2 r) times the particles (at least twice).  Where the runs disagree because the share of a
-mode in a run rests on few ancestors (resampling), the spread falls as 1 / particles, faster than
-1 / sqrt(runs): at DSLT4 PT2 v = 1, 4,096 particles per run spread the "other" mass 4x less than 1,024
-(sd 0.021 against 0.08, log Z 0.08 against 0.35 nats), so r = 4 costs 4x the particles where more
-runs would cost 16x.  A point still above a target after MAX_ROUNDS rounds or at its bound is
+mode in a run rests on few ancestors (resampling), the spread can fall as 1 / particles, faster than
+1 / sqrt(runs): on one data set of DSLT4 PT2 v = 1, 4,096 particles per run spread the "other" mass
+4x less than 1,024 (sd 0.021 against 0.08, log Z 0.08 against 0.35 nats), so there r = 4 costs 4x
+the particles where more runs would cost 16x; on another (``benchmarks/bench_smc.py --pt2``) the
+spread did not fall at all, and more runs were the cheaper growth.  Where the spread falls only as
+1 / sqrt(particles) the growth falls short and the next round grows again.  A pool whose data set rests on one run (fewer
+than MIN_EFFECTIVE_RUNS effective runs, ``analysis.effective_runs``) is not converged whatever its
+errors: its mass errors then vanish because the others' spread no longer enters them.  A point still above a target after MAX_ROUNDS rounds or at its bound is
 reported as not converged (``posterior_report``: metrics, warnings, headline, figures).
 """
 from __future__ import annotations
@@ -28,8 +32,9 @@ from ..settings import Section
 class ConvergenceSettings(Section):
     """SMC's stopping rule: a point whose independent runs disagree more than these targets gets more runs
     on its data sets (as many as its runs' spread says the targets need, pooled with the first ones), up
-    to max_chains_per_dataset in at most MAX_ROUNDS rounds; a point still above a target is flagged as not
-    converged in metrics.json, the warnings, the headline and the figures."""
+    to max_chains_per_dataset, or with max_particles new runs with more particles, in at most MAX_ROUNDS
+    rounds; a point still above a target is flagged as not converged in metrics.json, the warnings, the
+    headline and the figures."""
 
     mass_mcse: float | None = Field(None, gt=0, lt=1, description="largest Monte Carlo error of a phase mass "
                                     "(the rule's phases; from the runs' spread on each data set)")
@@ -47,7 +52,8 @@ class ConvergenceSettings(Section):
 
 
 MIN_RUNS_FOR_CONVERGENCE = 4   # runs per data set: from 2 the spread (so the MC error) is itself uncertain ~2x
-MAX_ROUNDS = 3                 # rounds of added runs: the first's estimate of the runs needed is itself noisy
+MAX_ROUNDS = 3                 # rounds of growth: the first's estimate of the runs needed is itself noisy
+MIN_EFFECTIVE_RUNS = 2.0       # a data set's evidence-weighted pool resting on fewer runs is not converged
 RUNS_STEP = 4                  # runs per data set are added up to a multiple of this (fewer programs to compile)
 
 
@@ -61,7 +67,11 @@ def check_convergence(s) -> ConvergenceSettings | None:
     if conv.active and p.chains_per_dataset < MIN_RUNS_FOR_CONVERGENCE:
         raise ConfigError(f"posterior.chains_per_dataset: the convergence targets need at least "
                           f"{MIN_RUNS_FOR_CONVERGENCE} independent runs per data set, got {p.chains_per_dataset}")
-    if conv.active and conv.max_chains_per_dataset < p.chains_per_dataset:
+    if conv.max_particles is not None and (s.sampler.name != "smc" or not conv.active):
+        raise ConfigError("convergence.max_particles: grows the particles of SMC runs under the stopping rule; "
+                          "expected sampler.name = \"smc\" and a target (convergence.mass_mcse or "
+                          "convergence.log_evidence_mcse)")
+    if conv.active and conv.max_particles is None and conv.max_chains_per_dataset < p.chains_per_dataset:
         raise ConfigError(f"convergence.max_chains_per_dataset: expected at least posterior.chains_per_dataset = "
                           f"{p.chains_per_dataset}, got {conv.max_chains_per_dataset}")
     if conv.max_particles is not None:
@@ -101,12 +111,15 @@ def run_agreement(p, res: dict) -> dict:
     ratios = [r if np.isfinite(r) else np.inf for r in ratios]
     runs = int(np.min(np.bincount(np.asarray(res["dataset"]))))
     worst = max(ratios, default=0.0)
+    effective = effective_runs(res["log_evidence"], res["dataset"])
+    if not np.all(effective >= MIN_EFFECTIVE_RUNS):     # one run carries a data set (or its log Z is NaN)
+        worst = max(worst, np.inf if np.any(np.isnan(effective)) else 2.0)
     # None: an error is NaN (a run's log Z or mass not finite), which more runs cannot mend
     needed = runs if worst <= 1 else int(np.ceil(runs * worst**2)) if np.isfinite(worst) else None
     return {"converged": bool(worst <= 1), "mass_mcse": mass_mcse, "log_evidence_mcse": lz_mcse,
             "runs_per_dataset": runs, "runs_needed": needed, "particles": int(np.shape(res["flat"])[1]),
             "worst_ratio": float(worst),
-            "effective_runs": effective_runs(res["log_evidence"], res["dataset"]).tolist()}
+            "effective_runs": effective.tolist()}
 
 
 CHAIN_AXIS = ("flat", "loss", "dataset", "potential_energy", "grad_evals", "log_evidence")

@@ -11,6 +11,7 @@ from functools import partial
 
 import numpy as np
 
+from .posterior_convergence import MIN_EFFECTIVE_RUNS
 from .posterior_figures import posterior_figures
 
 SAVE_DRAWS_MB = 50          # save_draws = None (the default): the draws are saved when they take at most this
@@ -75,7 +76,7 @@ def _rows(r, points, results) -> tuple[list, list, list]:
             row["classify_phase"]["names"] = names
             if rule is not None:
                 row["cross_table"] = analysis.cross_table(rule[0][:, ::ph.classify_every], rule[1], classified,
-                                                          res["dataset"])
+                                                          res["dataset"], res["log_evidence"] if smc else None)
         stats = {k[5:]: v for k, v in res.items() if k.startswith("stat_")}
         where = _where(pt.values)
         if smc:
@@ -117,7 +118,8 @@ def _phase_converged(c: dict, phase: str) -> bool:
 
 
 def convergence_warnings(c: dict, where: str) -> list[str]:
-    """A point whose independent runs still disagree after the stopping rule's doublings."""
+    """A point whose independent runs still disagree after the stopping rule's rounds (or whose data set
+    rests on one run)."""
     if c["converged"]:
         return []
     t = c["targets"]
@@ -128,12 +130,15 @@ def convergence_warnings(c: dict, where: str) -> list[str]:
         parts.append(f"log Z MC error {c['log_evidence_mcse']:.3g} > {t['log_evidence_mcse']}")
     if c["runs_needed"] is None:
         need = "errors undefined: a run's log Z or mass is not finite"
+    elif min(c["effective_runs"]) < MIN_EFFECTIVE_RUNS:
+        need = (f"one run carries a data set's evidence: {min(c['effective_runs']):.2f} effective runs, fewer than "
+                f"{MIN_EFFECTIVE_RUNS}")
     elif t.get("max_particles") is not None:
         need = f"errors {c['worst_ratio']:.2g} x the targets; at most {t['max_particles']} particles"
     else:
         need = f"their spread asks for {c['runs_needed']}; at most {t['max_chains_per_dataset']}"
     return [f"{where}: NOT CONVERGED with {c['runs_per_dataset']} runs of {c['particles']} particles per data set "
-            f"({need}): " + "; ".join(parts)]
+            f"({need})" + (": " + "; ".join(parts) if parts else "")]
 
 
 def analyze(r, results: dict, outdir, compare_points: list | None = None, compare: dict | None = None) -> dict:
