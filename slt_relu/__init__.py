@@ -108,7 +108,8 @@ from .llc import (
 )
 from .samplers import HMCSettings, NUTSSettings, Draws, chain_mesh, pad_chains, run_sharded, sample
 from .sgld import SGLDSettings
-from .analysis import PhaseMasses, crossover, crossover_bootstrap, phase_masses, trial_filter
+from .analysis import (PhaseMasses, crossover, crossover_bootstrap, effective_runs, log_evidence_mcse, phase_masses,
+                       run_weights, trial_filter)
 from .smc import SMCSettings
 from .moves import OrientationFlip, involution_step
 from .nested import NestedEvidence, nested_log_evidence
@@ -149,7 +150,7 @@ __all__ = [
     "GridPosterior", "PhaseMasses", "PosteriorSamples", "Prior", "crossover", "crossover_bootstrap",
     "draw_datasets", "empirical_loss_columns", "ess_bulk", "ess_tail", "forward_columns", "gaussian_nll", "grid_posterior",
     "mcse_mean", "phase_masses", "posterior_model", "resolve_beta", "rhat", "rhat_nested", "sample_posterior",
-    "trial_filter",
+    "trial_filter", "run_weights", "log_evidence_mcse", "effective_runs",
     # one sampler interface, many chains on many devices
     "Draws", "HMCSettings", "NUTSSettings", "SGLDSettings", "SMCSettings", "SMCPosterior", "chain_mesh", "pad_chains",
     "run_sharded", "sample", "smc_posterior",
