@@ -40,7 +40,9 @@ TOLERANCES = {"float64": (1e-9, 1e-12), "float32": (1e-4, 1e-6)}
 # its path (from the root, skipping list indices) in STATISTICAL or DETERMINISTIC, else checked for its form.
 SAMPLER_KINDS = ("posterior", "learning_coefficient")
 SAMPLED = {                                 # containers of sampler outputs whose inner keys echo settings
-    "posterior": frozenset({"lead", "diagnostics", "trial_filter"}),
+    # draws: how many, and their files' size, follow SMC's stopping rule (runs or particles added where the
+    # runs disagree), itself a sampler output
+    "posterior": frozenset({"lead", "diagnostics", "trial_filter", "draws"}),
     # an optimiser's minimum on a singular loss moves along its flat directions with the rounding
     "learning_coefficient": frozenset({"loss_at_minimum"}),
 }
@@ -50,7 +52,7 @@ STATISTICAL = {
 }
 DETERMINISTIC = {
     "posterior": frozenset({"truth", "rule", "sweep", "sampler", "t", "v", "crossover_phases", "index",
-                            "values", "n", "beta", "n_beta", "trials", "draws", "programs"}),
+                            "values", "n", "beta", "n_beta", "trials", "programs"}),
     "learning_coefficient": frozenset({"n", "name", "true_lambda", "method", "exact_finite_n", "nbeta", "step_size",
                                        "localization", "num_steps", "refined", "case", "step_sizes", "localizations",
                                        "betas"}),

@@ -39,6 +39,8 @@ def test_the_kind_of_each_number():
     assert kind(("n_beta", 0)) == kind(("points", 0, "index")) == kind(("truth",)) == "deterministic"
     assert kind(("mass_mcse", "other", 0)) == kind(("points", 0, "diagnostics", "stages", 1)) == "form"
     assert kind(("lead", "degenerate_leads_at", 0, "posterior", "beta")) == "form"      # read off noisy masses
+    # how many draws a sweep kept follows SMC's stopping rule (more runs or particles where runs disagree)
+    assert kind(("sampler_totals", "draws")) == kind(("draws", "megabytes")) == kind(("converged", 0)) == "form"
     assert compare.number_kind("learning_coefficient", ("cases", 0, "refined", "loss_at_minimum")) == "form"
     assert compare.number_kind("learning_coefficient", ("cases", 0, "refined", "loss_at_point")) == "deterministic"
     assert compare.number_kind("fisher", ("points", 0, "max_generator_residual")) == "deterministic"
