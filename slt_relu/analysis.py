@@ -77,15 +77,12 @@ def phase_masses(labels, names: Sequence | None = None, dataset=None, log_eviden
     dataset = np.arange(C) if dataset is None else np.asarray(dataset)
     if dataset.shape != (C,):
         raise ValueError(f"dataset: expected shape ({C},), got {dataset.shape}")
-    weights = None if log_evidence is None else run_weights(log_evidence, dataset)
+    weights = pool_weights(dataset, log_evidence)
     P = len(names)
     onehot = codes[..., None] == np.arange(P)
     per_chain = onehot.mean(1)
     groups = np.unique(dataset)
-    if weights is None:
-        per_dataset = np.array([per_chain[dataset == g].mean(0) for g in groups])
-    else:
-        per_dataset = np.array([weights[dataset == g] @ per_chain[dataset == g] for g in groups])
+    per_dataset = np.array([weights[dataset == g] @ per_chain[dataset == g] for g in groups])
     K = len(groups)
     mass = per_dataset.mean(0)
     se = per_dataset.std(0, ddof=1) / np.sqrt(K) if K > 1 else np.full(P, np.nan)
@@ -99,6 +96,15 @@ def phase_masses(labels, names: Sequence | None = None, dataset=None, log_eviden
     mcse = np.sqrt(var) / K
     return PhaseMasses(tuple(str(nm) for nm in names), mass, se, mcse, runs_mcse(per_chain, dataset, weights),
                        per_dataset, per_chain)
+
+
+def pool_weights(dataset, log_evidence=None) -> np.ndarray:
+    """Each chain's weight in its data set's pool (C,): 1 / R_k (chains, or runs pooled plainly), or with
+    the runs' log Z (C,) :func:`run_weights`."""
+    dataset = np.asarray(dataset)
+    if log_evidence is not None:
+        return run_weights(log_evidence, dataset)
+    return 1.0 / np.array([np.sum(dataset == d) for d in dataset])
 
 
 def run_weights(log_evidence, dataset) -> np.ndarray:
@@ -134,9 +140,7 @@ def runs_mcse(per_run, dataset, weights=None) -> np.ndarray:
     groups = np.unique(dataset)
     if any(np.sum(dataset == g) < 2 for g in groups):
         return np.full(per_run.shape[1:], np.nan)
-    if weights is None:
-        weights = 1.0 / np.array([np.sum(dataset == d) for d in dataset])
-    w = np.asarray(weights, np.float64).reshape((-1,) + (1,) * (per_run.ndim - 1))
+    w = np.asarray(pool_weights(dataset) if weights is None else weights, np.float64).reshape((-1,) + (1,) * (per_run.ndim - 1))
     var = 0.0
     for g in groups:
         x, wg = per_run[dataset == g], w[dataset == g]
@@ -339,8 +343,7 @@ def cross_table(codes, names, labels, dataset, log_evidence=None) -> dict:
     codes; dataset: (C,); log_evidence: (C,) for independent SMC runs (pooled by their evidence)."""
     codes, labels, dataset = np.asarray(codes), np.asarray(labels, object), np.asarray(dataset)
     groups = np.unique(dataset)
-    w = (1.0 / np.array([np.sum(dataset == d) for d in dataset]) if log_evidence is None
-         else run_weights(log_evidence, dataset))
+    w = pool_weights(dataset, log_evidence)
     out = {}
     for k, nm in enumerate(names):
         row = {}
