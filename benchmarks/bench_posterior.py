@@ -8,7 +8,7 @@ same NUTS (numpyro's; the async runner replays it step for step) run four ways:
   sequential  numpyro's MCMC, one chain at a time (chain_method="sequential"), as DSLT4 ran Pyro
   lockstep    numpyro's kernel vmapped over the chains in one program (every iteration waits
               for the largest tree of any chain)
-  async       slt_relu.nuts: one leapfrog step per tick, each chain on its own tree, all slots
+  async       slt_relu.sampling.nuts: one leapfrog step per tick, each chain on its own tree, all slots
   queue       the same with 16 slots and a task queue (the CPU default)
 
 Reported: gradient evaluations per second (the chains' own counts, not the idle lanes), bulk
@@ -39,7 +39,7 @@ import numpy as np
 
 import slt_relu as S
 from slt_relu import diagnostics as dg
-from slt_relu.samplers import NUTSSettings
+from slt_relu.sampling import NUTSSettings
 from slt_relu.posterior import draw_datasets, posterior_model, sample_posterior
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +78,7 @@ def runner(keys, x, y, nb, model, warmup, samples, schedule, slots=None):
 
 def matmul_lockstep(keys, x, y, nb, warmup, samples):
     """The lockstep runner with f = relu(x W^T + b) q + c as matrix products (same prior, same data)."""
-    from slt_relu.samplers import sample
+    from slt_relu.sampling import sample
 
     def gen(xr, yr, b):
         def U(z):

@@ -1,6 +1,6 @@
 """slt_relu: loss landscapes and Bayesian posteriors of ReLU networks through singular learning theory.
 
-Public names are fixed by DESIGN.md; each is documented with its formula, shapes and paper.
+Public names are fixed by docs/design.md; each is documented with its formula, shapes and paper.
 """
 from . import truths
 from .fisher import (
@@ -106,12 +106,11 @@ from .llc import (
     two_layer_loss_for,
     wbic,
 )
-from .samplers import HMCSettings, NUTSSettings, Draws, chain_mesh, pad_chains, run_sharded, sample
-from .sgld import SGLDSettings
+from .sampling import (Draws, HMCSettings, NUTSSettings, SGLDSettings, SMCSettings, chain_mesh, involution_step,
+                       pad_chains, run_sharded, sample)
 from .analysis import (PhaseMasses, crossover, crossover_bootstrap, effective_runs, log_evidence_mcse, phase_masses,
                        run_weights, trial_filter)
-from .smc import SMCSettings
-from .moves import OrientationFlip, involution_step
+from .moves import OrientationFlip
 from .nested import NestedEvidence, nested_log_evidence
 from .posterior import (
     GridPosterior,

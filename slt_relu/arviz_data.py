@@ -5,7 +5,7 @@ ArviZ's data model (the InferenceData schema, as a DataTree): groups ``posterior
 ``sample_stats`` whose variables lead with the sample dimensions (``chain``, ``draw``),
 ``constant_data`` and ``observed_data`` without them.  Here:
 
-* ``posterior``: the parameters of f(x, w) = c + sum_i q_i relu(<w_i, x> + b_i) (DESIGN.md) as
+* ``posterior``: the parameters of f(x, w) = c + sum_i q_i relu(<w_i, x> + b_i) (docs/design.md) as
   w (chain, draw, dataset, node, input), b and q (chain, draw, dataset, node), c (chain, draw,
   dataset), and ``loss`` = L_n(w) on the chain's own data set.  The data set is a dimension of
   its own, not part of ``chain``: chains on different data sets sample different posteriors

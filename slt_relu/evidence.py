@@ -1,4 +1,4 @@
-"""Log evidence and free energies from SMC runs (DESIGN.md), and the diagnostics of those runs.
+"""Log evidence and free energies from SMC runs (docs/design.md), and the diagnostics of those runs.
 
     Z = int phi(w) exp(-n beta L_n(w)) dw,   F = -log Z,
     F_alpha = -log int_{U_alpha} phi exp(-n beta L_n) = F - log mass_alpha,
@@ -27,7 +27,7 @@ def logmeanexp(values, axis=0):
 
 
 class FreeEnergies(NamedTuple):
-    """Free energies of a point from SMC runs (DESIGN.md): F = -log Z per data set, the log of the
+    """Free energies of a point from SMC runs (docs/design.md): F = -log Z per data set, the log of the
     mean of its runs' Z (SMC's Z is unbiased, log Z is not); the local free energy of each phase
     F_alpha = F - log mass_alpha = -log mean_r Z_r mass_alpha,r with the runs pooled by their
     evidence (``analysis.run_weights``), so that mass_alpha = exp(F - F_alpha) (inf for a phase with

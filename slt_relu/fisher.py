@@ -11,7 +11,7 @@ differentiable, so every v_i is a null direction of I(w).  Null directions beyon
 span of the generators ("excess") come from degenerate nodes (q_i = 0 or w_i = 0),
 nodes sharing an activation boundary, and nodes inactive (or linear) on a bounded box.
 
-Numerical rank (DESIGN.md): eigenvalues of I above rtol * lambda_max with rtol
+Numerical rank (docs/design.md): eigenvalues of I above rtol * lambda_max with rtol
 defaulting to D * eps(dtype).  Eigenvalues are computed as the squared singular
 values of A = sqrt(weights) J / sigma (J: (N, D) per-point gradients), which is I = A^T A
 without the rounding of forming I.

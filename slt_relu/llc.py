@@ -32,7 +32,7 @@ the global one (prior N(0, 1)) about 7.6; SGLD agrees (5.1 at gamma = 3, the iss
 gamma = 1).  gamma = 3 is where the confinement bias and this one cancel at this n beta: a
 calibration at the known value, not a property of the estimator (llc_known_values.toml).
 
-Global estimates on the NUTS runner (slt_relu.nuts): WBIC = E_beta[n L_n] at beta = 1/log n
+Global estimates on the NUTS runner (slt_relu.sampling.nuts): WBIC = E_beta[n L_n] at beta = 1/log n
 (Watanabe 2013: WBIC = F_n + O_p(sqrt(log n))), and, since E_beta[n L_n] = n L_n(w0) + lambda / beta
 + O_p(sqrt(log n)) (Watanabe 2013, Corollary 3), lambda as the slope of E_beta[n L_n] against 1/beta
 over several beta around 1/log n (:func:`rlct_from_beta_sweep`).
@@ -106,13 +106,13 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int =
     parameter pytree and a data pytree whose leaves share a leading axis n).  params_star: the
     parameter (pytree) to localise at.  num_chains chains run vmapped in one program, sharded over
     ``devices`` (default jax.local_devices()).  num_steps SGLD steps per chain, the first num_burnin
-    dropped, then every thin-th loss kept (defaults: :class:`slt_relu.sgld.SGLD`'s).  nbeta: n beta
+    dropped, then every thin-th loss kept (defaults: :class:`slt_relu.sampling.SGLDSettings`'s).  nbeta: n beta
     > 0 (default n / log n); localization: gamma >= 0; batch_size: None for full-batch gradients,
     else mini-batches drawn with replacement at every step.  Sampled by
-    :func:`slt_relu.samplers.sample` with SGLD settings.
+    :func:`slt_relu.sampling.sample` with SGLD settings.
     """
-    from .samplers import check_keys, sample, unravel_fn
-    from .sgld import SGLDSettings
+    from .sampling import check_keys, sample, unravel_fn
+    from .sampling import SGLDSettings
 
     key = check_keys(key, "key", batch_ndim=0)
     n = _num_data(data)
@@ -163,7 +163,7 @@ def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300):
     misses the minimiser by O(1/sqrt n), which lowers lambda_hat by n beta (L_n(w*) - L_n(w_hat)),
     about beta chi^2_k / 2 for k regular directions (0.5 for the generic d = m = 3 truth at
     n = 10,000).  Returns (params, L_n at them)."""
-    from .samplers import unravel_fn
+    from .sampling import unravel_fn
 
     num_steps = check_count(num_steps, "num_steps")
     flat0, unravel = unravel_fn(params)
@@ -352,7 +352,7 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
                     prior_std: float = 1.0, localization: float = 0.0, settings=None, init_radius: float = 2.0,
                     devices=None) -> np.ndarray:
     """L_n at NUTS draws of p(w) proportional to N(w; 0, prior_std^2 I) exp(-n beta L_n(w)) for each
-    n beta >= 0 in n_betas (B,), all in one program (chains_per_beta chains each, slt_relu.nuts).
+    n beta >= 0 in n_betas (B,), all in one program (chains_per_beta chains each, slt_relu.sampling.nuts).
 
     loss_fn(params, data) -> L_n as in :func:`estimate_llc`; params_init: a parameter pytree (its
     structure; chains start uniformly in [-init_radius, init_radius]).  localization gamma > 0
@@ -360,7 +360,7 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
     as :func:`estimate_llc`, no prior): exp(-n beta L_n(w) - (gamma / 2) |w - w*|^2), chains
     starting at w*; its beta sweep measures the local lambda at w* without needing L_n(w*).
     Returns (B, chains, S)."""
-    from .samplers import HMCSettings, NUTSSettings, check_keys, sample, unravel_fn
+    from .sampling import HMCSettings, NUTSSettings, check_keys, sample, unravel_fn
 
     key = check_keys(key, "key", batch_ndim=0)
     settings = NUTSSettings() if settings is None else settings

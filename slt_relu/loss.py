@@ -1,6 +1,6 @@
 """The population loss K(w), the empirical loss L_n(w), data sets, and 2-D loss slices.
 
-Regression with Gaussian noise of standard deviation sigma (DESIGN.md):
+Regression with Gaussian noise of standard deviation sigma (docs/design.md):
 
     K(w)   = E_{x~q}[(f(x, w) - f0(x))^2] / (2 sigma^2)                (KL divergence)
     L_n(w) = (1/n) sum_k [(y_k - f(x_k, w))^2 / (2 sigma^2) + log(sigma sqrt(2 pi))]

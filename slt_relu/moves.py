@@ -1,14 +1,7 @@
-"""Metropolis-Hastings moves along the model's symmetries: jumps between modes that gradient
-moves cannot connect (DSLT4's orientation-reversed phase).
-
-A map h with h(h(z)) = z (an involution) is a valid deterministic Metropolis-Hastings proposal:
-from z propose z' = h(z) and accept with probability
-
-    alpha(z) = min(1, pi(z') |det dh/dz (z)| / pi(z)),
-
-which satisfies detailed balance because h swaps z and z' (Green 1995; Neklyudov et al. 2020,
-"Involutive MCMC").  Choosing h at random, independently of z, keeps the kernel reversible.
-When h is an exact symmetry of pi (pi(h(z)) |det dh/dz| = pi(z)) every proposal is accepted.
+"""The model's symmetries as Metropolis-Hastings moves of its posteriors: jumps between modes that
+gradient moves cannot connect (DSLT4's orientation-reversed phase).  An involution h of the
+unconstrained coordinates is a valid proposal, accepted with min(1, pi(h(z)) |det dh/dz| / pi(z))
+(``slt_relu.sampling.involution``: the theory, and the step the samplers take with it).
 
 :class:`OrientationFlip` is the involution of DSLT3's orientation reversal on a posterior's
 unconstrained coordinates z (``slt_relu.posterior``): z -> parameters w -> psi^J(w)
@@ -25,16 +18,13 @@ return to z when applied twice in floating point (a uniform prior's transform sa
 edges of its support, where z -> w -> z loses digits): the decision is the same at z and at z', so
 detailed balance holds.
 
-:func:`involution_step` applies one such proposal to a gradient sampler's state (BlackJAX's
-``HMCState``: position, logdensity, logdensity_grad), so it can follow any HMC move (SMC's moves,
-``slt_relu.smc``); NUTS and HMC chains (``slt_relu.nuts``, ``slt_relu.lockstep``) make the same proposal between
-trajectories, accepted by :func:`metropolis_hastings`.  Cost: one gradient evaluation at z'.
+Pass an :class:`OrientationFlip` as ``moves`` to :func:`slt_relu.sampling.sample` with settings
+that have ``symmetry_moves`` (NUTS, HMC, SMC; :func:`slt_relu.posterior.sample_posterior` does).
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -74,24 +64,3 @@ class OrientationFlip(NamedTuple):
         z_back, _ = self._flip(pieces, z_new)
         returns = jnp.all(jnp.abs(z_back - z) <= 1000 * jnp.finfo(z.dtype).eps * (1 + jnp.abs(z)))
         return z_new, jnp.where(keeps_fixed & returns, log_det, -jnp.inf)
-
-
-def metropolis_hastings(key, log_alpha):
-    """Accept with probability min(1, exp(log_alpha)); a non-finite log_alpha (a proposal off the
-    support, a NaN density) is a rejection.  log_alpha: () -> bool ()."""
-    log_alpha = jnp.where(jnp.isfinite(log_alpha), log_alpha, -jnp.inf)
-    return jnp.log(jax.random.uniform(key, (), log_alpha.dtype)) < log_alpha
-
-
-def involution_step(key, state, logdensity, move):
-    """One Metropolis-Hastings proposal z' = move(key, z) from a gradient sampler's state
-    (position z, logdensity log pi(z), logdensity_grad); returns (state, accepted).
-
-    log alpha = log pi(z') - log pi(z) + log |det dz'/dz|; a non-finite alpha (z' off the
-    support, a NaN potential) is a rejection."""
-    k_move, k_accept = jax.random.split(key)
-    z_new, log_det = move(k_move, state.position)
-    value, grad = jax.value_and_grad(logdensity)(z_new)
-    accept = metropolis_hastings(k_accept, value - state.logdensity + log_det)
-    proposed = state._replace(position=z_new, logdensity=value, logdensity_grad=grad)
-    return jax.tree.map(lambda a, b: jnp.where(accept, a, b), proposed, state), accept

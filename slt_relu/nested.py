@@ -28,7 +28,7 @@ import numpy as np
 
 from .network import Restriction, check_count, check_finite, check_number
 from .posterior import Prior, target
-from .samplers import check_keys
+from .sampling import check_keys
 
 
 class NestedEvidence(NamedTuple):

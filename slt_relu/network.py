@@ -169,7 +169,7 @@ def forward_columns(params: TwoLayer, x_cols: jax.Array) -> jax.Array:
 
 
 def to_flat(params: TwoLayer) -> jax.Array:
-    """Flatten to (D,) in the DESIGN order: w row-major, b, q, c."""
+    """Flatten to (D,) in the order of docs/design.md: w row-major, b, q, c."""
     return jnp.concatenate([params.w.reshape(-1), params.b, params.q, params.c.reshape(1)])
 
 

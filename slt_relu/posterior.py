@@ -11,7 +11,7 @@ and 3.4).
 
 :func:`posterior_model` is the numpyro model; :func:`sample_posterior` runs many chains of it
 at once, each chain with its own data set (DSLT4's trials) or several chains per data set,
-through :func:`slt_relu.samplers.sample` (vmapped, sharded over devices; any sampler whose
+through :func:`slt_relu.sampling.sample` (vmapped, sharded over devices; any sampler whose
 settings it is given).  :func:`grid_posterior` is the exact posterior of a model with one or
 two free parameters, by quadrature on a grid, to check samplers against.  Phase masses and
 their analysis are in ``slt_relu.analysis``.
@@ -28,7 +28,7 @@ import numpy as np
 
 from .loss import check_sigma, empirical_loss_columns
 from .network import Restriction, TwoLayer, check_count, check_finite, check_number, from_flat, to_flat
-from .samplers import HMCSettings, NUTSSettings, Draws, check_keys, sample
+from .sampling import HMCSettings, NUTSSettings, Draws, check_keys, sample
 
 GROUPS = ("w", "b", "q", "c")
 PRIOR_KINDS = ("normal", "uniform")
@@ -105,7 +105,7 @@ def posterior_model(x_cols, y, n_beta, *, model: Restriction, prior: Prior = Pri
 class Target(NamedTuple):
     """The pieces of one posterior family (one model, prior, sigma; any data): ``potential``, a
     hashable potential_gen(x_cols, y, n_beta) -> U(z) on flat unconstrained z (k,) for
-    :func:`slt_relu.samplers.sample`; ``constrain(z)`` -> the free coordinates (k,); size k;
+    :func:`slt_relu.sampling.sample`; ``constrain(z)`` -> the free coordinates (k,); size k;
     ``prior_draw(key)`` -> z (k,) distributed as the prior (SMC's starting particles)."""
 
     potential: Callable
@@ -198,7 +198,7 @@ class PosteriorSamples(NamedTuple):
 
     params: TwoLayer whose leaves carry leading axes (C, S); loss: (C, S) L_n(w) on the chain's
     own data set; dataset: (C,) data set index of each chain; n_beta: (C,); draws: the sampler's
-    :class:`~slt_relu.samplers.Draws` (unconstrained draws and the sampler's statistics).
+    :class:`~slt_relu.sampling.Draws` (unconstrained draws and the sampler's statistics).
     """
 
     params: TwoLayer
@@ -237,14 +237,14 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     keys: (K * chains_per_dataset, 2), one PRNG key per chain (chain c samples data set
     c // chains_per_dataset); x: (K, n, n_in), y: (K, n), finite, K, n >= 1; n_beta: (K,) or a
     scalar, positive and finite (n * beta of each data set).  settings: a sampler's settings
-    (:class:`~slt_relu.samplers.NUTSSettings` by default, :class:`~slt_relu.samplers.HMCSettings`, or
-    :class:`~slt_relu.smc.SMCSettings`: then each "chain" is an SMC run whose draws are its particles,
+    (:class:`~slt_relu.sampling.NUTSSettings` by default, :class:`~slt_relu.sampling.HMCSettings`, or
+    :class:`~slt_relu.sampling.SMCSettings`: then each "chain" is an SMC run whose draws are its particles,
     started from the prior); any sampler's ``symmetry_moves`` are :class:`~slt_relu.moves.OrientationFlip`.  MCMC chains start uniformly in
     [-init_radius, init_radius] in unconstrained coordinates (numpyro's ``init_to_uniform``).
-    devices, progress: see :func:`slt_relu.samplers.sample`.  Returns :class:`PosteriorSamples`.
+    devices, progress: see :func:`slt_relu.sampling.sample`.  Returns :class:`PosteriorSamples`.
     """
     from .moves import OrientationFlip
-    from .smc import SMCSettings
+    from .sampling import SMCSettings
 
     settings = NUTSSettings() if settings is None else settings
     if type(settings) not in (NUTSSettings, HMCSettings, SMCSettings):
@@ -297,10 +297,10 @@ class SMCPosterior(NamedTuple):
 
     params: TwoLayer with leading axes (K, N); loss: (K, N) L_n of each particle on its run's data;
     log_evidence: (K,) log Z = log int phi(w) exp(-n_beta L_n(w)) dw (L_n with its
-    log(sigma sqrt(2 pi)) term; DESIGN.md); schedule: (K, M) the tempering lambda after each stage
+    log(sigma sqrt(2 pi)) term; docs/design.md); schedule: (K, M) the tempering lambda after each stage
     (M = settings.max_stages; stages beyond num_stages are 0); ess, accept_prob: (K, M) the
     incremental weights' ESS fraction and the moves' mean acceptance at each stage; num_stages:
-    (K,); draws: the sampler's :class:`~slt_relu.samplers.Draws`; n_beta: (K,) each run's n beta."""
+    (K,); draws: the sampler's :class:`~slt_relu.sampling.Draws`; n_beta: (K,) each run's n beta."""
 
     params: TwoLayer
     loss: np.ndarray
@@ -315,14 +315,14 @@ class SMCPosterior(NamedTuple):
 
 def smc_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = Prior(), sigma: float = 1.0,
                   settings=None, devices=None) -> SMCPosterior:
-    """Adaptive tempered SMC (``slt_relu.smc``) of p(w | D_n) proportional to phi(w) exp(-n_beta L_n(w)):
+    """Adaptive tempered SMC (``slt_relu.sampling.smc``) of p(w | D_n) proportional to phi(w) exp(-n_beta L_n(w)):
     one run per key, run k on data set k.
 
     keys: (K, 2); x: (K, n, n_in), y: (K, n) (pass one data set several times for independent runs
     on it: their spread is the Monte Carlo error); n_beta: (K,) or a scalar; settings:
-    :class:`~slt_relu.smc.SMCSettings` (default ``SMCSettings()``).  Particles start from the prior.
+    :class:`~slt_relu.sampling.SMCSettings` (default ``SMCSettings()``).  Particles start from the prior.
     """
-    from .smc import SMCSettings
+    from .sampling import SMCSettings
 
     settings = SMCSettings() if settings is None else settings
     if not isinstance(settings, SMCSettings):

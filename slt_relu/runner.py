@@ -38,8 +38,12 @@ from . import memory, provenance
 from .config import ConfigError, load
 from .settings import parse
 
-EXPERIMENTS_DIR = Path(__file__).resolve().parent.parent / "experiments"
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+# the shipped configs: inside an installed wheel, slt_relu/configs (package data, pyproject.toml); in a checkout
+# (an editable install), the repository's experiments/; the committed results only exist in a checkout
+_PACKAGED_CONFIGS = Path(__file__).resolve().parent / "configs"
+_CHECKOUT = Path(__file__).resolve().parent.parent
+EXPERIMENTS_DIR = _PACKAGED_CONFIGS if _PACKAGED_CONFIGS.is_dir() else _CHECKOUT / "experiments"
+RESULTS_DIR = _CHECKOUT / "results"
 TOOL = "slt_relu"
 OWN_FILES = ("metrics.json", "manifest.json")                  # besides the files a manifest lists
 

@@ -144,7 +144,7 @@ def test_settings_must_be_a_settings_class(settings):
     with pytest.raises(TypeError, match="settings: expected NUTSSettings or HMCSettings, got"):
         S.tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], settings=settings)
     if not isinstance(settings, S.SGLDSettings):                          # sample runs SGLD too
-        with pytest.raises(TypeError, match="settings: expected NUTS, HMC, SGLD or SMC settings, got"):
+        with pytest.raises(TypeError, match="settings: expected the settings of a registered sampler .*, got"):
             S.sample(KEYS, None, jnp.zeros((1, 2)), (), settings)
 
 
@@ -164,7 +164,7 @@ def test_single_keys_and_typed_keys():
             S.estimate_llc(key, LOSS, jnp.ones(1), jnp.zeros(3))
         with pytest.raises(TypeError, match="key: expected a PRNG key"):
             S.tempered_losses(key, LOSS, jnp.ones(1), jnp.zeros(3), [1.0])
-    from slt_relu.samplers import check_keys
+    from slt_relu.sampling import check_keys
 
     typed = jax.random.split(jax.random.key(0), 3)                        # typed keys: their key data
     np.testing.assert_array_equal(check_keys(typed), jax.random.key_data(typed))

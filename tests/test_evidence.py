@@ -181,7 +181,7 @@ def test_a_collapsing_run_is_flagged_and_a_healthy_one_holds_the_target_ess():
     (bisection to 1e-4): a healthy run's smallest stage ESS is the target.  Particles whose potential is NaN
     lose all weight at every lambda, so no step reaches the target: the schedule stalls short of lambda = 1
     and the run is flagged (real runs, not constructed statistics)."""
-    from slt_relu.smc import SMCSettings, run_smc
+    from slt_relu.sampling.smc import SMCSettings, run_smc
 
     s = SMCSettings(num_particles=256, num_mcmc_steps=2, num_leapfrog=4, max_stages=20)
     keys = jax.random.split(jax.random.PRNGKey(0), 2)

@@ -12,9 +12,10 @@ import pytest
 
 import slt_relu as S
 from slt_relu.evidence import logmeanexp
-from slt_relu.moves import OrientationFlip, involution_step
+from slt_relu.moves import OrientationFlip
+from slt_relu.sampling import involution_step
 from slt_relu.posterior import _numpyro_pieces, draw_datasets, grid_posterior, target
-from slt_relu.smc import SMCSettings, run_smc
+from slt_relu.sampling.smc import SMCSettings, run_smc
 from slt_relu.symmetry import flip_orientation
 
 RUNS = 16                         # independent runs per sampler check (their spread is the Monte Carlo error)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from slt_relu import diagnostics as dg
-from slt_relu.samplers import HMCSettings, NUTSSettings, sample
+from slt_relu.sampling import HMCSettings, NUTSSettings, sample
 
 C, D = 6, 3
 MU = jnp.arange(C * D, dtype=jnp.float64).reshape(C, D) / 10
@@ -126,7 +126,7 @@ def test_bad_arguments():
         sample(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros((C, D)), (MU[:2], SCALE), s)
     with pytest.raises(ValueError, match="init_z: expected shape"):
         sample(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros(D), (MU, SCALE), s)
-    with pytest.raises(TypeError, match="settings: expected NUTS, HMC, SGLD or SMC settings, got dict"):
+    with pytest.raises(TypeError, match="settings: expected the settings of a registered sampler .*, got dict"):
         sample(jax.random.split(jax.random.PRNGKey(0), C), gaussian, jnp.zeros((C, D)), (MU, SCALE), {})
     with pytest.raises(ValidationError, match="num_samples"):
         NUTSSettings(num_samples=0)
@@ -138,7 +138,7 @@ SCRIPT = textwrap.dedent("""
     import json, sys
     import jax, jax.numpy as jnp, numpy as np
     jax.config.update("jax_enable_x64", True)
-    from slt_relu.samplers import NUTSSettings, sample
+    from slt_relu.sampling import NUTSSettings, sample
     C = 8
     mu = jnp.arange(C * 2, dtype=float).reshape(C, 2)
     gen = lambda m: (lambda z: 0.5 * jnp.sum((z - m) ** 2))

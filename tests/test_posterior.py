@@ -10,7 +10,7 @@ import pytest
 import slt_relu as S
 from slt_relu.analysis import crossover, crossover_bootstrap, phase_masses, trial_filter
 from slt_relu.posterior import Prior, draw_datasets, grid_posterior, resolve_beta, sample_posterior, target
-from slt_relu.samplers import NUTSSettings as SamplerSettings
+from slt_relu.sampling import NUTSSettings as SamplerSettings
 
 
 def test_resolve_beta():

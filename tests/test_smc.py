@@ -12,7 +12,7 @@ import slt_relu as S
 from slt_relu.analysis import phase_masses
 from slt_relu.evidence import logmeanexp
 from slt_relu.posterior import draw_datasets, grid_posterior, sample_posterior, target
-from slt_relu.smc import SMCSettings
+from slt_relu.sampling.smc import SMCSettings
 
 # independent runs per check: their spread is each check's Monte Carlo error, and on another CPU every run is a
 # fresh draw, so the error must itself be well estimated (t with 15 degrees of freedom, not 3); with k = 4-5

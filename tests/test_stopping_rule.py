@@ -145,7 +145,7 @@ def test_particle_growth_rounds_by_stub(spread, grown, converged):
     2^ceil(log2 error/target), at most max_particles, in at most MAX_ROUNDS rounds, each round with its own
     round index (new keys); the runs are replaced, the replaced runs' gradients counted."""
     from slt_relu.kinds.posterior_convergence import ConvergenceSettings, until_runs_agree
-    from slt_relu.smc import SMCSettings
+    from slt_relu.sampling.smc import SMCSettings
 
     conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=1024)
     sample, calls = _stub_sample(spread)

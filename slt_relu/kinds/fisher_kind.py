@@ -21,7 +21,7 @@ from ..config import ConfigError
 from ..fisher import default_rtol, null_accounting
 from ..inputs import UniformBox
 from ..network import TwoLayer, from_flat, init_params, make_params, num_params, to_flat
-from ..plots import rank_vs_bound_figure, spectrum_figure
+from ..plots import rank_vs_bound_figure, save_figure, spectrum_figure
 from ..settings import Section
 from ..truths import m_symmetric
 from .common import Experiment, InputsSettings, TruthSettings, example_of, resolve_inputs
@@ -286,8 +286,10 @@ def run(s: dict, outdir, key, ctx) -> dict:
         })
     np.savez_compressed(outdir / "arrays.npz", **{f"spectrum_{i}": r["spectrum"] for i, r in enumerate(rows)},
                         **{f"params_{i}": np.asarray(r["params"]) for i, r in enumerate(rows)})
-    rank_vs_bound_figure(outdir / "rank_vs_bound.png", rows)
-    spectrum_figure(outdir / "spectrum.png", rows)
+    fig = rank_vs_bound_figure(rows)
+    save_figure(fig, outdir / "rank_vs_bound.png")
+    fig = spectrum_figure(rows)
+    save_figure(fig, outdir / "spectrum.png")
     summary = {}
     for g in dict.fromkeys(r["group"] for r in rows):
         sel = [r for r in rows if r["group"] == g]

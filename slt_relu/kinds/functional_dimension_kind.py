@@ -62,7 +62,7 @@ def run(s: dict, outdir, key, ctx) -> dict:
     from tqdm.auto import tqdm
 
     from ..mlp import activation_patterns, init_mlp
-    from ..plots import functional_dimension_figure
+    from ..plots import functional_dimension_figure, save_figure
     from ..regions import functional_dimension, functional_dimension_bound
 
     cells = [(n, dep) for n in s["n_in"] for dep in s["depths"]]
@@ -93,9 +93,10 @@ def run(s: dict, outdir, key, ctx) -> dict:
                          "mean_dead_neurons": float(np.mean(dead[f])), "mean_always_active_neurons": float(np.mean(always[f])),
                          "fraction_at_bound_without_dead_or_always_active": _fraction_clean(d, bound, dead[f], always[f])})
             arrays[f"dims_n{n}_depth{dep}_f{f:g}"] = d
-    functional_dimension_figure(outdir / "functional_dimension.png", rows,
-                                title="Batch functional dimension of He-initialised ReLU networks (n0, .., n0, 1) at "
-                                      "Gaussian points (Grigsby et al. 2023)")
+    fig = functional_dimension_figure(
+        rows, title="Batch functional dimension of He-initialised ReLU networks (n0, .., n0, 1) at Gaussian points "
+                    "(Grigsby et al. 2023)")
+    save_figure(fig, outdir / "functional_dimension.png")
     np.savez_compressed(outdir / "arrays.npz", **arrays)
     return {"cells": rows, "all_at_or_below_bound": all(r["max_dim_le_bound"] for r in rows)}
 

@@ -14,7 +14,7 @@ from ..config import ConfigError
 from ..fisher import null_accounting
 from ..loss import empirical_loss, loss_slice, population_loss, sample_dataset
 from ..network import coordinate_index, from_flat, num_params, to_flat
-from ..plots import landscape_figure
+from ..plots import landscape_figure, save_figure
 from ..settings import Section
 from .common import TruthExperiment, resolve_setup
 
@@ -142,8 +142,9 @@ def run(s: dict, outdir, key, ctx) -> dict:
         if s["fisher_points"] and curves:
             along += _fisher_along(s, curves[0], metrics, ctx.progress)
     title = f"{ex.description}\n{zlabel} over ({s['axes'][0]}, {s['axes'][1]})"
-    landscape_figure(outdir / "landscape.png", xs, ys, Z, xlabel=s["axes"][0], ylabel=s["axes"][1], title=title,
-                     zlabel=zlabel, curves=curves, markers=markers, along=along)
+    fig = landscape_figure(xs, ys, Z, xlabel=s["axes"][0], ylabel=s["axes"][1], title=title,
+                           zlabel=zlabel, curves=curves, markers=markers, along=along)
+    save_figure(fig, outdir / "landscape.png")
     return metrics
 
 

@@ -28,9 +28,8 @@ from pydantic import Field, model_validator
 
 from .. import truths
 from ..config import ConfigError
-from ..samplers import NUTSSettings
+from ..sampling import NUTSSettings, SGLDSettings
 from ..settings import Section, parse
-from ..sgld import SGLDSettings
 from ..sweep import Point, fingerprint, run_points
 from .common import TRUTH_SCHEMAS, Experiment
 
@@ -357,7 +356,7 @@ def _ident(pt: Point, s: Settings, seed: int) -> str:
 
 def run(r: Resolved, outdir, key, ctx) -> dict:
     from ..llc import BetaSweep, Calibration
-    from ..plots import beta_sweep_figure, llc_calibration_figure, llc_cases_figure
+    from ..plots import beta_sweep_figure, llc_calibration_figure, llc_cases_figure, save_figure
 
     s = r.settings
     report = run_points(r.points, partial(_run_point, key=key, s=s), ident=partial(_ident, s=s, seed=ctx.seed),
@@ -379,10 +378,12 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
         if row["estimate"] is not None and isinstance(row["true_lambda"], (int, float)):
             row["relative_error"] = (row["estimate"] - row["true_lambda"]) / row["true_lambda"]
     metrics = {"n": s.llc.n, "cases": rows, "warnings": warnings, "draws": _save_draws(s.save_draws, draws, outdir)}
-    llc_cases_figure(outdir / "llc.png", [row for row in rows if row["estimate"] is not None],
-                     title="Learning coefficient")
+    fig = llc_cases_figure([row for row in rows if row["estimate"] is not None],
+                           title="Learning coefficient")
+    save_figure(fig, outdir / "llc.png")
     if sweeps:
-        beta_sweep_figure(outdir / "beta_sweep.png", sweeps, n=s.llc.n)
+        fig = beta_sweep_figure(sweeps, n=s.llc.n)
+        save_figure(fig, outdir / "beta_sweep.png")
     if s.llc.calibration is not None:
         cal = report.results[r.points[-1].index]["calibration"]
         grid = Calibration(**{k: np.asarray(cal[k]) if k not in ("nbeta", "init_loss") else cal[k]
@@ -391,8 +392,9 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
                                   "step_sizes": grid.step_sizes, "localizations": grid.localizations,
                                   "estimate": grid.estimate, "se": grid.se, "accept_prob": grid.accept,
                                   "rhat": grid.rhat, "nbeta": grid.nbeta}
-        llc_calibration_figure(outdir / "calibration.png", grid, true_lambda=cal["true_lambda"],
-                               title=f"Calibration: {cal['label']}")
+        fig = llc_calibration_figure(grid, true_lambda=cal["true_lambda"],
+                                     title=f"Calibration: {cal['label']}")
+        save_figure(fig, outdir / "calibration.png")
         arrays["calibration_mean_trace"] = grid.mean_trace
     np.savez_compressed(outdir / "arrays.npz", **{k.replace(" ", "_"): v for k, v in arrays.items()})
     metrics["resumed_cases"] = report.resumed

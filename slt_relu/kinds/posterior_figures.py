@@ -20,7 +20,8 @@ def posterior_figures(r, metrics, rows, params, results, outdir):
     phase_diagram.png (two sweep axes), effective_weights.png (n_in = 2), traces.png: a posterior
     sweep's metrics as plain arrays for slt_relu.plots."""
     from ..phases import effective_weights
-    from ..plots import phase_diagram_figure, phase_mass_figure, posterior_traces_figure, weights_facets_figure
+    from ..plots import (cross_table_figure, free_energy_figure, free_energy_scaling_figure, phase_diagram_figure,
+                         phase_mass_figure, posterior_traces_figure, save_figure, weights_facets_figure)
 
     s, ph, sweep = r.settings, r.settings.phases, r.sweep
     points = r.points
@@ -60,43 +61,42 @@ def posterior_figures(r, metrics, rows, params, results, outdir):
     if ph.crossover and len(axes) == 1:
         name = xkey.split(".")[-1]
         cross = (metrics.get(f"crossover_{name}"), metrics.get(f"crossover_{name}_se"))
-    phase_mass_figure(outdir / "phase_mass.png", xs, _axis_label(xkey) if xkey else "", panels, title=title,
-                      shades=shades, crossover=cross)
+    fig = phase_mass_figure(xs, _axis_label(xkey) if xkey else "", panels, title=title,
+                            shades=shades, crossover=cross)
+    save_figure(fig, outdir / "phase_mass.png")
     if "cross_table" in metrics:
-        from ..plots import cross_table_figure
-
         names = metrics["classify_phase"].get("names", {})
         tables = {rule: {names.get(lab, lab): lines(grid) for lab, grid in row.items()}
                   for rule, row in metrics["cross_table"].items()}
-        cross_table_figure(outdir / "rules_vs_phases.png", xs, _axis_label(xkey) if xkey else "", tables,
-                           title=f"{title}: DSLT4's {ph.rule} rule against classify_phase", shades=shades)
+        fig = cross_table_figure(xs, _axis_label(xkey) if xkey else "", tables,
+                                 title=f"{title}: DSLT4's {ph.rule} rule against classify_phase", shades=shades)
+        save_figure(fig, outdir / "rules_vs_phases.png")
     if "free_energy" in metrics:
-        from ..plots import free_energy_figure
-
         fe = metrics["free_energy"]
         curves = {nm: (lines(fe["relative"][nm]), lines(fe["relative_se"][nm])) for nm in fe["phase"] if nm != "other"}
-        free_energy_figure(outdir / "free_energy.png", xs, _axis_label(xkey) if xkey else "", curves, title=title,
-                           shades=shades, unconverged=unconverged)
+        fig = free_energy_figure(xs, _axis_label(xkey) if xkey else "", curves, title=title,
+                                 shades=shades, unconverged=unconverged)
+        save_figure(fig, outdir / "free_energy.png")
     if "lambda_from_free_energy" in metrics:
-        from ..plots import free_energy_scaling_figure
-
         panels = [(_where_label(entry["values"]), entry["n_beta"],
                    {nm: (entry["excess"][nm], entry["excess_se"][nm], entry["lambda"][nm], entry["lambda_se"][nm])
                     for nm in entry["lambda"] if nm != "other"})
                   for entry in metrics["lambda_from_free_energy"]]
-        free_energy_scaling_figure(outdir / "free_energy_scaling.png", panels, title=title)
+        fig = free_energy_scaling_figure(panels, title=title)
+        save_figure(fig, outdir / "free_energy_scaling.png")
     if len(axes) == 2 and ph.rule != "none":
         ykey = axes[1 - xi]
         ys = np.asarray(metrics["n_beta"] if ykey == "posterior.beta" else sweep[ykey], float)
         grids = {nm: (np.asarray(metrics["mass"][nm], float).T if xi == 0 else np.asarray(metrics["mass"][nm], float))
                  for nm in metrics["mass"]}
         name = xkey.split(".")[-1]
-        phase_diagram_figure(outdir / "phase_diagram.png", xs, ys, grids,
-                             np.asarray(metrics.get(f"crossover_{name}", [np.nan] * len(ys)), float).reshape(-1),
-                             np.asarray(metrics.get(f"crossover_{name}_se", [np.nan] * len(ys)), float).reshape(-1),
-                             xlabel=_axis_label(xkey), ylabel="n beta" if ykey == "posterior.beta" else _axis_label(ykey),
-                             crossover_label=f"crossover {_axis_label(xkey)} ({' = '.join(ph.crossover or ())})",
-                             title=title)
+        crossover = np.asarray(metrics.get(f"crossover_{name}", [np.nan] * len(ys)), float).reshape(-1)
+        crossover_se = np.asarray(metrics.get(f"crossover_{name}_se", [np.nan] * len(ys)), float).reshape(-1)
+        fig = phase_diagram_figure(xs, ys, grids, crossover, crossover_se, xlabel=_axis_label(xkey),
+                                   ylabel="n beta" if ykey == "posterior.beta" else _axis_label(ykey),
+                                   crossover_label=f"crossover {_axis_label(xkey)} ({' = '.join(ph.crossover or ())})",
+                                   title=title)
+        save_figure(fig, outdir / "phase_diagram.png")
     if points[0].settings.model.base.n_in == 2:
         step = max(1, -(-len(points) // s.plots.weight_panels))
         panels = []
@@ -104,8 +104,9 @@ def posterior_figures(r, metrics, rows, params, results, outdir):
             truth = pt.settings.example.truth
             eff_truth = np.abs(np.asarray(truth.q))[:, None] * np.asarray(truth.w)
             panels.append((_where_label(pt.values), effective_weights(prm).reshape(-1, 2), eff_truth))
-        weights_facets_figure(outdir / "effective_weights.png", panels,
-                              title=f"{title}: posterior density of the effective weights |q_i| w_i (all nodes)")
+        fig = weights_facets_figure(panels,
+                                    title=f"{title}: posterior density of the effective weights |q_i| w_i (all nodes)")
+        save_figure(fig, outdir / "effective_weights.png")
     if s.plots.trace_points:
         pick = np.unique(np.linspace(0, len(points) - 1, min(s.plots.trace_points, len(points))).round().astype(int))
         traces = []
@@ -113,4 +114,5 @@ def posterior_figures(r, metrics, rows, params, results, outdir):
             res = results[points[i].index]
             radii = np.linalg.norm(effective_weights(params[i]), axis=-1)
             traces.append((rows[i]["values"], res["loss"], radii))
-        posterior_traces_figure(outdir / "traces.png", traces, title=f"{title}: traces")
+        fig = posterior_traces_figure(traces, title=f"{title}: traces")
+        save_figure(fig, outdir / "traces.png")

@@ -31,8 +31,7 @@ from pydantic import Field, model_validator
 from ..config import ConfigError
 from ..network import Restriction, make_params
 from ..posterior import GROUPS, PRIOR_KINDS, Prior, resolve_beta
-from ..samplers import HMCSettings, NUTSSettings
-from ..smc import SMCSettings
+from ..sampling import HMCSettings, NUTSSettings, SMCSettings
 from ..settings import Section, parse
 from ..sweep import Point, expand, fingerprint, flatten_sweep, run_points
 from .common import TruthExperiment, resolve_setup
@@ -261,7 +260,7 @@ def _batch(setting, p: PointSpec) -> int:
     PT1's 22 points three times.  Accelerators: 512 chains per program (not measured here)."""
     import jax
 
-    from ..nuts import CPU_SLOTS
+    from ..sampling.nuts import CPU_SLOTS
 
     if setting != "auto":
         return int(setting)

@@ -187,7 +187,7 @@ def save_sweep_draws(save: bool | None, runs: list, outdir) -> dict:
     when ``save`` is true, or when it is None (the default) and they take at most SAVE_DRAWS_MB.
     runs: [(prefix, points, results, params per point)].  Returns what metrics.json says of them."""
     from ..arviz_data import posterior_tree, save_draws
-    from ..nuts import tree_depth
+    from ..sampling.nuts import tree_depth
 
     size = sum(np.asarray(res["flat"]).nbytes + np.asarray(res["loss"]).nbytes * 8
                for _, points, results, _ in runs for res in (results[pt.index] for pt in points))

@@ -96,7 +96,7 @@ def run(s: dict, outdir, key, ctx) -> dict:
     import jax.numpy as jnp
 
     from ..mlp import MLP, Dense, dual_points, init_mlp, mlp_forward, train_mlp
-    from ..plots import layer_boundaries_figure, lines_figure, regions_figure
+    from ..plots import affine_map_figure, layer_boundaries_figure, lines_figure, regions_figure, save_figure
     from ..regions import affine_map_between, cluster_affine_maps, count_linear_regions, distinct_patterns
 
     a, R = s["half_width"], s["resolution"]
@@ -125,12 +125,14 @@ def run(s: dict, outdir, key, ctx) -> dict:
         "values_at_corners": np.asarray(mlp_forward(xor, jnp.asarray(corners)))[:, 0],
         "clusters": clusters,
     }
-    regions_figure(outdir / "xor_regions.png", grid, pats, vals, pre, C,
-                   title="Sattelberg's XOR network relu(x+y+1) - 2 relu(x+y) - 1: three regions, the fourth pattern "
-                         "(0, 1) is empty",
-                   points=(corners, np.array([-1, -1, 1, 1])),
-                   extra=("k-means on the dual points: rebuilt f", [int(k) for k in clusters],
-                          [v["rms_error"] for v in clusters.values()], "clusters k", "rms error of the rebuilt f"))
+    fig = regions_figure(
+        grid, pats, vals, pre, C,
+        title="Sattelberg's XOR network relu(x+y+1) - 2 relu(x+y) - 1: three regions, the fourth pattern "
+              "(0, 1) is empty",
+        points=(corners, np.array([-1, -1, 1, 1])),
+        extra=("k-means on the dual points: rebuilt f", [int(k) for k in clusters],
+               [v["rms_error"] for v in clusters.values()], "clusters k", "rms error of the rebuilt f"))
+    save_figure(fig, outdir / "xor_regions.png")
 
     # --- a wide network trained on XOR data, and the affine map between the two networks' dual points
     wx = s["xor_wide"]
@@ -152,7 +154,8 @@ def run(s: dict, outdir, key, ctx) -> dict:
         "sign_agreement_mapped_vs_wide": float(np.mean(np.sign(mapped) == np.sign(f2))),
         "wide_regions_in_box_exact": count_linear_regions(wide, half_width=a),
     }
-    _affine_map_figure(outdir / "xor_affine_map.png", C @ M, C2, mapped.reshape(R, R), f2.reshape(R, R), grid, resid)
+    fig = affine_map_figure(C @ M, C2, mapped.reshape(R, R), f2.reshape(R, R), grid, resid)
+    save_figure(fig, outdir / "xor_affine_map.png")
 
     # --- circle vs annulus, trained; regions and layer-by-layer boundaries (Figure 5)
     an = s["annulus"]
@@ -176,12 +179,14 @@ def run(s: dict, outdir, key, ctx) -> dict:
                                            for p in apre],
     }
     sub = np.asarray(xa[:300])
-    regions_figure(outdir / "annulus_regions.png", agrid, apats, avals, apre, CA,
-                   title=f"circle vs annulus, widths {an['widths']} trained with Adam: regions, f, dual points",
-                   points=(sub, np.asarray(ya[:300])))
-    layer_boundaries_figure(outdir / "annulus_layers.png", agrid, apre, avals,
-                            title="Sattelberg Fig. 5: zero sets layer by layer (earlier layers in grey); "
-                                  "each layer bends only where it meets an earlier boundary")
+    fig = regions_figure(agrid, apats, avals, apre, CA,
+                         title=f"circle vs annulus, widths {an['widths']} trained with Adam: regions, f, dual points",
+                         points=(sub, np.asarray(ya[:300])))
+    save_figure(fig, outdir / "annulus_regions.png")
+    fig = layer_boundaries_figure(agrid, apre, avals,
+                                  title="Sattelberg Fig. 5: zero sets layer by layer (earlier layers in grey); "
+                                        "each layer bends only where it meets an earlier boundary")
+    save_figure(fig, outdir / "annulus_layers.png")
     arrays.update(xor_dual=C, wide_dual=C2, annulus_dual=CA)
 
     # --- regions along random lines vs neurons (Hanin & Rolnick)
@@ -205,38 +210,12 @@ def run(s: dict, outdir, key, ctx) -> dict:
     slope = float(np.sum(N * (m - 1)) / np.sum(N * N))
     metrics["lines"] = {"neurons": neurons, "mean_regions": means, "se": ses, "slope_per_neuron": slope,
                         "regions_per_neuron": list((m - 1) / N)}
-    lines_figure(outdir / "lines.png", neurons, means, ses, slope,
-                 title=f"regions along random segments of length {ln['length']} (n_in = {ln['n_in']}, "
-                       f"{ln['hidden_layers']} hidden layers, He weights): about linear in N")
+    fig = lines_figure(neurons, means, ses, slope,
+                       title=f"regions along random segments of length {ln['length']} (n_in = {ln['n_in']}, "
+                             f"{ln['hidden_layers']} hidden layers, He weights): about linear in N")
+    save_figure(fig, outdir / "lines.png")
     np.savez_compressed(outdir / "arrays.npz", **arrays)
     return metrics
-
-
-def _affine_map_figure(path, mapped_dual, target_dual, mapped_f, target_f, grid, resid):
-    import matplotlib.pyplot as plt
-
-    fig = plt.figure(figsize=(13, 4.2))
-    ax = fig.add_subplot(1, 3, 1, projection="3d")
-    ax.scatter(*target_dual.T, s=4, c="tab:blue", label="wide network")
-    ax.scatter(*mapped_dual.T, s=4, c="tab:red", alpha=0.5, label="XOR network mapped by M")
-    ax.set_xlabel("w_x")
-    ax.set_ylabel("w_y")
-    ax.set_zlabel("b")
-    ax.legend(fontsize=7)
-    ax.set_title(f"dual points, relative residual {resid:.2f}", fontsize=9)
-    xs, ys = grid[0, :, 0], grid[:, 0, 1]
-    for k, (vals, name) in enumerate(((target_f, "wide network f"), (mapped_f, "mapped local maps (C M) . (x, 1)"))):
-        ax = fig.add_subplot(1, 3, 2 + k)
-        im = ax.pcolormesh(xs, ys, vals, cmap="RdBu_r", shading="auto")
-        if vals.min() < 0 < vals.max():
-            ax.contour(xs, ys, vals, levels=[0.0], colors="k")
-        fig.colorbar(im, ax=ax, shrink=0.8)
-        ax.set_aspect("equal")
-        ax.set_title(name, fontsize=9)
-    fig.suptitle("Sattelberg Fig. 11: least-squares affine map M between two XOR networks' dual points", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def headline(metrics: dict) -> list[str]:

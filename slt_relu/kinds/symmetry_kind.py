@@ -21,7 +21,7 @@ from ..loss import population_loss
 from ..network import num_params, to_flat
 from ..classify import classify_phase
 from ..phases import check_truth, true_set_representatives
-from ..plots import effective_weights_figure, phase_gallery_figure
+from ..plots import effective_weights_figure, phase_gallery_figure, save_figure
 from ..settings import Section
 from ..symmetry import permute, rescale
 from .common import TruthExperiment, resolve_setup
@@ -101,11 +101,13 @@ def run(s: dict, outdir, key, ctx) -> dict:
         }
         title = (f"{ex.name}: phases of W0 for width {d} ({len(rows)}); colour = truth boundary, dashed = reversed, "
                  "black = hidden group")
-        phase_gallery_figure(outdir / f"true_set_width{d}.png", truth, [r["_plot"] for r in rows], title=title,
-                             half_width=half)
+        fig = phase_gallery_figure(truth, [r["_plot"] for r in rows], title=title,
+                                   half_width=half)
+        save_figure(fig, outdir / f"true_set_width{d}.png")
         if truth.n_in == 2:
-            effective_weights_figure(outdir / f"effective_weights_width{d}.png", truth, [r["_plot"] for r in rows],
-                                     title=f"{ex.name}, width {d}: effective weights |q_i| w_i (grey: truth)")
+            fig = effective_weights_figure(truth, [r["_plot"] for r in rows],
+                                           title=f"{ex.name}, width {d}: effective weights |q_i| w_i (grey: truth)")
+            save_figure(fig, outdir / f"effective_weights_width{d}.png")
     np.savez_compressed(outdir / "arrays.npz", **arrays)
     return {"truth": ex.name, "widths": widths}
 

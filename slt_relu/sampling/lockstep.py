@@ -1,12 +1,12 @@
 """numpyro's own NUTS and HMC kernels, vmapped: every chain one ``lax.scan`` of warm-up and draws.
 
 All chains run in lockstep, so each NUTS iteration costs the largest tree among them (the async
-schedule of ``slt_relu.nuts`` removes that wait); with a fixed number of leapfrog steps (HMC) lockstep
-wastes nothing.  This is the reference the async NUTS is tested against (``tests/test_nuts.py``) and
-how :class:`~slt_relu.samplers.HMCSettings` runs.  With ``symmetry_moves`` each iteration after warm-up
-ends with one Metropolis-Hastings proposal along a symmetry (``slt_relu.moves``), accepted with
-min(1, exp(U(z) - U(z')) |det dz'/dz|); numpyro draws the next momentum afresh, so the kernel leaves
-the target invariant.  Runs through :func:`slt_relu.samplers.run_sharded`.
+schedule of ``slt_relu.sampling.nuts`` removes that wait); with a fixed number of leapfrog steps (HMC)
+lockstep wastes nothing.  This is the reference the async NUTS is tested against (``tests/test_nuts.py``)
+and how ``slt_relu.sampling.hmc`` runs.  With ``symmetry_moves`` each iteration after warm-up
+ends with one Metropolis-Hastings proposal along an involution (``slt_relu.sampling.involution``), accepted
+with min(1, exp(U(z) - U(z')) |det dz'/dz|); numpyro draws the next momentum afresh, so the kernel leaves
+the target invariant.  Runs through :func:`slt_relu.sampling.sharding.run_sharded`.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .nuts import tree_depth
-from .samplers import Draws, HMCSettings, StaticPartial, run_sharded
+from .base import Draws, StaticPartial
+from .sharding import run_sharded
 
 
 def _lockstep_chain(s, potential_gen, moves, z0, key, args):
@@ -27,7 +27,7 @@ def _lockstep_chain(s, potential_gen, moves, z0, key, args):
     lax.scan; with moves, each kept iteration ends with the symmetry proposal (module docstring)."""
     from numpyro.infer.hmc import hmc
 
-    from .moves import metropolis_hastings
+    from .involution import metropolis_hastings
 
     init_kernel, sample_kernel = hmc(potential_fn_gen=potential_gen, algo=s.name.upper())
     total = s.num_warmup + s.num_samples * s.thin
@@ -71,7 +71,7 @@ def _lockstep_chain(s, potential_gen, moves, z0, key, args):
 
 def run_lockstep(keys, potential_gen, init_z, args, settings, *, moves=None, devices=None) -> Draws:
     """NUTS (``schedule="lockstep"``) or HMC chains of numpyro's kernel in lockstep; see
-    :func:`slt_relu.samplers.sample`.  With ``settings.symmetry_moves``, stats gain ``symmetry_accept``
+    :func:`slt_relu.sampling.sample`.  With ``settings.symmetry_moves``, stats gain ``symmetry_accept``
     (C,), each chain's accepted fraction of the proposals (after warm-up)."""
     s = settings
     start = time.time()
@@ -82,14 +82,5 @@ def run_lockstep(keys, potential_gen, init_z, args, settings, *, moves=None, dev
              "inverse_mass_matrix": imm, "warmup_divergences": wdiv}
     if moves is not None:
         stats["symmetry_accept"] = flips
-    if s.name == "nuts":
-        stats["tree_depth"] = tree_depth(ns)
     # lockstep: every iteration costs the largest tree among the chains
     return Draws(z, pe, stats, ns_all.sum(1), None, int(ns_all.max(0).sum()), time.time() - start)
-
-
-def run_hmc(keys, potential_gen, init_z, args, settings: HMCSettings, *, moves=None, devices=None,
-            progress=None) -> Draws:
-    """HMC chains (numpyro's kernel, a fixed number of leapfrog steps) in lockstep; see
-    :func:`slt_relu.samplers.sample`."""
-    return run_lockstep(keys, potential_gen, init_z, args, settings, moves=moves, devices=devices)

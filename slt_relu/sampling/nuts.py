@@ -25,7 +25,7 @@ diagonal or dense inverse mass matrix in Stan's windows), called at the end of e
 chain's own iterations.  The step-size heuristic runs once at the start, not again at the
 window ends (numpyro's default, ``find_heuristic_step_size=False``).
 
-With ``symmetry_moves`` (and ``moves``, an involution of ``slt_relu.moves``) every trajectory after
+With ``symmetry_moves`` (and ``moves``, an involution, ``slt_relu.sampling.involution``) every trajectory after
 warm-up is followed by one Metropolis-Hastings proposal z' = move(z), accepted with
 min(1, exp(U(z) - U(z')) |det dz'/dz|); the momentum, drawn independently of z, is kept, so the kernel
 on (z, r) leaves the target invariant.  None during warm-up: a chain jumping between mirrored modes
@@ -34,24 +34,37 @@ the tick after the tree ends (its one gradient evaluation is the tick's), so the
 the draw is recorded before it.
 
 ``schedule="lockstep"``: numpyro's own ``hmc`` kernel vmapped, each chain one ``lax.scan``
-(``slt_relu.lockstep``): the reference the async schedule is tested against, and how
-:class:`~slt_relu.samplers.HMCSettings` runs (a fixed number of leapfrog steps wastes nothing in lockstep).  Both go through
-:func:`slt_relu.samplers.run_sharded` / ``run_blocks``; settings are
-:class:`~slt_relu.samplers.NUTSSettings` and :class:`~slt_relu.samplers.HMCSettings`.
+(``slt_relu.sampling.lockstep``): the reference the async schedule is tested against (and how
+HMC runs, ``slt_relu.sampling.hmc``).  Both go through ``slt_relu.sampling.sharding``.
 """
 from __future__ import annotations
 
 import time
 from functools import partial
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from pydantic import Field
 
-from .samplers import NUTSSettings, Draws, StaticPartial, chain_mesh, pad_chains, run_blocks
+from .base import Draws, MCMCSettings, StaticPartial, register
+from .lockstep import run_lockstep
+from .sharding import chain_mesh, pad_chains, run_blocks
 
 CPU_SLOTS = 16        # default slots per CPU device (benchmarks/bench_posterior.py); accelerators: all chains
+
+
+class NUTSSettings(MCMCSettings):
+    """NUTS settings: numpyro's algorithm, desynchronised (``schedule="async"``) or numpyro's kernel in lockstep."""
+
+    name: Literal["nuts"] = "nuts"
+    schedule: Literal["async", "lockstep"] = Field("async", description="async: each chain walks its own tree, "
+                                                   "one leapfrog step per tick; lockstep: numpyro's kernel vmapped")
+    max_tree_depth: int = Field(10, ge=1, le=20, description="NUTS's maximum tree depth")
+    max_delta_energy: float = Field(1000.0, gt=0, description="energy error counted as a divergence")
+    slots: int | None = Field(None, ge=1, description="async: chains ticking at once (default 16 per CPU device, "
+                              "all chains on an accelerator); a finished slot takes the next chain")
 
 
 # ----------------------------------------------------------------------------------------
@@ -207,7 +220,7 @@ def _tick(s: NUTSSettings, potential_gen, moves, c: _Chain, args) -> tuple[_Chai
     from numpyro.infer.hmc import momentum_generator
     from numpyro.infer.hmc_util import IntegratorState, euclidean_kinetic_energy, velocity_verlet
 
-    from .moves import metropolis_hastings
+    from .involution import metropolis_hastings
 
     U = potential_gen(*args)
     _, wa_update = _adapters(s, U)
@@ -397,18 +410,18 @@ def tree_depth(num_steps) -> np.ndarray:
 
 def run_nuts(keys, potential_gen, init_z, args, settings: NUTSSettings, *, moves=None, devices=None, progress=None,
              ticks_per_call: int = 2000) -> Draws:
-    """NUTS chains, desynchronised (``schedule="async"``, module docstring); see
-    :func:`slt_relu.samplers.sample`, which runs ``schedule="lockstep"`` through ``slt_relu.lockstep``.
-    With fewer slots than chains, a slot whose
+    """NUTS chains, desynchronised (``schedule="async"``, module docstring) or numpyro's kernel in
+    lockstep (``schedule="lockstep"``, ``slt_relu.sampling.lockstep``); see
+    :func:`slt_relu.sampling.sample`.  With fewer slots than chains, a slot whose
     chain has finished starts the next one, so no slot idles while chains wait (on a CPU, where a
     tick costs in proportion to the slots, this removes most of the wait for the slowest chain).
     progress(done_fraction) is called between compiled calls of ``ticks_per_call`` ticks.  With
     ``settings.symmetry_moves``, stats gain ``symmetry_accept`` (C,): each chain's accepted fraction
     of the proposals (after warm-up); their gradient evaluations are counted."""
     s = settings
-    if s.schedule != "async":
-        raise ValueError(f"settings.schedule: run_nuts runs the async schedule, got {s.schedule!r} (the lockstep "
-                         "schedule is slt_relu.lockstep.run_lockstep; slt_relu.samplers.sample picks it)")
+    if s.schedule == "lockstep":
+        draws = run_lockstep(keys, potential_gen, init_z, args, s, moves=moves, devices=devices)
+        return draws._replace(stats={**draws.stats, "tree_depth": tree_depth(draws.stats["num_steps"])})
     moves = moves if s.symmetry_moves else None
     mesh = chain_mesh(devices)
     nd = mesh.devices.size
@@ -443,3 +456,6 @@ def run_nuts(keys, potential_gen, init_z, args, settings: NUTSSettings, *, moves
     if moves is not None:
         stats["symmetry_accept"] = q.symmetry_accept[:C]
     return Draws(q.z[:C], q.pe[:C], stats, q.grad_evals[:C], None, ticks, time.time() - start)
+
+
+register(NUTSSettings, run_nuts)

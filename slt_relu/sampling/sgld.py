@@ -8,7 +8,7 @@ of each proposal, min(1, exp(U(z) - U(z') + |z' - z + eps/2 g|^2/(2 eps) - |z - 
 computed with the gradients the chain needs anyway (near 1: the discretisation bias is small).
 The learning coefficient's estimator (``slt_relu.llc``) runs on it.
 
-Interface: :func:`slt_relu.samplers.sample` with :class:`SGLDSettings` settings.  With ``batch_size``,
+Interface: :func:`slt_relu.sampling.sample` with :class:`SGLDSettings` settings.  With ``batch_size``,
 ``args[0]`` is the chain's data (a pytree whose leaves have a leading data axis n) and each step
 draws batch_size points with replacement: the potential is ``potential_gen(batch, *args[1:])``.
 """
@@ -22,8 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field, model_validator
 
-from .samplers import Draws, StaticPartial, run_sharded
-from .settings import Section
+from ..settings import Section
+from .base import Draws, StaticPartial, register
+from .sharding import run_sharded
 
 
 class SGLDSettings(Section):
@@ -76,9 +77,11 @@ def _chain(s: SGLDSettings, potential_gen, z0, key, args):
     return zs[keep], Us[keep], jnp.mean(alpha[s.num_burnin:])
 
 
-def run_sgld(keys, potential_gen, init_z, args, settings: SGLDSettings, *, devices=None, progress=None) -> Draws:
-    """SGLD chains from init_z; see :func:`slt_relu.samplers.sample`.  stats: accept_prob (C,)
-    the mean MALA acceptance of each chain's proposals after the burn-in."""
+def run_sgld(keys, potential_gen, init_z, args, settings: SGLDSettings, *, moves=None, devices=None,
+             progress=None) -> Draws:
+    """SGLD chains from init_z; see :func:`slt_relu.sampling.sample`.  stats: accept_prob (C,)
+    the mean MALA acceptance of each chain's proposals after the burn-in.  moves, progress: unused
+    (SGLD has no symmetry proposals; one compiled call)."""
     s = settings
     start = time.time()
     z, U, accept = (np.asarray(a) for a in run_sharded(StaticPartial(_chain, (s, potential_gen)),
@@ -86,3 +89,6 @@ def run_sgld(keys, potential_gen, init_z, args, settings: SGLDSettings, *, devic
     C = z.shape[0]
     grads = np.full(C, s.num_steps + 1)
     return Draws(z, U, {"accept_prob": accept}, grads, None, s.num_steps + 1, time.time() - start)
+
+
+register(SGLDSettings, run_sgld)

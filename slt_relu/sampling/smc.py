@@ -15,7 +15,7 @@ Jasra 2006; the adaptive schedule of Jasra et al. 2011):
    w_i = exp(-(lambda' - lambda) t_max S(z_i)) (bisection, BlackJAX's ``solver.dichotomy``);
 2. log Z accumulates log mean_i w_i, so that after the last stage
    log Z = log int exp(-U(z; t_max)) dz - log int exp(-U(z; 0)) dz, which for a normalised
-   prior is log int phi(w) exp(-n beta L_n(w)) dw (DESIGN.md's evidence; Z is estimated without
+   prior is log int phi(w) exp(-n beta L_n(w)) dw (docs/design.md's evidence; Z is estimated without
    bias, log Z with a downward bias of about half its variance);
 3. the particles are resampled (BlackJAX's systematic resampling) and moved by
    ``num_mcmc_steps`` HMC steps (BlackJAX's kernel, ``num_leapfrog`` leapfrog steps) that leave
@@ -40,7 +40,7 @@ whole run (stages until lambda = 1, at most ``max_stages``, with their histories
 points stay in cache); the step
 size is tuned after every move, not once per stage from the last stage's acceptance; and the
 waste-free variant keeps the moved particles of every step.  Runs (the
-"chains" of :func:`slt_relu.samplers.sample`, e.g. one per data set, or several independent runs
+"chains" of :func:`slt_relu.sampling.sample`, e.g. one per data set, or several independent runs
 per data set for Monte Carlo errors) are vmapped and sharded like MCMC chains; a run that has
 reached lambda = 1 waits for the others.  ``init_z``: (C, N, D) prior draws.
 """
@@ -55,8 +55,9 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field, model_validator
 
-from .samplers import Draws, StaticPartial, run_sharded
-from .settings import Section
+from ..settings import Section
+from .base import Draws, StaticPartial, register
+from .sharding import run_sharded
 
 
 class SMCSettings(Section):
@@ -114,7 +115,7 @@ def _run(s: SMCSettings, potential_gen, moves, z0, key, args):
     from blackjax.smc.resampling import systematic
     from blackjax.smc.solver import dichotomy
 
-    from .moves import involution_step
+    from .involution import involution_step
 
     *data, t_max = args
     N, D = z0.shape
@@ -189,7 +190,7 @@ def _run(s: SMCSettings, potential_gen, moves, z0, key, args):
 
 def run_smc(keys, potential_gen, init_z, args, settings: SMCSettings, *, moves=None, devices=None,
             progress=None) -> Draws:
-    """Adaptive tempered SMC runs (module docstring); see :func:`slt_relu.samplers.sample`.
+    """Adaptive tempered SMC runs (module docstring); see :func:`slt_relu.sampling.sample`.
 
     init_z: (C, N, D) prior draws, N = settings.num_particles; the last array of ``args`` is
     each run's t_max (n beta), which the bridge scales from 0.  Returns :class:`Draws` with z
@@ -214,3 +215,6 @@ def run_smc(keys, potential_gen, init_z, args, settings: SMCSettings, *, moves=N
     stats = {"num_stages": stages, "final_lambda": lam, "lambda": lam_h, "ess": ess_h, "accept_prob": acc_h,
              "step_size": step_h, "symmetry_accept": sym_h}
     return Draws(z, U, stats, grads, log_z, int(grads.max() // settings.num_particles), time.time() - start)
+
+
+register(SMCSettings, run_smc, particles=True)

@@ -3,11 +3,12 @@ with the orientation flips (dslt4_pt2_smc.toml's sampler), on one data set (defa
 the sweep points v = 1 and v = 1.5 (the same keys as `slt-relu run dslt4_pt2_smc`, so the sweep's
 log_evidence_per_trial[dataset] is a third number for the same integral).
 
-    .venv/bin/python experiments/dslt4_pt2_evidence_check.py [--runs 8] [--nested-runs 2] [--live 500]
-        [--v 1.0 1.5] [--dataset 0] [--out results/dslt4_pt2_evidence_check.json]
+    .venv/bin/python benchmarks/dslt4_pt2_evidence_check.py [--runs 8] [--nested-runs 2] [--live 500]
+        [--v 1.0 1.5] [--dataset 0] [--inner-steps K] [--out results/dslt4_pt2_evidence_check.json]
 
 Per v: SMC's log Z (log of the mean Z of its runs) with its Monte Carlo error (the runs' spread), nested
-sampling's (the mean of its runs, each with its error from simulated volumes), the difference in combined
+sampling's (the mean of its runs; its error from the simulated volumes, or from the runs' spread where that
+is larger), the difference in combined
 standard errors, and whether it is within 3; and the sector rule's phase masses by both (SMC: each run's
 masses weighted by its Z, the island estimator of slt_relu.analysis; nested sampling: its points'
 posterior weights, the mean over its runs).
@@ -33,7 +34,7 @@ from slt_relu.nested import nested_log_evidence
 from slt_relu.phases import SECTOR_PHASES, sector_phase
 from slt_relu.posterior import draw_datasets, sample_posterior, target
 
-CONFIG = Path(__file__).with_name("dslt4_pt2_smc.toml")
+CONFIG = runner.config_path("dslt4_pt2_smc")
 
 
 def main():
@@ -42,6 +43,8 @@ def main():
     ap.add_argument("--runs", type=int, default=8, help="independent SMC runs on the data set")
     ap.add_argument("--nested-runs", type=int, default=2)
     ap.add_argument("--live", type=int, default=500, help="nested sampling's live points")
+    ap.add_argument("--inner-steps", type=int, default=None,
+                    help="nested sampling's slice moves per new point (default 3 x the free coordinates)")
     ap.add_argument("--dataset", type=int, default=0, help="which of the point's data sets")
     ap.add_argument("--out", type=Path, default=None, help="write the table as JSON here")
     args = ap.parse_args()
@@ -69,10 +72,15 @@ def main():
         smc, smc_se = float(logmeanexp(lz)), log_evidence_mcse(lz, np.zeros(R, int))
         pm = phase_masses(np.asarray(sector_phase(ps.params, p.example.truth)), SECTOR_PHASES, np.zeros(R, int), lz)
         nested = [nested_log_evidence(jax.random.PRNGKey(100 * pt.index + k), x[0], y[0], p.n_beta, model=p.model,
-                                      prior=p.prior, sigma=p.sigma, num_live=args.live)
+                                      prior=p.prior, sigma=p.sigma, num_live=args.live,
+                                      num_inner_steps=args.inner_steps)
                   for k in range(args.nested_runs)]
         ns = float(np.mean([e.log_evidence for e in nested]))
-        ns_se = float(math.sqrt(sum(e.log_evidence_se ** 2 for e in nested)) / len(nested))
+        # the error of their mean: from the simulated volumes, or from the runs' spread where that is larger (the
+        # simulated volumes do not see a constrained sampler that mixes poorly)
+        ns_se_volumes = float(math.sqrt(sum(e.log_evidence_se ** 2 for e in nested)) / len(nested))
+        ns_spread = float(np.std([e.log_evidence for e in nested], ddof=1)) if len(nested) > 1 else float("nan")
+        ns_se = max(ns_se_volumes, ns_spread / math.sqrt(len(nested))) if len(nested) > 1 else ns_se_volumes
         ns_mass = np.array([_masses(e, p) for e in nested])                              # (runs, 3)
         z = (smc - ns) / math.hypot(smc_se, ns_se)
         rows.append({"v": v, "dataset": args.dataset, "n_beta": p.n_beta, "smc_log_evidence": smc, "smc_mcse": smc_se,
@@ -81,6 +89,8 @@ def main():
                      "smc_mass_per_run": pm.per_chain.tolist(),
                      "smc_wall_s": smc_wall, "smc_grad_evals_per_run": float(ps.draws.grad_evals.mean()),
                      "nested_log_evidence": ns, "nested_se": ns_se,
+                     "nested_se_volumes": ns_se_volumes, "nested_runs_sd": ns_spread,
+                     "nested_inner_steps": args.inner_steps,
                      "nested_mass": dict(zip(SECTOR_PHASES, ns_mass.mean(0).tolist())),
                      "nested_runs": [{**{k: v for k, v in e._asdict().items() if k not in ("z", "weight")},
                                       "mass": dict(zip(SECTOR_PHASES, m.tolist()))} for e, m in zip(nested, ns_mass)],

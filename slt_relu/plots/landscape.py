@@ -1,0 +1,113 @@
+"""Loss landscapes and Fisher ranks: K(w) over a plane of parameters with W0, rank against the
+scaling bound D - d, Fisher spectra."""
+from __future__ import annotations
+
+import textwrap
+
+import matplotlib
+import numpy as np
+
+from ._style import subplots, figure_axes
+
+
+def landscape_figure(xs, ys, Z, *, xlabel, ylabel, title, zlabel="K(w)", curves=(), markers=None,
+                     along=None):
+    """Heat map of Z (S, T) over xs (S,) x ys (T,) with log-spaced contours, W0 curves and markers.
+
+    along: optional list of (title, s, values, ylabel) panels drawn to the right (quantities
+    along W0, e.g. local posterior mass and Fisher rank).
+    """
+    along = along or []
+    fig, axes = subplots(1, 1 + len(along), figsize=(6.2 + 4.2 * len(along), 5.2), squeeze=False)
+    ax = axes[0, 0]
+    Z = np.asarray(Z)
+    zmin = float(np.min(Z))
+    shifted = Z - zmin
+    im = ax.pcolormesh(xs, ys, shifted.T, shading="auto", cmap="viridis", vmax=np.quantile(shifted, 0.9))
+    fig.colorbar(im, ax=ax, label=f"{zlabel}" + (f" - {zmin:.3g}" if abs(zmin) > 1e-12 else ""))
+    top = float(np.max(shifted))
+    if top > 0:
+        levels = np.geomspace(max(top * 1e-4, 1e-6), top, 9)
+        cs = ax.contour(xs, ys, shifted.T, levels=levels, colors="white", linewidths=0.7, alpha=0.8)
+        ax.clabel(cs, fmt="%.2g", fontsize=7)
+    for i, curve in enumerate(curves):
+        curve = np.asarray(curve)
+        ax.plot(curve[:, 0], curve[:, 1], color="#ff4f4f", lw=2.2, label="W0 (K = 0)" if i == 0 else None)
+    for name, (mx, my) in (markers or {}).items():
+        ax.plot(mx, my, "o", ms=8, mfc="none", mew=2, label=name)
+    ax.set_xlim(xs[0], xs[-1])
+    ax.set_ylim(ys[0], ys[-1])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title("\n".join(textwrap.fill(line, 60) for line in title.split("\n")), fontsize=9)
+    if curves or markers:
+        ax.legend(loc="upper right", fontsize=7, framealpha=0.8)
+    for k, (ptitle, s, values, ylab) in enumerate(along, start=1):
+        a = axes[0, k]
+        a.plot(s, values, "o-", ms=3)
+        a.set_title(ptitle, fontsize=10)
+        a.set_xlabel("position along W0 (fraction of arc length)")
+        a.set_ylabel(ylab)
+        a.grid(alpha=0.3)
+        if ylab == "rank":
+            top = int(np.max(values))
+            a.set_ylim(-0.3, top + 1.3)
+            a.set_yticks(range(0, top + 2))
+    fig.tight_layout()
+    return fig
+
+
+def rank_vs_bound_figure(rows):
+    """Fisher rank against the generic bound D - d, one marker style per group of points."""
+    fig, (ax, ax2) = subplots(1, 2, figsize=(11, 4.8))
+    groups = sorted({r["group"] for r in rows}, key=[r["group"] for r in rows].index)
+    markers = "osD^v<>p*h"
+    top = max(r["bound"] for r in rows)
+    ax.plot([0, top], [0, top], "k--", lw=1, label="rank = D - d")
+    for g, m in zip(groups, markers * 4):
+        pts = [r for r in rows if r["group"] == g]
+        ax.scatter([r["bound"] for r in pts], [r["rank"] for r in pts], marker=m, s=30, alpha=0.7, label=g)
+    ax.set_xlabel("D - d (parameters minus hidden nodes)")
+    ax.set_ylabel("numerical rank of I(w)")
+    ax.set_title("Fisher rank vs the scaling bound D - d")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    sel = [r for r in rows if r["excess"] > 0 or (r["expected_excess"] or 0) > 0]
+    labels = [r["label"] for r in sel]
+    if labels:
+        x = np.arange(len(sel))
+        ax2.bar(x - 0.2, [r["excess"] for r in sel], 0.4, label="measured excess")
+        exp = [r["expected_excess"] if r["expected_excess"] is not None else np.nan for r in sel]
+        ax2.bar(x + 0.2, exp, 0.4, label="hand count")
+        ax2.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
+        ax2.set_ylabel("excess null directions")
+        ax2.legend(fontsize=8)
+    else:
+        ax2.text(0.5, 0.5, "no excess null directions", ha="center", va="center", transform=ax2.transAxes)
+    ax2.set_title("null directions beyond the scaling generators")
+    fig.tight_layout()
+    return fig
+
+
+def spectrum_figure(rows, max_lines: int = 60, *, ax=None):
+    """Eigenvalues of I(w) / lambda_max (log scale) with the rank threshold, per point.
+    ax: draw into this axes (its figure is returned) instead of a new figure."""
+    fig, ax = figure_axes(ax, (7.5, 4.8))
+    groups = sorted({r["group"] for r in rows}, key=[r["group"] for r in rows].index)
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    floor = 1e-32
+    for g, col in zip(groups, colors * 4):
+        pts = [r for r in rows if r["group"] == g][:max_lines]
+        for i, r in enumerate(pts):
+            spec = np.asarray(r["spectrum"], float)
+            spec = np.maximum(spec / max(spec.max(), 1e-300), floor)
+            ax.semilogy(np.arange(1, len(spec) + 1), spec, "-", color=col, alpha=0.5, lw=1,
+                        label=g if i == 0 else None)
+            ax.plot(r["rank"] + 0.5, r["rtol"], "|", color="k", ms=8)
+    ax.set_xlabel("eigenvalue index j")
+    ax.set_ylabel("lambda_j / lambda_max (floored at 1e-32)")
+    ax.set_title("Fisher spectra; | marks the rank cut at rtol")
+    ax.legend(fontsize=7, loc="lower left")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,101 @@
+"""Learning coefficients: estimates against known values, beta sweeps, the SGLD calibration grid."""
+from __future__ import annotations
+
+import math
+import textwrap
+
+import numpy as np
+
+from ._style import subplots, figure_axes, panel_grid, finish_panels
+
+
+def llc_cases_figure(rows, *, title: str, ax=None):
+    """Each case's estimate (+- 2 standard errors) by method: divided by the known value, with the
+    +-10% band, when every case has one (and the exact finite-n value as a grey bar where known);
+    otherwise the estimates themselves.
+    ax: draw into this axes (its figure is returned) instead of a new figure."""
+    def method(r):
+        return r["method"] + (" (localized)" if r["method"] == "beta_sweep" and r.get("localization") else "")
+
+    names = list(dict.fromkeys(r["name"] for r in rows))
+    methods = list(dict.fromkeys(method(r) for r in rows))
+    known = all(isinstance(r["true_lambda"], (int, float)) for r in rows)
+    fig, ax = figure_axes(ax, (max(6.0, 1.2 * len(names) + 2), 4.8))
+    for k, m in enumerate(methods):
+        first = True
+        for r in rows:
+            if method(r) != m:
+                continue
+            i = names.index(r["name"]) + (k - (len(methods) - 1) / 2) * 0.2
+            scale = r["true_lambda"] if known else 1.0
+            ax.errorbar(i, r["estimate"] / scale, yerr=2 * (r["se"] or 0) / scale, fmt="o", color=f"C{k}", capsize=3,
+                        label=m if first else None)
+            if known and r.get("exact_finite_n"):
+                ax.hlines(r["exact_finite_n"] / scale, i - 0.12, i + 0.12, color="gray", lw=3,
+                          label="exact finite-n value" if first else None)
+            first = False
+    if known:
+        ax.axhline(1.0, color="k", lw=1.5, label="known lambda")
+        ax.axhspan(0.9, 1.1, color="k", alpha=0.08, label="+-10%")
+        ax.set_ylabel("estimate / known lambda")
+    else:
+        ax.set_ylabel("lambda_hat")
+    ax.set_xticks(range(len(names)), ["\n".join(textwrap.wrap(nm, 20)) for nm in names], fontsize=7)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title + " (error bars: 2 standard errors)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def beta_sweep_figure(sweeps, *, n: int):
+    """E_beta[n L_n] against 1/beta per case with the weighted least-squares line (slope = lambda)."""
+    fig, axes, nrows = panel_grid(len(sweeps), 3.6, 3.2)
+    for ax, (label, bs, lam) in zip(axes.flat, sweeps):
+        t = 1 / np.asarray(bs.betas)
+        v = np.asarray(bs.expected_nl) - bs.intercept
+        ax.errorbar(t, v, yerr=2 * np.asarray(bs.se), fmt="o", capsize=3)
+        tt = np.linspace(0, t.max() * 1.05, 50)
+        ax.plot(tt, bs.slope * tt, "-", label=f"slope {bs.slope:.3f} +- {bs.slope_se:.3f}")
+        if isinstance(lam, (int, float)):
+            ax.plot(tt, lam * tt, "k--", lw=1, label=f"lambda = {lam:.4g}")
+        ax.axvline(math.log(n), color="gray", ls=":", lw=1)
+        ax.set_xlabel("1 / beta (dotted: log n)")
+        ax.set_ylabel("E_beta[n L_n] - intercept")
+        ax.set_title("\n".join(textwrap.wrap(label, 40)), fontsize=8)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    return finish_panels(fig, f"beta sweep: E_beta[n L_n] = n L_n(w0) + lambda / beta (n = {n})", nrows)
+
+
+def llc_calibration_figure(grid, *, true_lambda, title: str):
+    """lambda_hat over step size x localization (with the known value), the MALA acceptance, and the
+    mean trace n beta (L_n(w_t) - L_n(w*)) against the step for every setting."""
+    S, G = grid.estimate.shape
+    fig, axes = subplots(1, 3, figsize=(16, 4.4))
+    for j, gamma in enumerate(grid.localizations):
+        axes[0].errorbar(grid.step_sizes, grid.estimate[:, j], yerr=2 * grid.se[:, j], marker="o", capsize=3,
+                         label=f"gamma = {gamma:g}")
+        axes[1].plot(grid.step_sizes, grid.accept[:, j], "o-", label=f"gamma = {gamma:g}")
+    if isinstance(true_lambda, (int, float)):
+        axes[0].axhline(true_lambda, color="k", ls="--", lw=1, label=f"known lambda = {true_lambda:g}")
+    for ax, ylab in ((axes[0], "lambda_hat (+- 2 se)"), (axes[1], "MALA acceptance of the SGLD step")):
+        ax.set_xscale("log")
+        ax.set_xlabel("step size")
+        ax.set_ylabel(ylab)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    T = grid.mean_trace.shape[-1]
+    for i in range(S):
+        for j in range(G):
+            axes[2].plot(np.arange(T), grid.mean_trace[i, j], lw=0.7, color=f"C{j}",
+                         alpha=0.35 + 0.65 * (i + 1) / S)
+    if isinstance(true_lambda, (int, float)):
+        axes[2].axhline(true_lambda, color="k", ls="--", lw=1)
+    axes[2].set_xlabel("kept step (after burn-in)")
+    axes[2].set_ylabel("n beta (L_n(w_t) - L_n(w*)), mean over chains")
+    axes[2].set_title("traces (colour: gamma; shade: step size, light = small)", fontsize=8)
+    axes[2].grid(alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

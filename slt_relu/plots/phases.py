@@ -1,0 +1,85 @@
+"""The phases of W0 drawn (DSLT3's style): activation boundaries in the input plane, effective weights."""
+from __future__ import annotations
+
+import matplotlib
+import matplotlib.patches
+import numpy as np
+
+from ._style import panel_grid, finish_panels, group_style
+
+
+def phase_gallery_figure(truth, rows, *, title: str, half_width: float = 1.0):
+    """One panel per phase representative, in DSLT3's style: each node's activation boundary
+    {<w_i, x> + b_i = 0} in the input plane (n_in = 2; a point on the line for n_in = 1) with an
+    arrow along w_i into its active side; colour = the truth boundary the node sits on, dashed
+    = reversed orientation, black = hidden group, and the degenerate nodes counted in the title.
+
+    rows: dicts with "label" (str), "params" (TwoLayer), "group", "orientation" (d,), "note" (str).
+    """
+    fig, axes, nrows = panel_grid(len(rows), 2.6, 3.0)
+    m = np.shape(truth.w)[0]
+    L = 1.5 * half_width
+    for ax, row in zip(axes.flat, rows):
+        p = row["params"]
+        w, b = np.asarray(p.w, float), np.asarray(p.b, float)
+        n_in = w.shape[1]
+        ax.add_patch(matplotlib.patches.Rectangle((-half_width, -half_width), 2 * half_width, 2 * half_width, fill=False,
+                                   ec="0.8", lw=0.8))
+        seen = {}
+        for i, (wi, bi) in enumerate(zip(w, b)):
+            g, o = int(row["group"][i]), float(row["orientation"][i])
+            if g < 0 or not np.any(wi):
+                continue
+            color, ls = group_style(g, o, m)
+            k = seen.get(g, 0)
+            seen[g] = k + 1
+            if n_in == 1:
+                x0 = -bi / wi[0]
+                foot, unit, tangent = np.array([x0, 0.0]), np.array([np.sign(wi[0]), 0.0]), np.array([0.0, 1.0])
+                ax.axvline(x0, color=color, ls=ls, lw=1.3)
+            else:
+                unit = wi / np.linalg.norm(wi)
+                foot = -bi * unit / np.linalg.norm(wi)
+                tangent = np.array([-unit[1], unit[0]])
+                ends = np.array([foot - 3 * L * tangent, foot + 3 * L * tangent])
+                ax.plot(ends[:, 0], ends[:, 1], color=color, ls=ls, lw=1.3)
+            base = foot + tangent * L * (0.4 + 0.25 * k)
+            ax.annotate("", xy=base + 0.32 * L * unit, xytext=base,
+                        arrowprops=dict(arrowstyle="->", color=color, lw=1.4, ls=ls))
+        ax.set_xlim(-L, L)
+        ax.set_ylim(-L, L)
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(f"{row['label']}\n{row.get('note', '')}", fontsize=7.5)
+    return finish_panels(fig, title, nrows)
+
+
+def effective_weights_figure(truth, rows, *, title: str):
+    """One panel per representative: the effective weights |q_i| w_i (DSLT4) as arrows from the
+    origin, coloured as in phase_gallery_figure, over the truth's (grey).  n_in = 2."""
+    fig, axes, nrows = panel_grid(len(rows), 2.4, 2.6)
+    m = np.shape(truth.w)[0]
+    t_eff = np.abs(np.asarray(truth.q, float))[:, None] * np.asarray(truth.w, float)
+    R = 1.15 * max(float(np.max(np.linalg.norm(t_eff, axis=1))), max(
+        float(np.max(np.linalg.norm(np.abs(np.asarray(r["params"].q, float))[:, None] * np.asarray(r["params"].w, float),
+                                    axis=1), initial=0.0)) for r in rows))
+    for ax, row in zip(axes.flat, rows):
+        for v in t_eff:
+            ax.annotate("", xy=v, xytext=(0, 0), arrowprops=dict(arrowstyle="-", color="0.85", lw=5))
+        p = row["params"]
+        eff = np.abs(np.asarray(p.q, float))[:, None] * np.asarray(p.w, float)
+        for i, v in enumerate(eff):
+            if not np.any(v):
+                continue
+            color, ls = group_style(int(row["group"][i]), float(row["orientation"][i]), m)
+            ax.annotate("", xy=v, xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=color, lw=1.5, ls=ls))
+        ax.set_xlim(-R, R)
+        ax.set_ylim(-R, R)
+        ax.set_aspect("equal")
+        ax.axhline(0, color="0.9", lw=0.6)
+        ax.axvline(0, color="0.9", lw=0.6)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(row["label"], fontsize=7.5)
+    return finish_panels(fig, title, nrows)

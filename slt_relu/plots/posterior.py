@@ -1,0 +1,243 @@
+"""Posterior experiments (DSLT4): phase masses and local free energies against the swept value, the
+DSLT4 rules against classify_phase, phase diagrams, effective-weight histograms, chain traces.  Points
+whose SMC runs still disagree are drawn as open markers."""
+from __future__ import annotations
+
+import textwrap
+
+import matplotlib
+import matplotlib.colors
+import numpy as np
+
+from ._style import subplots, figure_axes, panel_grid, finish_panels, PHASE_COLOURS
+
+
+def _mark_unconverged(ax, xs, ys, unconverged, j: int, colour):
+    """White-filled markers over the points of line j whose SMC runs still disagree on this curve
+    (unconverged: (L, X) booleans or None)."""
+    if unconverged is None or not np.any(unconverged[j]):
+        return
+    bad = np.asarray(unconverged[j], bool) & np.isfinite(ys)
+    ax.plot(xs[bad], ys[bad], ls="none", marker="o", ms=7, mfc="white", mec=colour, mew=1.5, zorder=5)
+
+
+def _unconverged_note(ax, unconverged: dict | None):
+    """A legend entry for the open markers (call before ax.legend)."""
+    if unconverged and any(np.any(u) for u in unconverged.values()):
+        ax.plot([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.5,
+                label="open: not converged (runs disagree)")
+
+
+def phase_mass_figure(xs, xlabel: str, panels, *, title: str, shades=None, crossover=None):
+    """Phase masses against the swept value with error bars, one panel per labelling.
+
+    xs: (X,) the swept values; panels: list of (panel title, {phase: (mass (L, X), se (L, X))},
+    unconverged: {phase: (L, X) booleans} or None, the points whose SMC runs still disagree on that
+    phase's mass, drawn open),
+    L lines per phase (one per value of a second sweep axis, light to dark: shades = (its label,
+    first value, last value)); crossover: (value, se) marked on the first panel."""
+    xs = np.asarray(xs, float)
+    fig, axs = subplots(1, max(len(panels), 1), figsize=(6.4 * max(len(panels), 1), 4.6), squeeze=False)
+    for p, (ax, (ptitle, phases, unconverged)) in enumerate(zip(axs.flat, panels)):
+        for k, (nm, (m, e)) in enumerate(phases.items()):
+            m, e = np.atleast_2d(m), np.atleast_2d(e)
+            colour = PHASE_COLOURS.get(nm, f"C{k}")
+            for j in range(m.shape[0]):
+                alpha = 0.35 + 0.65 * (j + 1) / m.shape[0]
+                ax.errorbar(xs, m[j], yerr=np.nan_to_num(e[j]), color=colour, alpha=alpha, marker="o", ms=3,
+                            capsize=2, lw=1.2, label=nm if j == m.shape[0] - 1 else None)
+                _mark_unconverged(ax, xs, m[j], (unconverged or {}).get(nm), j, colour)
+        _unconverged_note(ax, unconverged)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("posterior mass")
+        ax.set_ylim(-0.03, 1.03)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        extra = f"\n(shades: {shades[0]} from light = {shades[1]} to dark = {shades[2]})" if shades else ""
+        ax.set_title(ptitle + extra, fontsize=9)
+        if p == 0 and crossover is not None and crossover[0] is not None and np.isfinite(crossover[0]):
+            c, se = crossover
+            ax.axvline(c, color="k", ls="--", lw=1)
+            ax.axvspan(c - (se or 0), c + (se or 0), color="k", alpha=0.08)
+            ax.text(c, 1.0, f" crossover {c:.3f} +- {se:.3f}", fontsize=8, va="top")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def cross_table_figure(xs, xlabel: str, tables: dict, *, title: str, shades=None):
+    """One panel per phase of a DSLT4 rule: its mass against the swept value, split by the
+    classify_phase label of the same draws (stacked; tables[rule phase][label] = (L, X) masses, the
+    last of the L lines, i.e. the darkest shade, when there are several)."""
+    xs = np.asarray(xs, float)
+    names = list(tables)
+    labels = list(dict.fromkeys(lab for row in tables.values() for lab in row))
+    colours = {lab: ("tab:gray" if lab == "not in W0" else f"C{k}") for k, lab in enumerate(labels)}
+    fig, axs = subplots(1, len(names), figsize=(5.2 * len(names), 4.4), squeeze=False)
+    for ax, nm in zip(axs.flat, names):
+        bottom = np.zeros(len(xs))
+        for lab in labels:
+            if lab not in tables[nm]:
+                continue
+            m = np.atleast_2d(np.asarray(tables[nm][lab], float))[-1]
+            ax.fill_between(xs, bottom, bottom + m, color=colours[lab], alpha=0.75, lw=0, label=lab,
+                            hatch="//" if lab == "not in W0" else None)
+            bottom = bottom + m
+        ax.plot(xs, bottom, "k-", lw=1)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("posterior mass")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.set_title(f"rule phase: {nm}", fontsize=9)
+    handles, labs = [], []
+    for ax in axs.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labs:
+                handles.append(h)
+                labs.append(lab)
+    fig.legend(handles, labs, loc="lower center", ncol=min(3, len(labs)), fontsize=7)
+    extra = f" (shade: {shades[0]} = {shades[2]})" if shades else ""
+    fig.suptitle(title + extra, fontsize=10)
+    fig.tight_layout(rect=(0, 0.06 + 0.03 * ((len(labs) - 1) // 3), 1, 1))
+    return fig
+
+
+def free_energy_figure(xs, xlabel: str, curves: dict, *, title: str, shades=None, unconverged=None,
+                       ax=None):
+    """Local free energies against the swept value: curves[phase] = (F_alpha - F (L, X), its standard
+    error across data sets (L, X)), F_alpha - F = -log mass_alpha; a Bayesian phase transition is where two
+    phases' curves cross (the lower one holds more mass).  L lines per phase, and unconverged, as in
+    phase_mass_figure.
+    ax: draw into this axes (its figure is returned) instead of a new figure."""
+    xs = np.asarray(xs, float)
+    fig, ax = figure_axes(ax, (6.6, 4.6))
+    for k, (nm, (f, e)) in enumerate(curves.items()):
+        f, e = np.atleast_2d(np.asarray(f, float)), np.atleast_2d(np.asarray(e, float))
+        for j in range(f.shape[0]):
+            ok = np.isfinite(f[j])
+            alpha = 0.35 + 0.65 * (j + 1) / f.shape[0]
+            ax.errorbar(xs[ok], f[j][ok], yerr=np.nan_to_num(e[j][ok]), color=PHASE_COLOURS.get(nm, f"C{k}"),
+                        alpha=alpha, marker="o", ms=3, capsize=2, lw=1.2, label=nm if j == f.shape[0] - 1 else None)
+            _mark_unconverged(ax, xs, f[j], (unconverged or {}).get(nm), j, PHASE_COLOURS.get(nm, f"C{k}"))
+    _unconverged_note(ax, unconverged)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("F_alpha - F = -log mass_alpha  (nats)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    extra = f"\n(shades: {shades[0]} from light = {shades[1]} to dark = {shades[2]})" if shades else ""
+    ax.set_title(f"local free energies (lower = more mass; crossings are transitions){extra}", fontsize=9)
+    if fig.axes == [ax]:                                  # its own figure (or one with only this axes)
+        fig.suptitle(title, fontsize=10)
+        fig.tight_layout()
+    return fig
+
+
+def free_energy_scaling_figure(panels, *, title: str):
+    """Each phase's local free energy against log(n beta) at fixed data, one panel per value of the
+    other sweep axes: panels = [(label, n_beta (B,), {phase: (G (B,), its standard error across data
+    sets (B,), lambda, lambda_se)})] with G = F_alpha - n beta L_min (Watanabe's expansion restricted to
+    the phase: G = lambda_alpha log(n beta) + const + ...), drawn with its least-squares line."""
+    fig, axes, nrows = panel_grid(len(panels), 4.6, 3.8)
+    for ax, (label, nb, curves) in zip(axes.flat, panels):
+        t = np.log(np.asarray(nb, float))
+        for k, (nm, (g, e, lam, lam_se)) in enumerate(curves.items()):
+            g, e = np.asarray(g, float), np.asarray(e, float)
+            ok = np.isfinite(g)
+            if not ok.any():
+                continue
+            colour = PHASE_COLOURS.get(nm, f"C{k}")
+            ax.errorbar(t[ok], g[ok], yerr=np.nan_to_num(e[ok]), color=colour, marker="o", ms=3, capsize=2, lw=0,
+                        elinewidth=1)
+            if np.isfinite(lam):
+                mid = np.mean(t[ok])
+                ax.plot(t[ok], np.mean(g[ok]) + lam * (t[ok] - mid), color=colour, lw=1.2,
+                        label=f"{nm}: lambda = {lam:.2f} +- {lam_se:.2f}")
+        ax.set_xlabel("log(n beta)")
+        ax.set_ylabel("F_alpha - n beta L_min  (nats)")
+        ax.set_title(label, fontsize=9)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    return finish_panels(fig, f"{title}: local free energies against log(n beta) (slopes = learning coefficients)",
+                 nrows)
+
+
+def phase_diagram_figure(xs, ys, masses: dict, crossover, crossover_se, *, xlabel: str, ylabel: str,
+                         crossover_label: str, title: str):
+    """Two sweep axes: heat maps of each phase's mass, masses[phase]: (Y, X) (rows: ys), and the
+    crossover along x against y with its bootstrap error, crossover, crossover_se: (Y,)."""
+    xs, ys = np.asarray(xs, float), np.asarray(ys, float)
+    names = list(masses)
+    fig, axs = subplots(1, len(names) + 1, figsize=(4.3 * (len(names) + 1), 4.2), squeeze=False)
+    for ax, nm in zip(axs.flat, names):
+        im = ax.pcolormesh(np.arange(len(xs) + 1) - 0.5, np.arange(len(ys) + 1) - 0.5, np.asarray(masses[nm], float),
+                           vmin=0, vmax=1, cmap="magma", shading="flat")
+        ax.set_xticks(range(len(xs)), [f"{v:.3g}" for v in xs], rotation=90, fontsize=7)
+        ax.set_yticks(range(len(ys)), [f"{v:.4g}" for v in ys], fontsize=7)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"mass: {nm}", fontsize=9)
+        fig.colorbar(im, ax=ax, fraction=0.046)
+    ax = axs.flat[len(names)]
+    ax.errorbar(ys, crossover, yerr=np.nan_to_num(crossover_se), marker="o", capsize=3)
+    ax.set_xscale("log" if ys.min() > 0 and ys.max() / ys.min() > 5 else "linear")
+    ax.set_xlabel(ylabel)
+    ax.set_ylabel(crossover_label)
+    ax.grid(alpha=0.3)
+    ax.set_title("crossover", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def weights_facets_figure(panels, *, title: str, max_points: int = 40000):
+    """One panel per sweep point: a 2-D histogram (log colour) of the effective weights |q_i| w_i
+    of all nodes over all draws (DSLT4's posterior pictures), the truth's as red crosses.
+
+    panels: list of (label, eff (N, 2), truth_eff (m, 2))."""
+    fig, axes, nrows = panel_grid(len(panels), 2.8, 3.0)
+    R = 1.2 * max(max(float(np.max(np.linalg.norm(t, axis=1))) for _, _, t in panels), 1.0)
+    rng = np.random.default_rng(0)
+    for ax, (label, eff, truth_eff) in zip(axes.flat, panels):
+        eff = np.asarray(eff)
+        if len(eff) > max_points:
+            eff = eff[rng.choice(len(eff), max_points, replace=False)]
+        ax.hist2d(eff[:, 0], eff[:, 1], bins=90, range=[[-R, R], [-R, R]], cmap="Greys",
+                  norm=matplotlib.colors.LogNorm())
+        ax.plot(truth_eff[:, 0], truth_eff[:, 1], "x", color="red", ms=7, mew=2)
+        ax.plot([0], [0], "+", color="tab:blue", ms=6)
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(label, fontsize=7.5)
+    cols = axes.shape[1]
+    return finish_panels(fig, textwrap.fill(title, max(40, 22 * cols)), nrows + (cols < 4))
+
+
+def posterior_traces_figure(traces, *, title: str, max_len: int = 1500):
+    """Per chosen sweep point: L_n of every chain against the draw (left) and the smallest and
+    largest effective-weight radius |q_i| |w_i| of every chain (right).
+
+    traces: list of (values dict, loss (C, S), radii (C, S, d))."""
+    fig, axes = subplots(len(traces), 2, figsize=(11, 2.4 * len(traces)), squeeze=False)
+    for row, (values, loss, radii) in zip(axes, traces):
+        S = loss.shape[1]
+        step = max(1, S // max_len)
+        idx = np.arange(0, S, step)
+        label = ", ".join(f"{k.split('.')[-1]} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
+                          for k, v in values.items())
+        for c in range(loss.shape[0]):
+            row[0].plot(idx, loss[c, ::step], lw=0.5, color=f"C{c % 10}")
+            row[1].plot(idx, radii[c, ::step].min(-1), lw=0.5, color=f"C{c % 10}")
+            row[1].plot(idx, radii[c, ::step].max(-1), lw=0.5, color=f"C{c % 10}", ls=":")
+        row[0].set_ylabel("L_n(w)")
+        row[0].set_title(f"{label}: L_n per chain", fontsize=8)
+        row[1].set_ylabel("radius |q_i||w_i|")
+        row[1].set_title(f"{label}: smallest (solid) and largest (dotted) radius per chain", fontsize=8)
+        for ax in row:
+            ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("draw")
+    axes[-1, 1].set_xlabel("draw")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

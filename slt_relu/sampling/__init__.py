@@ -1,0 +1,24 @@
+"""Samplers behind one interface: ``sample(keys, potential_gen, init_z, args, settings) -> Draws``,
+many chains vmapped in one compiled program and sharded over the devices.
+
+- ``base``: :class:`Draws`, the settings NUTS and HMC share, hashable callables, the registry and
+  :func:`sample`, which runs the sampler registered for the settings' type;
+- ``sharding``: the ``chains`` mesh, padding, :func:`run_sharded`;
+- ``nuts``: NUTS with desynchronised chains (or numpyro's kernel in lockstep, ``lockstep``);
+- ``hmc``: HMC with a fixed trajectory; ``sgld``: stochastic gradient Langevin dynamics;
+- ``smc``: adaptive tempered SMC (weighted particles, log evidence);
+- ``involution``: Metropolis-Hastings proposals along an involution (the symmetry moves).
+
+Importing the package registers every sampler.
+"""
+from .base import Draws, MCMCSettings, StaticPartial, Unravel, check_keys, register, sample, unravel_fn
+from .hmc import HMCSettings
+from .involution import involution_step, metropolis_hastings
+from .nuts import NUTSSettings, tree_depth
+from .sgld import SGLDSettings
+from .sharding import chain_mesh, pad_chains, run_blocks, run_sharded
+from .smc import SMCSettings
+
+__all__ = ["Draws", "HMCSettings", "MCMCSettings", "NUTSSettings", "SGLDSettings", "SMCSettings", "StaticPartial",
+           "Unravel", "chain_mesh", "check_keys", "involution_step", "metropolis_hastings", "pad_chains", "register",
+           "run_blocks", "run_sharded", "sample", "tree_depth", "unravel_fn"]

@@ -1,0 +1,191 @@
+"""What every sampler shares: the draws it returns, its settings' base, hashable callables, and the
+registry through which :func:`sample` finds the sampler that a settings type names.
+
+A sampler takes a PRNG key per chain, a potential, initial points and its settings, and returns
+:class:`Draws`:
+
+    sample(keys (C, 2), potential_gen, init_z (C, D), args, settings) -> Draws
+
+``potential_gen(*args_c) -> U`` builds chain c's potential ``U(z) = -log density(z)`` on flat
+unconstrained coordinates z (D,) from that chain's slice of ``args`` (arrays with a leading chain
+axis C: each chain its own data set, tempering, localisation).  ``potential_gen`` and the settings
+must be hashable values (a NamedTuple of functions and numbers, a frozen settings model): they are
+static arguments of ``jax.jit``, so a second call with equal ones reuses the compiled program.
+
+Each sampler module registers its settings type with :func:`register` (``nuts``: NUTS,
+desynchronised or in lockstep; ``hmc``; ``sgld``; ``smc``: adaptive tempered SMC, whose "chains" are
+independent runs of N particles, init_z (C, N, D), its draws the particles, equally weighted after
+the last resampling, and ``log_evidence`` its estimate of log Z); ``slt_relu.sampling`` imports
+them all, so ``sample`` knows every one.  A new sampler is a module with a settings class (a
+:class:`~slt_relu.settings.Section` with a ``name``) and a runner with :data:`Runner`'s signature,
+registered the same way.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from pydantic import Field
+
+from ..network import check_finite
+from ..settings import Section
+
+
+class Draws(NamedTuple):
+    """What every sampler returns; C chains (or independent runs), S draws (or particles) each.
+
+    z: (C, S, D) unconstrained draws; potential_energy: (C, S) U at each draw; stats: the
+    sampler's statistics by name, per draw (C, S) or per chain (C, ...) (NUTS: num_steps,
+    tree_depth, accept_prob, diverging, energy (the Hamiltonian at the draw), step_size,
+    inverse_mass_matrix, warmup_divergences; HMC the same but tree_depth); grad_evals:
+    (C,) gradient evaluations of each chain, warmup included; log_evidence: (C,) log Z where the
+    sampler estimates it (SMC), else None; ticks: vmapped gradient evaluations the program ran
+    (the wall-clock work of all chains together); wall_s: seconds, compilation included.
+    """
+
+    z: np.ndarray
+    potential_energy: np.ndarray
+    stats: dict
+    grad_evals: np.ndarray
+    log_evidence: np.ndarray | None
+    ticks: int
+    wall_s: float
+
+
+class StaticPartial(NamedTuple):
+    """``fn`` with its first arguments bound, hashable by value (a ``functools.partial`` is hashed
+    by identity, so a new one per call would compile a new program)."""
+
+    fn: Callable
+    bound: tuple
+
+    def __call__(self, *args):
+        return self.fn(*self.bound, *args)
+
+
+class Unravel(NamedTuple):
+    """Flat (D,) -> the pytree it came from; hashable by value (jax's ``ravel_pytree`` returns a
+    closure), so potentials holding it can be static ``jax.jit`` arguments."""
+
+    treedef: object
+    shapes: tuple
+    dtypes: tuple
+
+    def __call__(self, flat):
+        sizes = [math.prod(s) for s in self.shapes]
+        parts = jnp.split(flat, np.cumsum(sizes)[:-1]) if len(sizes) > 1 else [flat]
+        leaves = [p.reshape(s).astype(d) for p, s, d in zip(parts, self.shapes, self.dtypes)]
+        return jax.tree.unflatten(self.treedef, leaves)
+
+
+def unravel_fn(tree) -> tuple[jax.Array, Unravel]:
+    """(flat (D,), :class:`Unravel`) of a pytree of arrays, leaves in tree order."""
+    leaves, treedef = jax.tree.flatten(tree)
+    leaves = [jnp.asarray(a) for a in leaves]
+    dtype = jnp.result_type(*leaves) if leaves else jnp.float32
+    flat = jnp.concatenate([a.reshape(-1).astype(dtype) for a in leaves]) if leaves else jnp.zeros(0, dtype)
+    return flat, Unravel(treedef, tuple(a.shape for a in leaves), tuple(str(a.dtype) for a in leaves))
+
+
+def check_keys(keys, name: str = "keys", batch_ndim: int = 1) -> jax.Array:
+    """keys as raw uint32 key data (batch + (2,) for the default threefry) if they are PRNG keys
+    with ``batch_ndim`` leading axes (1: one key per chain, 0: a single key): typed keys
+    (``jax.random.key``, turned into their key data, which the samplers use) or raw key data of the
+    default implementation's shape; else TypeError naming them."""
+    raw = jax.eval_shape(jax.random.PRNGKey, 0).shape
+    want = "a PRNG key" if batch_ndim == 0 else f"a {batch_ndim}-D batch of PRNG keys"
+    want += f" (jax.random.key, or uint32 key data with a last axis of {raw[-1]})"
+    try:
+        k = jnp.asarray(keys)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected {want}, got {type(keys).__name__}") from None
+    if jnp.issubdtype(k.dtype, jax.dtypes.prng_key) and k.ndim == batch_ndim:
+        k = jax.random.key_data(k)
+    if not (k.dtype == jnp.uint32 and k.ndim == batch_ndim + len(raw) and k.shape[batch_ndim:] == raw):
+        raise TypeError(f"{name}: expected {want}, got a {k.dtype} array of shape {k.shape}")
+    return k
+
+
+# ----------------------------------------------------------------------------------------
+# settings of the MCMC samplers (the schema of the config's [sampler] table too)
+
+
+class MCMCSettings(Section):
+    """The settings NUTS and HMC share (warm-up, draws, thinning, step-size adaptation, symmetry moves)."""
+
+
+    num_warmup: int = Field(1000, ge=0, description="warm-up iterations per chain (adaptation; not kept)")
+    num_samples: int = Field(1000, ge=4, description="kept draws per chain")
+    thin: int = Field(1, ge=1, description="keep every thin-th iteration (num_samples counts kept draws)")
+    target_accept_prob: float = Field(0.8, gt=0, lt=1, description="dual averaging's target acceptance")
+    dense_mass: bool = Field(False, description="adapt a dense inverse mass matrix")
+    step_size: float = Field(1.0, gt=0, description="initial step size")
+    symmetry_moves: bool = Field(False, description="after every trajectory, a Metropolis-Hastings proposal along "
+                                 "the model's symmetries (slt_relu.moves: the orientation flip of every node)")
+
+
+# ----------------------------------------------------------------------------------------
+# the registry
+
+
+Runner = Callable[..., Draws]
+"""run(keys (C, 2), potential_gen, init_z, args, settings, *, moves, devices, progress) -> Draws."""
+
+
+class Sampler(NamedTuple):
+    """A registered sampler: its runner and whether its initial points are particles per run,
+    init_z (C, N, D) (SMC), or one point per chain, (C, D)."""
+
+    run: Runner
+    particles: bool = False
+
+
+_SAMPLERS: dict[type, Sampler] = {}
+
+
+def register(settings_type: type, run: Runner, *, particles: bool = False) -> None:
+    """Make :func:`sample` run ``run`` for settings of ``settings_type`` (called once by each sampler
+    module at import)."""
+    _SAMPLERS[settings_type] = Sampler(run, particles)
+
+
+def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, moves=None, devices=None,
+           progress=None) -> Draws:
+    """Run C chains of the sampler that ``settings``' type is registered for (NUTS, HMC, SGLD, SMC
+    settings) on the potentials ``potential_gen(*args_c)`` (module docstring).
+
+    keys: (C, 2) (or typed keys (C,): their key data is used), one per chain: a chain's numbers depend
+    on its key, not on which other chains share the program; init_z: (C, D) (SMC: (C, N, D) prior
+    draws, and the last of ``args`` is the inverse temperature the bridge scales); args: tuple of
+    arrays with a leading axis C; moves: the involution of the symmetry proposals,
+    move(key, z) -> (z', log |det dz'/dz|), hashable (``slt_relu.moves``), used by settings with
+    ``symmetry_moves`` (NUTS, HMC, SMC); devices: to shard the chains over (default
+    ``jax.local_devices()``); progress: called as progress(fraction) between compiled calls where the
+    sampler has them.
+    """
+    sampler = _SAMPLERS.get(type(settings))
+    if sampler is None:
+        names = ", ".join(sorted(t.__name__ for t in _SAMPLERS))
+        raise TypeError(f"settings: expected the settings of a registered sampler ({names}), got "
+                        f"{type(settings).__name__}")
+    init_z = jnp.asarray(init_z)
+    if init_z.ndim != (3 if sampler.particles else 2) or init_z.shape[0] < 1:
+        want = "(runs, particles, D)" if sampler.particles else "(chains, D)"
+        raise ValueError(f"init_z: expected shape {want} with at least one chain, got {init_z.shape}")
+    check_finite(init_z, "init_z")
+    C = init_z.shape[0]
+    keys = check_keys(keys)
+    if keys.shape[:1] != (C,):
+        raise ValueError(f"keys: expected one key per chain ({C}), got shape {keys.shape}")
+    for a in jax.tree.leaves(args):
+        if jnp.shape(a)[:1] != (C,):
+            raise ValueError(f"args: every array needs a leading chain axis of {C}, got shape {jnp.shape(a)}")
+    with_moves = getattr(settings, "symmetry_moves", False)
+    if with_moves and moves is None:
+        raise ValueError("moves: symmetry_moves needs the symmetry's involution (e.g. slt_relu.moves.OrientationFlip), "
+                         "got None")
+    return sampler.run(keys, potential_gen, init_z, tuple(args), settings, moves=moves if with_moves else None,
+                       devices=devices, progress=progress)

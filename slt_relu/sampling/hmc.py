@@ -1,0 +1,31 @@
+"""Hamiltonian Monte Carlo with a fixed number of leapfrog steps (Neal 2011), numpyro's kernel with
+its warm-up (dual averaging of the step size, Stan's windows for the mass matrix), chains in lockstep
+(``slt_relu.sampling.lockstep``): with a fixed trajectory no chain waits for another.
+"""
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field
+
+from .base import Draws, MCMCSettings, register
+from .lockstep import run_lockstep
+
+
+class HMCSettings(MCMCSettings):
+    """numpyro's HMC with a fixed number of leapfrog steps, chains in lockstep."""
+
+    name: Literal["hmc"] = "hmc"
+    num_steps: int | None = Field(10, ge=1, description="leapfrog steps (None: trajectory_length / step_size)")
+    trajectory_length: float = Field(2 * math.pi, gt=0, description="used when num_steps is None")
+
+
+def run_hmc(keys, potential_gen, init_z, args, settings: HMCSettings, *, moves=None, devices=None,
+            progress=None) -> Draws:
+    """HMC chains in lockstep; see :func:`slt_relu.sampling.sample`.  progress: unused (one compiled
+    call)."""
+    return run_lockstep(keys, potential_gen, init_z, args, settings, moves=moves, devices=devices)
+
+
+register(HMCSettings, run_hmc)
