@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .config import ConfigError
+from .sampling import SMCSettings
 
 
 class Need(NamedTuple):
@@ -101,7 +102,7 @@ def _posterior(s) -> list[Need]:
     D = params(width, n_in)
     runs = p.datasets * p.chains_per_dataset
     out = [Need("posterior.n, posterior.datasets", "the data sets of one sweep point", p.datasets * p.n * (n_in + 1))]
-    if sampler.name == "smc":
+    if isinstance(sampler, SMCSettings):
         particles = sampler.num_particles
         if s.convergence.active and s.convergence.max_particles is not None:   # the rule may grow the particles
             particles = max(particles, s.convergence.max_particles)

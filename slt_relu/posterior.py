@@ -28,7 +28,7 @@ import numpy as np
 
 from .loss import check_sigma, empirical_loss_columns
 from .network import Restriction, TwoLayer, check_count, check_finite, check_number, from_flat, to_flat
-from .sampling import HMCSettings, NUTSSettings, Draws, check_keys, sample
+from .sampling import Draws, HMCSettings, NUTSSettings, SMCSettings, check_keys, sample
 
 GROUPS = ("w", "b", "q", "c")
 PRIOR_KINDS = ("normal", "uniform")
@@ -244,7 +244,6 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     devices, progress: see :func:`slt_relu.sampling.sample`.  Returns :class:`PosteriorSamples`.
     """
     from .moves import OrientationFlip
-    from .sampling import SMCSettings
 
     settings = NUTSSettings() if settings is None else settings
     if type(settings) not in (NUTSSettings, HMCSettings, SMCSettings):
@@ -276,7 +275,7 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     yc = y[dataset]
     nb = n_beta[dataset]
     k_init, k_run = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)
-    if settings.name == "smc":                           # particles from the prior
+    if isinstance(settings, SMCSettings):                           # particles from the prior
         N = settings.num_particles
         z0 = jax.vmap(lambda k: jax.vmap(tg.prior_draw)(jax.random.split(k, N)))(k_init)
     else:
@@ -322,7 +321,6 @@ def smc_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = Prio
     on it: their spread is the Monte Carlo error); n_beta: (K,) or a scalar; settings:
     :class:`~slt_relu.sampling.SMCSettings` (default ``SMCSettings()``).  Particles start from the prior.
     """
-    from .sampling import SMCSettings
 
     settings = SMCSettings() if settings is None else settings
     if not isinstance(settings, SMCSettings):

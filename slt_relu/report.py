@@ -3,8 +3,8 @@
 the config, the versions, the machine and the files), read from ``manifest.json`` and
 ``metrics.json`` alone, so a committed result can be read without opening JSON.
 
-Each experiment kind says what its headline numbers are (``headline(metrics) -> lines`` in its
-module: a posterior sweep's masses per point with error bars and its crossover, the learning
+Each experiment kind says what its headline numbers are (its Kind's ``headline(metrics) -> lines``,
+``slt_relu.kinds.kind``: a posterior sweep's masses per point with error bars and its crossover, the learning
 coefficient's lambda_hat per case, ...).
 """
 from __future__ import annotations
@@ -35,12 +35,10 @@ def headline(kind: str | None, metrics: dict) -> list[str]:
     """The kind's headline lines of its metrics (none for an unknown kind)."""
     from .kinds import KINDS
 
-    module = KINDS.get(kind or "")
-    fn = getattr(module, "headline", None)
-    if fn is None:
+    if kind not in KINDS:
         return []
     try:
-        return fn(metrics)
+        return KINDS[kind].headline(metrics)
     except (KeyError, TypeError, ValueError, IndexError):       # an older folder without some numbers
         return ["(headline numbers not available for this folder's metrics)"]
 

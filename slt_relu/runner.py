@@ -93,7 +93,7 @@ def config_path(config: str | Path) -> Path:
 
 
 class Prepared:
-    """A validated and resolved config: kind module, typed settings, resolved objects, name."""
+    """A validated and resolved config: its Kind, typed settings, resolved objects, name."""
 
     def __init__(self, path: Path, raw: dict, overrides: dict):
         from .kinds import KINDS
@@ -104,12 +104,12 @@ class Prepared:
             expected = ", ".join(repr(k) for k in sorted(KINDS))
             raise ConfigError(f"kind: {'missing; ' if kind is None else ''}expected one of {expected}"
                               + (f", got {kind!r}" if kind is not None else ""))
-        self.module = KINDS[kind]
-        self.settings = parse(self.module.Settings, raw)
+        self.kind = KINDS[kind]
+        self.settings = parse(self.kind.settings, raw)
         memory.check(self.settings)                 # arrays that cannot fit: refused before anything is built
         self.name = self.settings.name or path.stem
         _set_dtype(self.settings.dtype)
-        self.resolved = self.module.resolve(self.settings, raw)
+        self.resolved = self.kind.resolve(self.settings, raw)
 
 
 def prepare(config, overrides: dict | None = None) -> Prepared:
@@ -335,9 +335,9 @@ def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) ->
     out = check_output(default_output(prep.name) if out is None else out)
     lay = layout()
     if lay.index:                 # another process of a multi-process run: its share of the points, nothing else
-        if getattr(prep.module, "SWEEPS", False):
+        if prep.kind.sweeps:
             ctx = RunContext(out.parent / f".{out.name}.checkpoints", progress, prep.settings.seed, lay)
-            prep.module.run(prep.resolved, None, jax.random.PRNGKey(prep.settings.seed), ctx)
+            prep.kind.run(prep.resolved, None, jax.random.PRNGKey(prep.settings.seed), ctx)
         return None
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -353,7 +353,7 @@ def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) ->
         start = time.time()
         try:
             ctx = RunContext(checkpoints, progress, prep.settings.seed, lay)
-            metrics = prep.module.run(prep.resolved, tmp, jax.random.PRNGKey(prep.settings.seed), ctx)
+            metrics = prep.kind.run(prep.resolved, tmp, jax.random.PRNGKey(prep.settings.seed), ctx)
             wall = time.time() - start
             write_json(tmp / "metrics.json", metrics)
             files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()) + ["manifest.json"]

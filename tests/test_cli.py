@@ -133,12 +133,12 @@ def test_interrupted_run_leaves_nothing_and_rerun_replaces(tmp_path, monkeypatch
     out = tmp_path / "out"
     first = runner.run_config(path, out, progress=False)
     stamp = json.loads((first / "manifest.json").read_text())["finished_utc"]
-    from slt_relu.kinds import landscape
+    from slt_relu.kinds import KINDS
 
     def boom(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(landscape, "run", boom)
+    monkeypatch.setitem(KINDS, "landscape", KINDS["landscape"]._replace(run=boom))
     with pytest.raises(KeyboardInterrupt):
         runner.run_config(path, tmp_path / "other", progress=False)
     assert not (tmp_path / "other").exists() and not list(tmp_path.glob(".other*"))

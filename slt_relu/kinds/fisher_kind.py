@@ -25,6 +25,7 @@ from ..plots import rank_vs_bound_figure, save_figure, spectrum_figure
 from ..settings import Section
 from ..truths import m_symmetric
 from .common import Experiment, InputsSettings, TruthSettings, example_of, resolve_inputs
+from .kind import Kind, first_line, register_kind
 
 Width = Annotated[int, Field(ge=1, le=256)]
 
@@ -308,3 +309,7 @@ def headline(metrics: dict) -> list[str]:
     """Per group of points: how many, the fraction at the bound D - d, the fraction matching the hand count."""
     return [f"{group}: {v['points']} points, at D - d {100 * v['fraction_at_bound']:.0f}%, excess = hand count "
             f"{100 * v['matches_hand_count']:.0f}%" for group, v in metrics.get("summary", {}).items()]
+
+
+KIND = register_kind(Kind("fisher", Settings, resolve, run, headline,
+                          description=first_line(__doc__)))

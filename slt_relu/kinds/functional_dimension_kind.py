@@ -17,6 +17,7 @@ from pydantic import Field
 
 from ..settings import Section
 from .common import Experiment
+from .kind import Kind, first_line, register_kind
 
 
 class FunctionalDimensionSettings(Section):
@@ -109,3 +110,7 @@ def headline(metrics: dict) -> list[str]:
         lines.append(f"widths {c['widths']} ({c['points']} points): at the bound {c['fraction_at_bound']:.2f} "
                      f"[{lo:.2f}, {hi:.2f}], mean dimension {c['mean_dim']:.1f} of {c['bound']}")
     return lines
+
+
+KIND = register_kind(Kind("functional_dimension", Settings, resolve, run, headline,
+                          description=first_line(__doc__)))

@@ -17,6 +17,7 @@ from ..network import coordinate_index, from_flat, num_params, to_flat
 from ..plots import landscape_figure, save_figure
 from ..settings import Section
 from .common import TruthExperiment, resolve_setup
+from .kind import Kind, first_line, register_kind
 
 
 class LandscapeSettings(Section):
@@ -221,3 +222,7 @@ def headline(metrics: dict) -> list[str]:
         lines.append(f"Fisher rank along W0: {sorted(set(fa['rank']))} of {fa['num_free']} (excess "
                      f"{sorted(set(fa['excess']))})")
     return lines
+
+
+KIND = register_kind(Kind("landscape", Settings, resolve, run, headline,
+                          description=first_line(__doc__)))

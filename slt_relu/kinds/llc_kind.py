@@ -32,9 +32,9 @@ from ..sampling import NUTSSettings, SGLDSettings
 from ..settings import Section, parse
 from ..sweep import Point, fingerprint, run_points
 from .common import TRUTH_SCHEMAS, Experiment
+from .kind import Kind, first_line, register_kind
 
 Method = Literal["sgld", "beta_sweep", "wbic"]
-SWEEPS = True              # cases are points: the processes of a multi-process run share them (slt_relu.distributed)
 
 
 class LLCSGLDSettings(SGLDSettings):
@@ -436,3 +436,8 @@ def headline(metrics: dict) -> list[str]:
         elif row.get("wbic") is not None:
             lines.append(f"{row['name']} (wbic): WBIC = {row['wbic']:.2f} +- {row['wbic_se']:.2f}")
     return lines
+
+
+# cases are points: the processes of a multi-process run share them
+KIND = register_kind(Kind("learning_coefficient", Settings, resolve, run, headline,
+                          description=first_line(__doc__), sweeps=True))

@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import Field
 
 from ..config import ConfigError
+from ..sampling import SMCSettings
 from ..settings import Section
 
 
@@ -61,13 +62,13 @@ def check_convergence(s) -> ConvergenceSettings | None:
     """A posterior config's [convergence] if its targets are set (None otherwise); ConfigError when they
     cannot hold (not SMC, too few runs per data set, a mass target without a rule)."""
     conv, p = s.convergence, s.posterior
-    if conv.active and s.sampler.name != "smc":
+    if conv.active and not isinstance(s.sampler, SMCSettings):
         raise ConfigError(f"convergence: the stopping rule adds independent SMC runs; expected sampler.name = "
                           f"\"smc\", got {s.sampler.name!r}")
     if conv.active and p.chains_per_dataset < MIN_RUNS_FOR_CONVERGENCE:
         raise ConfigError(f"posterior.chains_per_dataset: the convergence targets need at least "
                           f"{MIN_RUNS_FOR_CONVERGENCE} independent runs per data set, got {p.chains_per_dataset}")
-    if conv.max_particles is not None and (s.sampler.name != "smc" or not conv.active):
+    if conv.max_particles is not None and (not isinstance(s.sampler, SMCSettings) or not conv.active):
         raise ConfigError("convergence.max_particles: grows the particles of SMC runs under the stopping rule; "
                           "expected sampler.name = \"smc\" and a target (convergence.mass_mcse or "
                           "convergence.log_evidence_mcse)")

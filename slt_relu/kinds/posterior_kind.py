@@ -35,11 +35,11 @@ from ..sampling import HMCSettings, NUTSSettings, SMCSettings
 from ..settings import Section, parse
 from ..sweep import Point, expand, fingerprint, flatten_sweep, run_points
 from .common import TruthExperiment, resolve_setup
+from .kind import Kind, first_line, register_kind
 from .posterior_convergence import ConvergenceSettings, check_convergence, until_runs_agree
-from .posterior_report import analyze, headline  # noqa: F401  (headline: the run's summary lines)
+from .posterior_report import analyze, headline
 
 SWEEP_TABLES = ("truth", "inputs", "model", "prior", "posterior", "sampler")
-SWEEPS = True              # a sweep: the processes of a multi-process run share its points (slt_relu.distributed)
 OBSERVED_SMALL = 20_000     # values of a point's x and y at most to be kept with its draws (observed_data)
 RULES = ("radius", "sector", "none")
 
@@ -299,7 +299,10 @@ def _ident(point: Point, seed: int) -> str:
 def _cost(point: Point) -> float:
     p = point.settings
     s = p.sampler
-    per_chain = s.num_particles * s.num_mcmc_steps if s.name == "smc" else s.num_warmup + s.num_samples * s.thin
+    if isinstance(s, SMCSettings):
+        per_chain = s.num_particles * s.num_mcmc_steps
+    else:
+        per_chain = s.num_warmup + s.num_samples * s.thin
     return p.datasets * p.chains_per_dataset * per_chain
 
 
@@ -389,3 +392,8 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
     metrics["resumed_wall_s"] = sum(rep.resumed_wall_s() for rep in reports.values())
     metrics["programs"] = [{"points": prog} for prog in reports["sampler"].programs]
     return metrics
+
+
+# a sweep: the processes of a multi-process run share its points
+KIND = register_kind(Kind("posterior", Settings, resolve, run, headline,
+                          description=first_line(__doc__), sweeps=True))

@@ -11,6 +11,7 @@ from functools import partial
 
 import numpy as np
 
+from ..sampling import NUTSSettings, SMCSettings
 from .posterior_convergence import MIN_EFFECTIVE_RUNS
 from .posterior_figures import posterior_figures
 
@@ -63,7 +64,7 @@ def _rows(r, points, results) -> tuple[list, list, list]:
     rows, warnings, params_per_point = [], [], []
     for pt in points:
         p, res = pt.settings, results[pt.index]
-        smc = p.sampler.name == "smc"
+        smc = isinstance(p.sampler, SMCSettings)
         params = _params(p, res["flat"])
         params_per_point.append(params)
         rule = _rule_labels(ph, p, params)
@@ -99,7 +100,7 @@ def _rows(r, points, results) -> tuple[list, list, list]:
         else:
             stats["grad_evals"] = res["grad_evals"]
             free = np.flatnonzero(np.asarray(p.model.free))
-            max_steps = 2 ** p.sampler.max_tree_depth - 1 if p.sampler.name == "nuts" else None
+            max_steps = 2 ** p.sampler.max_tree_depth - 1 if isinstance(p.sampler, NUTSSettings) else None
             d = analysis.chain_diagnostics(res["loss"], res["dataset"], np.asarray(res["flat"])[..., free], stats,
                                            max_steps)
             n_draws = p.datasets * p.chains_per_dataset * p.sampler.num_samples
@@ -202,7 +203,7 @@ def save_sweep_draws(save: bool | None, runs: list, outdir) -> dict:
         for pt, params in zip(points, params_per_point):
             p, res = pt.settings, results[pt.index]
             stats = {k[5:]: v for k, v in res.items() if k.startswith("stat_")}
-            if p.sampler.name == "nuts" and "tree_depth" not in stats:      # draws checkpointed before it was kept
+            if isinstance(p.sampler, NUTSSettings) and "tree_depth" not in stats:      # draws checkpointed before it was kept
                 stats["tree_depth"] = tree_depth(stats["num_steps"])
             C = len(res["dataset"])
             tree = posterior_tree(params, res["loss"], res["dataset"], stats, log_evidence=res.get("log_evidence"),

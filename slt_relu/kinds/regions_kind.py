@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 
 from ..settings import Section
 from .common import Experiment
+from .kind import Kind, first_line, register_kind
 
 XOR_WEIGHTS = ([[1.0, 1.0], [1.0, 1.0]], [1.0, 0.0], [[1.0, -2.0]], [-1.0])
 Positive = Annotated[int, Field(ge=1)]
@@ -235,3 +236,7 @@ def headline(metrics: dict) -> list[str]:
                                                                    zip(ln["neurons"], ln["mean_regions"]))
                      + f"; {ln['slope_per_neuron']:.2f} per neuron")
     return lines
+
+
+KIND = register_kind(Kind("regions", Settings, resolve, run, headline,
+                          description=first_line(__doc__)))

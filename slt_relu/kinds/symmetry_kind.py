@@ -25,6 +25,7 @@ from ..plots import effective_weights_figure, phase_gallery_figure, save_figure
 from ..settings import Section
 from ..symmetry import permute, rescale
 from .common import TruthExperiment, resolve_setup
+from .kind import Kind, first_line, register_kind
 
 
 class SymmetrySettings(Section):
@@ -117,3 +118,7 @@ def headline(metrics: dict) -> list[str]:
     return [f"width {w}: {v['num_phases']} phases ({v['num_phases_without_hidden_groups']} without hidden groups), "
             f"max K {v['max_K']:.2g}, all classified as themselves: {v['all_classified_as_themselves']}"
             for w, v in metrics.get("widths", {}).items()]
+
+
+KIND = register_kind(Kind("symmetry", Settings, resolve, run, headline,
+                          description=first_line(__doc__)))

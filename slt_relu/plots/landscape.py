@@ -109,5 +109,6 @@ def spectrum_figure(rows, max_lines: int = 60, *, ax=None):
     ax.set_title("Fisher spectra; | marks the rank cut at rtol")
     ax.legend(fontsize=7, loc="lower left")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
+    if fig.axes == [ax]:                                  # its own figure: lay it out
+        fig.tight_layout()
     return fig

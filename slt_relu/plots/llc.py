@@ -44,7 +44,8 @@ def llc_cases_figure(rows, *, title: str, ax=None):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title + " (error bars: 2 standard errors)", fontsize=10)
-    fig.tight_layout()
+    if fig.axes == [ax]:                                  # its own figure: lay it out
+        fig.tight_layout()
     return fig
 
 

@@ -108,7 +108,8 @@ def lines_figure(neurons, means, ses, slope, *, title: str, ax=None):
     ax.set_title("\n".join(textwrap.wrap(title, 60)), fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
+    if fig.axes == [ax]:                                  # its own figure: lay it out
+        fig.tight_layout()
     return fig
 
 

@@ -1,0 +1,52 @@
+"""The experiment-kind protocol and its registry.
+
+A kind is what a config's ``kind = "..."`` names: a schema and three functions,
+
+    settings: a pydantic model (``slt_relu.settings``; its ``kind`` field is ``Literal[name]``), the
+        only place the kind's keys, defaults, bounds and meanings are written;
+    resolve(settings, raw) -> resolved: the library objects the run needs (truths, models, priors,
+        samplers, sweep points), raising ``ConfigError`` for what the schema cannot check;
+    run(resolved, outdir, key, ctx) -> metrics: the computation, writing figures and arrays into
+        ``outdir`` (``ctx``: checkpoint folder, progress, this process's place among the run's
+        processes, ``slt_relu.runner.RunContext``);
+    headline(metrics) -> lines: the numbers printed at the end of a run and by ``slt-relu show``.
+
+``sweeps``: the run is a sweep whose points the processes of a multi-process run share
+(``slt_relu.distributed``): every process calls ``run``, with ``outdir = None`` on all but the first.
+A kind module ends with ``KIND = register_kind(Kind(...))``; ``slt_relu.kinds`` imports every
+shipped one, and a kind written elsewhere registers the same way (``tests/test_kind.py``).
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+
+class Kind(NamedTuple):
+    """An experiment kind (module docstring).  description: one line for the settings tables."""
+
+    name: str
+    settings: type
+    resolve: Callable
+    run: Callable
+    headline: Callable
+    description: str = ""
+    sweeps: bool = False
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def first_line(doc: str | None) -> str:
+    """A docstring's first line ("" without one, e.g. under ``python -OO``): a kind's description."""
+    return (doc or "").strip().split("\n")[0]
+
+
+def register_kind(kind: Kind) -> Kind:
+    """Make ``kind`` runnable from a config's ``kind = "<kind.name>"``; returns it.  Its settings'
+    ``kind`` field must be ``Literal[kind.name]`` (so the schema and the registry name agree)."""
+    field = kind.settings.model_fields.get("kind")
+    if field is None or getattr(field.annotation, "__args__", None) != (kind.name,):
+        raise ValueError(f"kind.settings: expected a schema whose `kind` field is Literal[{kind.name!r}], got "
+                         f"{kind.settings.__name__}")
+    KINDS[kind.name] = kind
+    return kind
