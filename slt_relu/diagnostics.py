@@ -14,10 +14,10 @@ localization: an improved R-hat for assessing convergence of MCMC":
   indicators; MCSE of the mean = sd / sqrt(ESS of the split chains).
 
 Nested R-hat (Margossian et al. 2024) is for many short chains, the regime of the vectorised
-runners: :func:`rhat_nested`.  Every function equals its ``arviz_stats`` counterpart to 1e-6
-(tests/test_diagnostics.py: iid, AR(1), shifted and drifting chains, NaN and constant draws);
-they are kept here as plain NumPy because the kinds call them per data set, coordinate and sweep
-point, where one call of ArviZ's xarray layer costs more than the computation.
+runners: :func:`rhat_nested`.  The numbers are arviz-stats's: each function is a thin layer over
+``arviz_stats.base.array_stats`` (its NumPy level, no xarray, sub-millisecond per call) that checks
+its arguments, names the method, and returns NaN for draws holding a NaN anywhere (also in the middle
+draw that splitting an odd chain drops).
 
 Chains that sample different posteriors (DSLT4's trials each have their own data set) must
 not be pooled: :func:`grouped` applies a diagnostic within each data set and reports the worst.
@@ -44,44 +44,24 @@ def _as_chains(x) -> np.ndarray:
     return x
 
 
-def split_chains(x) -> np.ndarray:
-    """(C, S) -> (2C, S // 2): first and second halves (a middle draw is dropped when S is odd)."""
+def _arviz(name: str, x, **kwargs) -> float:
+    """arviz_stats.base.array_stats.<name>(x, chain_axis=-2, draw_axis=-1, **kwargs) of (C, S) draws; NaN
+    for draws holding a NaN; arviz-stats's 0 / 0 of constant draws is NaN without a warning."""
+    from arviz_stats.base import array_stats
+
     x = _as_chains(x)
-    half = x.shape[1] // 2
-    return np.concatenate([x[:, :half], x[:, x.shape[1] - half:]])
-
-
-def average_ranks(values) -> np.ndarray:
-    """Ranks 1..N of the flattened values, ties given their average rank (shape kept)."""
-    v = np.asarray(values).reshape(-1)
-    _, inverse, counts = np.unique(v, return_inverse=True, return_counts=True)
-    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    return (first + (counts + 1) / 2.0)[inverse].reshape(np.shape(values))
-
-
-def rank_normalize(x) -> np.ndarray:
-    """z = Phi^{-1}((r - 3/8) / (N + 1/4)) of the pooled average ranks r (Blom's offset)."""
-    from statistics import NormalDist
-
-    x = np.asarray(x, np.float64)
-    r = average_ranks(x)
-    u = (r - 0.375) / (x.size + 0.25)
-    inv = np.vectorize(NormalDist().inv_cdf, otypes=[float])
-    uniq, back = np.unique(u, return_inverse=True)
-    return inv(uniq)[back].reshape(x.shape)
-
-
-def _undefined(x: np.ndarray) -> bool:
-    """Whether draws hold a NaN: then every diagnostic of them is NaN."""
-    return bool(np.isnan(x).any())
+    if np.isnan(x).any():
+        return float("nan")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(getattr(array_stats, name)(x, chain_axis=-2, draw_axis=-1, **kwargs))
 
 
 def gelman_rubin(x) -> float:
-    """Classic potential scale reduction sqrt(((S-1)/S W + B/S) / W) of (C, S) chains; NaN for
-    constant draws (W = B = 0) or draws holding a NaN, inf for chains each constant at different
-    values (W = 0 < B)."""
+    """Classic potential scale reduction sqrt(((S-1)/S W + B/S) / W) of (C, S) chains (no split, no
+    ranks; arviz-stats's method "identity" for C >= 2; B = 0 for one chain); NaN for constant draws
+    (W = B = 0) or draws holding a NaN, inf for chains each constant at different values (W = 0 < B)."""
     x = _as_chains(x)
-    if _undefined(x):
+    if np.isnan(x).any():
         return float("nan")
     C, S = x.shape
     W = float(np.mean(np.var(x, axis=1, ddof=1)))
@@ -91,105 +71,57 @@ def gelman_rubin(x) -> float:
     return float(np.sqrt(((S - 1) / S * W + B_over_S) / W))
 
 
+def _rank_normalize(x: np.ndarray) -> np.ndarray:
+    """z = Phi^{-1}((r - 3/8) / (N + 1/4)) of the pooled average ranks r (ties: their average rank)."""
+    from statistics import NormalDist
+
+    _, inverse, counts = np.unique(x.reshape(-1), return_inverse=True, return_counts=True)
+    ranks = np.concatenate([[0], np.cumsum(counts)[:-1]]) + (counts + 1) / 2.0          # per distinct value
+    z = np.array([NormalDist().inv_cdf(u) for u in (ranks - 0.375) / (x.size + 0.25)])
+    return z[inverse].reshape(x.shape)
+
+
 def rhat(x) -> float:
-    """Rank-normalised split R-hat (maximum of the bulk and the folded versions); x: (C, S).
-    NaN for draws holding a NaN or constant draws."""
+    """Rank-normalised split R-hat, the larger of the bulk and the folded versions; x: (C, S).  NaN for
+    constant draws.  One chain (which arviz-stats leaves undefined): the same from its two halves, as
+    Stan computes it."""
     x = _as_chains(x)
-    if _undefined(x):
-        return float("nan")
-    s = split_chains(x)
-    folded = np.abs(s - np.median(s))
-    return max(gelman_rubin(rank_normalize(s)), gelman_rubin(rank_normalize(folded)))
-
-
-def autocov(x) -> np.ndarray:
-    """Autocovariances of each chain at every lag, by FFT: x (C, S) -> (C, S), lag 0 first,
-    normalised by S (the biased estimator Stan and ArviZ use)."""
-    x = np.asarray(x, np.float64)
-    S = x.shape[-1]
-    m = 1 << int(np.ceil(np.log2(2 * S)))                 # zero padding: no wrap-around
-    f = np.fft.rfft(x - x.mean(-1, keepdims=True), n=m, axis=-1)
-    return np.fft.irfft(f * np.conjugate(f), n=m, axis=-1)[..., :S] / S
+    if x.shape[0] > 1 or np.isnan(x).any():
+        return _arviz("rhat", x, method="rank")
+    half = x.shape[1] // 2
+    s = np.concatenate([x[:, :half], x[:, x.shape[1] - half:]])
+    return max(gelman_rubin(_rank_normalize(s)), gelman_rubin(_rank_normalize(np.abs(s - np.median(s)))))
 
 
 def ess(x) -> float:
-    """Effective sample size of (C, S) draws as in Stan and ArviZ (Vehtari et al. 2021, eqs.
-    10-11; Geyer 1992): autocorrelations rho_t = 1 - (W - mean_c acov_c(t)) / var+ with
-    var+ = (S-1)/S W + B/S, summed in pairs while a pair is positive (initial positive
-    sequence), made monotone (initial monotone sequence); ESS = C S / tau with
-    tau = -1 + 2 sum_{t <= T} rho_t + rho_{T+1}, capped at C S log10(C S) (antithetic chains);
-    C S for constant draws, NaN for draws holding a NaN (or infinity, whose autocorrelations are
-    NaN).  Equal to ``arviz_stats.ess(x, method="identity")`` (tests/test_diagnostics.py)."""
-    x = _as_chains(x)
-    if _undefined(x):
-        return float("nan")
-    C, S = x.shape
-    if np.max(x) - np.min(x) < np.finfo(float).resolution:
-        return float(x.size)
-    acov = autocov(x)
-    mean_var = np.mean(acov[:, 0]) * S / (S - 1.0)           # W
-    var_plus = mean_var * (S - 1.0) / S + (np.var(x.mean(1), ddof=1) if C > 1 else 0.0)
-    rho = 1.0 - (mean_var - acov.mean(0)) / var_plus          # (S,)
-    if np.isnan(rho).any():
-        return float("nan")
-    rho[0] = 1.0
-    keep = np.zeros(S)
-    keep[:2] = rho[:2]
-    t = 1
-    even, odd = rho[0], rho[1]
-    while t < S - 3 and even + odd > 0.0:                     # initial positive sequence
-        even, odd = rho[t + 1], rho[t + 2]
-        if even + odd >= 0.0:
-            keep[t + 1], keep[t + 2] = even, odd
-        t += 2
-    last = t - 2
-    if even > 0.0:
-        keep[last + 1] = even
-    for t in range(1, last - 1, 2):                           # initial monotone sequence
-        if keep[t + 1] + keep[t + 2] > keep[t - 1] + keep[t]:
-            keep[t + 1] = keep[t + 2] = (keep[t - 1] + keep[t]) / 2.0
-    tau = -1.0 + 2.0 * np.sum(keep[:last + 1]) + np.sum(keep[last + 1:last + 2])
-    tau = max(tau, 1.0 / np.log10(x.size))
-    return float(x.size / tau)
+    """Effective sample size of (C, S) draws as they are (no split, no ranks; Vehtari et al. 2021, eqs.
+    10-11; Geyer's initial monotone sequence): ESS = C S / tau, tau = -1 + 2 sum_t rho_t, capped at
+    C S log10(C S); C S for constant draws."""
+    return _arviz("ess", x, method="identity")
 
 
 def ess_bulk(x) -> float:
-    """Bulk ESS: ESS of the rank-normalised split chains; x: (C, S).  NaN for draws holding a NaN."""
-    x = _as_chains(x)
-    if _undefined(x):
-        return float("nan")
-    return ess(rank_normalize(split_chains(x)))
+    """Bulk ESS: ESS of the rank-normalised split chains; x: (C, S)."""
+    return _arviz("ess", x, method="bulk")
 
 
 def ess_tail(x, prob: float = 0.05) -> float:
-    """Tail ESS: the smaller ESS of the indicators x <= q_prob and x <= q_(1-prob) (quantiles of
-    all draws, NumPy's linear rule) on the split chains (Vehtari et al. 2021, sec. 4.3); 0 < prob < 1.
-    NaN for draws holding a NaN."""
-    x = _as_chains(x)
+    """Tail ESS: the smaller ESS of the indicators x <= q_prob and x <= q_(1-prob) on the split chains
+    (Vehtari et al. 2021, sec. 4.3); 0 < prob < 1."""
     if not (isinstance(prob, (float, np.floating)) and 0 < prob < 1):
         raise ValueError(f"prob: expected a number in (0, 1), got {prob!r}")
-    if _undefined(x):
-        return float("nan")
-    lo, hi = sorted((prob, 1.0 - prob))
-    return min(ess(split_chains(x <= np.quantile(x, p)).astype(np.float64)) for p in (lo, hi))
+    return _arviz("ess", x, method="tail", prob=min(prob, 1.0 - prob))
 
 
 def ess_mean(x) -> float:
-    """ESS of the mean: ESS of the split chains (not rank-normalised); x: (C, S).  NaN for draws
-    holding a NaN."""
-    x = _as_chains(x)
-    if _undefined(x):
-        return float("nan")
-    return ess(split_chains(x))
+    """ESS of the mean: ESS of the split chains (not rank-normalised); x: (C, S)."""
+    return _arviz("ess", x, method="mean")
 
 
 def mcse_mean(x) -> float:
-    """Monte Carlo standard error of the mean of (C, S) draws: sd / sqrt(ESS of the split chains);
-    0 for constant draws (up to rounding), NaN for draws holding a NaN."""
-    x = _as_chains(x)
-    if _undefined(x):
-        return float("nan")
-    return float(np.std(x, ddof=1) / np.sqrt(ess_mean(x)))
+    """Monte Carlo standard error of the mean of (C, S) draws: sd / sqrt(ESS of the split chains); 0 for
+    constant draws (up to rounding)."""
+    return _arviz("mcse", x, method="mean")
 
 
 def rhat_nested(x, superchains) -> float:
@@ -201,8 +133,8 @@ def rhat_nested(x, superchains) -> float:
 
     on the rank-normalised split chains (each chain's two halves stay in its superchain), the
     larger of the bulk and the folded versions as for :func:`rhat`.  x: (C, S); superchains:
-    (C,) integer ids, every superchain the same size, at least two superchains.  NaN for draws
-    holding a NaN or constant draws."""
+    (C,) integer ids, every superchain the same size, at least two superchains.  NaN for constant
+    draws."""
     x = _as_chains(x)
     ids = np.asarray(superchains)
     if ids.shape != (x.shape[0],):
@@ -210,20 +142,9 @@ def rhat_nested(x, superchains) -> float:
     groups, counts = np.unique(ids, return_counts=True)
     if len(groups) < 2 or counts.min() != counts.max():
         raise ValueError(f"superchains: expected at least two superchains of equal size, got sizes {counts.tolist()}")
-    if _undefined(x) or np.ptp(x) == 0:
+    if np.ptp(x) == 0:
         return float("nan")
-    s = split_chains(x)
-    ids = np.concatenate([ids, ids])
-
-    def nested(z):
-        means, vars_ = z.mean(1), z.var(1, ddof=1)
-        sup = np.array([means[ids == g].mean() for g in groups])
-        between = np.array([means[ids == g].var(ddof=1) for g in groups])     # 2M >= 2 half-chains each
-        within = np.array([vars_[ids == g].mean() for g in groups])
-        with np.errstate(divide="ignore", invalid="ignore"):                # constant folded draws: 0 / 0
-            return float(np.sqrt(1.0 + np.var(sup, ddof=1) / np.mean(within + between)))
-
-    return max(nested(rank_normalize(s)), nested(rank_normalize(np.abs(s - np.median(s)))))
+    return _arviz("rhat_nested", x, superchain_ids=ids, method="rank")
 
 
 def grouped(fn, x, groups, worst=max) -> float:

@@ -254,11 +254,10 @@ class RestrictedLoss(NamedTuple):
     sigma: float
 
     def __call__(self, theta, data):
-        from .network import from_flat, to_flat
+        from .network import from_flat
 
         base = self.model.base
-        flat = to_flat(base).astype(theta.dtype).at[np.flatnonzero(self.model.free)].set(theta)
-        return two_layer_loss(from_flat(flat, base.width, base.n_in), data, self.sigma)
+        return two_layer_loss(from_flat(self.model.embed_flat(theta), base.width, base.n_in), data, self.sigma)
 
 
 def normal_crossing_expectation(exponents: Sequence[int], nbeta: float, localization: float,

@@ -46,7 +46,7 @@ class OrientationFlip(NamedTuple):
         model = self.potential.model
         d, n_in = model.base.width, model.base.n_in
         free = np.asarray(model.free, bool)
-        full = to_flat(model.base).astype(z.dtype).at[np.flatnonzero(free)].set(pieces.constrain(z))
+        full = model.embed_flat(pieces.constrain(z).astype(z.dtype))
         flipped = to_flat(flip_orientation(from_flat(full, d, n_in), jnp.ones(d, bool)))
         keeps_fixed = jnp.all(flipped[~free] == full[~free]) if (~free).any() else jnp.bool_(True)
         return pieces.unconstrain(flipped[np.flatnonzero(free)]), keeps_fixed

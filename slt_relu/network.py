@@ -275,12 +275,16 @@ class Restriction:
         return [n for n, f in zip(names, self.free) if f]
 
     def embed(self, theta: jax.Array) -> TwoLayer:
-        """theta: (k,) free coordinates -> full TwoLayer (vmap for a batch)."""
+        """theta: (k,) free coordinates -> full TwoLayer in the base's dtype (vmap for a batch)."""
         theta = jnp.asarray(theta)
         if theta.shape != (self.num_free,):
             raise ValueError(f"theta: expected shape ({self.num_free},) for free {self.free_names}, got {theta.shape}")
-        flat = to_flat(self.base).at[np.flatnonzero(self.free)].set(theta.astype(self.base.w.dtype))
-        return from_flat(flat, self.base.width, self.base.n_in)
+        return from_flat(self.embed_flat(theta.astype(self.base.w.dtype)), self.base.width, self.base.n_in)
+
+    def embed_flat(self, theta: jax.Array) -> jax.Array:
+        """theta: (k,) free coordinates -> the full flat parameter (D,) in theta's dtype, the fixed
+        coordinates from the base (unchecked: for use inside compiled potentials)."""
+        return to_flat(self.base).astype(theta.dtype).at[np.flatnonzero(self.free)].set(theta)
 
     def project(self, params: TwoLayer) -> jax.Array:
         """The free coordinates of a full parameter, (k,)."""

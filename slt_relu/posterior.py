@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .loss import check_sigma, empirical_loss_columns
-from .network import Restriction, TwoLayer, check_count, check_finite, check_number, from_flat, to_flat
+from .network import Restriction, TwoLayer, check_count, check_finite, check_number, from_flat
 from .sampling import Draws, HMCSettings, NUTSSettings, SMCSettings, check_keys, sample
 
 GROUPS = ("w", "b", "q", "c")
@@ -97,8 +97,8 @@ def posterior_model(x_cols, y, n_beta, *, model: Restriction, prior: Prior = Pri
     import numpyro
 
     pieces = [numpyro.sample(g, prior.distribution(g, idx.size)) for g, idx in _free_groups(model)]
-    flat = to_flat(model.base).astype(x_cols.dtype).at[np.flatnonzero(model.free)].set(jnp.concatenate(pieces))
-    params = from_flat(flat, model.base.width, model.base.n_in)
+    params = from_flat(model.embed_flat(jnp.concatenate(pieces).astype(x_cols.dtype)), model.base.width,
+                       model.base.n_in)
     numpyro.factor("tempered_likelihood", -n_beta * empirical_loss_columns(params, x_cols, y, sigma))
 
 
@@ -283,8 +283,7 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     moves = OrientationFlip(tg.potential) if getattr(settings, "symmetry_moves", False) else None
     out = sample(k_run, tg.potential, z0, (x_cols, yc, nb), settings, moves=moves, devices=devices, progress=progress)
     free_vals = _constrain_all(tg.constrain, jnp.asarray(out.z))
-    base = to_flat(model.base).astype(x.dtype)
-    flat = jnp.broadcast_to(base, free_vals.shape[:2] + base.shape).at[..., np.flatnonzero(model.free)].set(free_vals)
+    flat = jax.vmap(jax.vmap(model.embed_flat))(free_vals.astype(x.dtype))          # (C, S, D)
     width, n_in = model.base.width, model.base.n_in
     loss = _losses(flat, x_cols, yc, width, n_in, float(sigma))
     params = jax.tree.map(np.asarray, jax.vmap(jax.vmap(lambda f: from_flat(f, width, n_in)))(flat))
@@ -402,9 +401,7 @@ def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Pr
     check_finite(y, "y")
     axes = tuple(lo + (np.arange(resolution) + 0.5) * (hi - lo) / resolution for lo, hi in ranges)  # cell midpoints
     pts = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, k)
-    base = to_flat(model.base).astype(x.dtype)
-    flat = jnp.broadcast_to(base, (pts.shape[0], base.shape[0])).at[:, np.flatnonzero(model.free)].set(
-        jnp.asarray(pts, x.dtype))
+    flat = jax.vmap(model.embed_flat)(jnp.asarray(pts, x.dtype))                        # (B, D)
     loss = np.asarray(_grid_losses(flat, x, y, model.base.width, model.base.n_in, float(sigma)), np.float64)
     logp = -float(n_beta) * loss
     for (g, idx) in _free_groups(model):

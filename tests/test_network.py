@@ -39,6 +39,9 @@ def test_restriction_embed_project():
     np.testing.assert_allclose(r.project(p), [0.3, 0.7])
     batch = jax.vmap(r.embed)(jnp.ones((4, 2)))
     assert batch.w.shape == (4, 2, 1)
+    flat = r.embed_flat(jnp.array([0.3, 0.7], jnp.float32))          # flat order w, b, q, c; theta's dtype
+    assert flat.dtype == jnp.float32
+    np.testing.assert_array_equal(flat, np.array([0.3, 0.7, 0.0, 0.0, 1.0, 1.0, 0.0], np.float32))
 
 
 def test_bad_shapes_raise_clear_errors():
