@@ -44,7 +44,7 @@ def main():
     ap.add_argument("--nested-runs", type=int, default=2)
     ap.add_argument("--live", type=int, default=500, help="nested sampling's live points")
     ap.add_argument("--inner-steps", type=int, default=None,
-                    help="nested sampling's slice moves per new point (default 3 x the free coordinates)")
+                    help="nested sampling's slice moves per new point (default 6 x the free coordinates)")
     ap.add_argument("--dataset", type=int, default=0, help="which of the point's data sets")
     ap.add_argument("--out", type=Path, default=None, help="write the table as JSON here")
     args = ap.parse_args()
