@@ -93,7 +93,7 @@ def main():
     import jax
 
     import slt_relu as S
-    from slt_relu.llc import llc_two_layer
+    from slt_relu.posterior.llc import llc_two_layer
 
     if args.cache_dir:
         from slt_relu.runner import enable_compilation_cache

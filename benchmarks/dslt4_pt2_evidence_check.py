@@ -1,4 +1,4 @@
-"""A second estimator of DSLT4 PT2's log evidence: nested sampling (slt_relu.nested) against tempered SMC
+"""A second estimator of DSLT4 PT2's log evidence: nested sampling (slt_relu.posterior.nested) against tempered SMC
 with the orientation flips (dslt4_pt2_smc.toml's sampler), on one data set (default the first) of
 the sweep points v = 1 and v = 1.5 (the same keys as `slt-relu run dslt4_pt2_smc`, so the sweep's
 log_evidence_per_trial[dataset] is a third number for the same integral).
@@ -10,7 +10,7 @@ Per v: SMC's log Z (log of the mean Z of its runs) with its Monte Carlo error (t
 sampling's (the mean of its runs; its error from the simulated volumes, or from the runs' spread where that
 is larger), the difference in combined
 standard errors, and whether it is within 3; and the sector rule's phase masses by both (SMC: each run's
-masses weighted by its Z, the island estimator of slt_relu.analysis; nested sampling: its points'
+masses weighted by its Z, the island estimator of slt_relu.posterior.masses; nested sampling: its points'
 posterior weights, the mean over its runs).
 """
 from __future__ import annotations
@@ -27,10 +27,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from slt_relu import provenance, runner
-from slt_relu.analysis import log_evidence_mcse, phase_masses
-from slt_relu.evidence import logmeanexp
+from slt_relu.posterior.masses import log_evidence_mcse, phase_masses
+from slt_relu.posterior.evidence import logmeanexp
 from slt_relu.kinds.posterior_kind import point_keys
-from slt_relu.nested import nested_log_evidence
+from slt_relu.posterior.nested import nested_log_evidence
 from slt_relu.phases import SECTOR_PHASES, sector_phase
 from slt_relu.posterior import draw_datasets, sample_posterior, target
 

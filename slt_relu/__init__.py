@@ -90,7 +90,7 @@ from .network import (
 )
 
 from .diagnostics import ess_bulk, ess_tail, mcse_mean, rhat, rhat_nested
-from .llc import (
+from .posterior.llc import (
     BetaSweep,
     Calibration,
     LLCEstimate,
@@ -108,10 +108,10 @@ from .llc import (
 )
 from .sampling import (Draws, HMCSettings, NUTSSettings, SGLDSettings, SMCSettings, chain_mesh, involution_step,
                        pad_chains, run_sharded, sample)
-from .analysis import (PhaseMasses, crossover, crossover_bootstrap, effective_runs, log_evidence_mcse, phase_masses,
+from .posterior.masses import (PhaseMasses, crossover, crossover_bootstrap, effective_runs, log_evidence_mcse, phase_masses,
                        run_weights, trial_filter)
 from .moves import OrientationFlip
-from .nested import NestedEvidence, nested_log_evidence
+from .posterior.nested import NestedEvidence, nested_log_evidence
 from .posterior import (
     GridPosterior,
     PosteriorSamples,

@@ -141,7 +141,7 @@ def posterior_tree(params, loss, dataset, stats: dict | None = None, *, log_evid
 
 
 def llc_tree(est, attrs: dict | None = None):
-    """The ArviZ DataTree of an :class:`~slt_relu.llc.LLCEstimate`: posterior ``loss`` (chain, draw),
+    """The ArviZ DataTree of an :class:`~slt_relu.posterior.llc.LLCEstimate`: posterior ``loss`` (chain, draw),
     the L_n trace of each SGLD chain; sample_stats ``acceptance_rate`` (MALA's) and ``llc`` per chain;
     the estimate, its standard error, L_n(w*), n beta and R-hat as attributes."""
     import xarray as xr
@@ -164,9 +164,9 @@ def to_arviz(result, *, observed=None):
     """ArviZ data (an ``xarray.DataTree`` with ArviZ's groups, built with arviz-base) of
     :class:`~slt_relu.posterior.PosteriorSamples` (NUTS, HMC or SMC through ``sample_posterior``),
     :class:`~slt_relu.posterior.SMCPosterior` (each run its own data set) or
-    :class:`~slt_relu.llc.LLCEstimate` (module docstring for the variables and dimensions).
+    :class:`~slt_relu.posterior.llc.LLCEstimate` (module docstring for the variables and dimensions).
     observed: (x (K, n, n_in), y (K, n)) the data sets, stored as ``observed_data`` when small."""
-    from .llc import LLCEstimate
+    from .posterior.llc import LLCEstimate
     from .posterior import PosteriorSamples, SMCPosterior
 
     if isinstance(result, LLCEstimate):

@@ -26,7 +26,7 @@ Undefined diagnostics are NaN, as in ``arviz_stats``: every diagnostic of draws 
 (:func:`grouped`: of any group), and R-hat (split, rank-normalised, nested) of constant draws
 (0 / 0); the ESS of constant draws is the number of draws and their MCSE 0 (up to rounding), as
 ArviZ's.  A comparison with NaN is False, so a check written ``rhat > 1.05`` passes NaN
-silently: test ``np.isnan`` first (``slt_relu.analysis.sampler_warnings``).
+silently: test ``np.isnan`` first (``slt_relu.posterior.masses.sampler_warnings``).
 """
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ class OrientationFlip(NamedTuple):
         return pieces.unconstrain(flipped[np.flatnonzero(free)]), keeps_fixed
 
     def __call__(self, key, z):
-        from .posterior import _numpyro_pieces
+        from .posterior.target import _numpyro_pieces
 
         del key                                          # the involution is deterministic: J = all nodes
         pieces = _numpyro_pieces(self.potential)

@@ -150,7 +150,7 @@ def test_ess_tail_prob_must_be_a_probability():
 
 def test_nan_diagnostics_warn_as_undefined():
     """A check written ``rhat > 1.05`` is False for NaN: the warnings say NaN / undefined instead of passing."""
-    from slt_relu import analysis, evidence
+    from slt_relu.posterior import evidence, masses as analysis
 
     nan = float("nan")
     d = {"rhat_loss": nan, "ess_bulk_loss": nan, "rhat_nested_loss": nan}

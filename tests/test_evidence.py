@@ -1,11 +1,11 @@
 """Free energies, their slopes, who leads, cross-tables and SMC warnings: the pure functions of
-slt_relu.evidence and slt_relu.analysis against hand computations."""
+slt_relu.posterior.evidence and slt_relu.posterior.masses against hand computations."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from slt_relu import analysis, evidence
+from slt_relu.posterior import evidence, masses as analysis
 
 
 def test_free_energies_by_hand():

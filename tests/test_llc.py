@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import slt_relu as S
-from slt_relu.llc import (estimate_llc, llc_two_layer, minimize_loss, normal_crossing_expectation,
+from slt_relu.posterior.llc import (estimate_llc, llc_two_layer, minimize_loss, normal_crossing_expectation,
                           rlct_from_beta_sweep, tempered_losses, two_layer_loss_for, wbic)
 from slt_relu.sampling import NUTSSettings as SamplerSettings
 

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 import slt_relu as S
-from slt_relu.evidence import logmeanexp
+from slt_relu.posterior.evidence import logmeanexp
 from slt_relu.moves import OrientationFlip
 from slt_relu.sampling import involution_step
-from slt_relu.posterior import _numpyro_pieces, draw_datasets, grid_posterior, target
+from slt_relu.posterior import draw_datasets, grid_posterior, target
+from slt_relu.posterior.target import _numpyro_pieces
 from slt_relu.sampling.smc import SMCSettings, run_smc
 from slt_relu.symmetry import flip_orientation
 

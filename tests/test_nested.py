@@ -1,4 +1,4 @@
-"""Nested sampling's log evidence (slt_relu.nested) against the exact grid of DSLT3 Example 3.2, and its
+"""Nested sampling's log evidence (slt_relu.posterior.nested) against the exact grid of DSLT3 Example 3.2, and its
 arguments refused in one line."""
 import math
 
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import slt_relu as S
-from slt_relu.evidence import logmeanexp
-from slt_relu.nested import nested_log_evidence
+from slt_relu.posterior.evidence import logmeanexp
+from slt_relu.posterior.nested import nested_log_evidence
 from slt_relu.posterior import draw_datasets, grid_posterior, target
 
 

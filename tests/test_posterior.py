@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import slt_relu as S
-from slt_relu.analysis import crossover, crossover_bootstrap, phase_masses, trial_filter
+from slt_relu.posterior.masses import crossover, crossover_bootstrap, phase_masses, trial_filter
 from slt_relu.posterior import Prior, draw_datasets, grid_posterior, resolve_beta, sample_posterior, target
 from slt_relu.sampling import NUTSSettings as SamplerSettings
 

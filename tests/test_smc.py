@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import slt_relu as S
-from slt_relu.analysis import phase_masses
-from slt_relu.evidence import logmeanexp
+from slt_relu.posterior.masses import phase_masses
+from slt_relu.posterior.evidence import logmeanexp
 from slt_relu.posterior import draw_datasets, grid_posterior, sample_posterior, target
 from slt_relu.sampling.smc import SMCSettings
 
@@ -128,7 +128,7 @@ def test_smc_weights_separated_modes_where_nuts_reports_its_starting_points():
 
 def test_log_evidence_against_thermodynamic_integration():
     """log Z = -int_0^{n beta} E_t[L_n] dt (E_t under phi exp(-t L_n)), the integral by the trapezoid rule
-    over NUTS's E_t[L_n] at 33 temperatures (slt_relu.llc.tempered_losses), against SMC's estimate, on the
+    over NUTS's E_t[L_n] at 33 temperatures (slt_relu.posterior.llc.tempered_losses), against SMC's estimate, on the
     generic one-node network f = q relu(w x + b) + c (D = 4)."""
     truth = S.make_params([[1.0]], -0.3, 1.2, 0.1)
     model = S.Restriction.full(truth)

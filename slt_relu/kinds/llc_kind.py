@@ -1,4 +1,4 @@
-"""Experiment kind ``learning_coefficient``: lambda by SGLD (local), the NUTS beta sweep (global) and WBIC, on cases with known values or at the phases of W0 (slt_relu.llc).
+"""Experiment kind ``learning_coefficient``: lambda by SGLD (local), the NUTS beta sweep (global) and WBIC, on cases with known values or at the phases of W0 (slt_relu.posterior.llc).
 
 Cases ([[cases]]) are ``two_layer`` (a registered truth; ``at = "truth"``: the truth padded with
 zero nodes to the width, or ``"phases"``: one representative of every phase of W0 of the
@@ -192,7 +192,7 @@ def _targets(c: dict, n: int, key):
     import jax
     import jax.numpy as jnp
 
-    from ..llc import restricted_two_layer_loss, two_layer_loss_for
+    from ..posterior.llc import restricted_two_layer_loss, two_layer_loss_for
     from ..loss import sample_dataset
     from ..network import make_params, num_params
 
@@ -245,7 +245,7 @@ def _case(c: dict, n: int, refine: bool, key) -> dict:
     """One case: its rows, its beta sweeps and its arrays."""
     import jax
 
-    from ..llc import estimate_llc, minimize_loss, normal_crossing_expectation, rlct_from_beta_sweep, wbic
+    from ..posterior.llc import estimate_llc, minimize_loss, normal_crossing_expectation, rlct_from_beta_sweep, wbic
 
     cs = c["settings"]
     rows, sweeps, arrays, draws = [], [], {}, []
@@ -323,7 +323,7 @@ def _calibration(c: dict, s: Settings, key) -> dict:
     """estimate_llc over the calibration grid at the case's first point (refined as the case's)."""
     import jax
 
-    from ..llc import calibrate_llc, minimize_loss
+    from ..posterior.llc import calibrate_llc, minimize_loss
 
     cal, cs = s.llc.calibration, c["settings"]
     k_data = jax.random.split(jax.random.fold_in(key, c["index"]), 3)[0]
@@ -355,7 +355,7 @@ def _ident(pt: Point, s: Settings, seed: int) -> str:
 
 
 def run(r: Resolved, outdir, key, ctx) -> dict:
-    from ..llc import BetaSweep, Calibration
+    from ..posterior.llc import BetaSweep, Calibration
     from ..plots import beta_sweep_figure, llc_calibration_figure, llc_cases_figure, save_figure
 
     s = r.settings
@@ -406,7 +406,7 @@ def _save_draws(save: bool | None, draws: list, outdir) -> dict:
     """Each SGLD estimate's loss traces as ArviZ data (slt_relu.arviz_data.llc_tree) in
     draws/case-NN-K.nc, when asked or when they take at most 50 MB."""
     from ..arviz_data import llc_tree, save_draws
-    from ..llc import LLCEstimate
+    from ..posterior.llc import LLCEstimate
     from .posterior_report import SAVE_DRAWS_MB
 
     mb = sum(np.asarray(d["loss_trace"]).nbytes for _, _, d in draws) / 2**20

@@ -2,7 +2,7 @@
 
 A point's runs agree when the Monte Carlo error of every phase mass of its DSLT4 rule and of log Z,
 estimated from the spread of its independent runs on each data set, each data set's runs pooled by
-their evidence (``slt_relu.analysis``: :func:`run_weights`, :func:`runs_mcse`,
+their evidence (``slt_relu.posterior.masses``: :func:`run_weights`, :func:`runs_mcse`,
 :func:`log_evidence_mcse`), is at most its target.  log Z's error is on the Z scale, so a data set
 where one run carries most of the evidence (a mode the other runs missed) cannot pass however
 close the other runs are.  The error falls as
@@ -96,7 +96,7 @@ def run_agreement(p, res: dict) -> dict:
     1 / sqrt(runs)).  Returns {"converged", "mass_mcse": {phase: ...}, "log_evidence_mcse",
     "runs_per_dataset", "runs_needed", "particles", "worst_ratio" (the largest error / target),
     "effective_runs"} (the last: per data set, 1 / sum_r w_r^2 of the runs' evidence weights)."""
-    from ..analysis import effective_runs, log_evidence_mcse, phase_masses
+    from ..posterior.masses import effective_runs, log_evidence_mcse, phase_masses
     from .posterior_report import _params, _rule_labels
 
     conv = p.convergence

@@ -3,8 +3,8 @@
 Glue: the schema below, then per sweep point (``slt_relu.sweep``: checkpointed, resumable, points
 that share a compiled program run together) data sets drawn with the point's own key and the
 posterior sampled by the sampler of ``[sampler]`` (``slt_relu.posterior.sample_posterior``);
-the analysis (masses, trial filter, diagnostics, crossovers; ``slt_relu.analysis``,
-``slt_relu.evidence``) is ``posterior_report``, the figures ``posterior_figures``; SMC's stopping rule
+the analysis (masses, trial filter, diagnostics, crossovers; ``slt_relu.posterior.masses``,
+``slt_relu.posterior.evidence``) is ``posterior_report``, the figures ``posterior_figures``; SMC's stopping rule
 (more runs until they agree, ``[convergence]``) is ``posterior_convergence``.
 
 Data for every trial is drawn with its own key (fold_in(seed, data index) split per trial;

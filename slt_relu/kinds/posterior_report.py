@@ -1,8 +1,8 @@
 """A posterior sweep's analysis (kind ``posterior``): each point's draws turned into metrics.json rows
 (phase masses by DSLT4's rule and by classify_phase, their cross-table, diagnostics, log evidence and
 free energies for SMC), the sweep's summary, the figures, the draws as ArviZ netCDF files, and the
-headline numbers a run prints.  The numbers come from the pure functions of ``slt_relu.analysis``
-and ``slt_relu.evidence``; the figures from ``posterior_figures``.
+headline numbers a run prints.  The numbers come from the pure functions of ``slt_relu.posterior.masses``
+and ``slt_relu.posterior.evidence``; the figures from ``posterior_figures``.
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def _where(values: dict) -> str:
 
 def _rows(r, points, results) -> tuple[list, list, list]:
     """Each point's row of metrics.json, the warnings, and the draws as parameters."""
-    from .. import analysis, evidence
+    from ..posterior import evidence, masses as analysis
 
     ph = r.settings.phases
     rows, warnings, params_per_point = [], [], []
@@ -145,7 +145,7 @@ def convergence_warnings(c: dict, where: str) -> list[str]:
 def analyze(r, results: dict, outdir, compare_points: list | None = None, compare: dict | None = None) -> dict:
     """metrics.json of a posterior sweep from its points' results (and the [compare] sampler's on the
     same data sets), its figures, arrays.npz and, when asked or small, the draws as netCDF."""
-    from .. import analysis, evidence
+    from ..posterior import evidence, masses as analysis
 
     s, ph = r.settings, r.settings.phases
     rows, warnings, params_per_point = _rows(r, r.points, results)

@@ -6,7 +6,7 @@ U_B the chain's potential on a mini-batch B of its data (or on all of it).  The 
 not corrected; its bias is measured instead: the Metropolis-adjusted Langevin (MALA) acceptance
 of each proposal, min(1, exp(U(z) - U(z') + |z' - z + eps/2 g|^2/(2 eps) - |z - z' + eps/2 g'|^2/(2 eps))),
 computed with the gradients the chain needs anyway (near 1: the discretisation bias is small).
-The learning coefficient's estimator (``slt_relu.llc``) runs on it.
+The learning coefficient's estimator (``slt_relu.posterior.llc``) runs on it.
 
 Interface: :func:`slt_relu.sampling.sample` with :class:`SGLDSettings` settings.  With ``batch_size``,
 ``args[0]`` is the chain's data (a pytree whose leaves have a leading data axis n) and each step

@@ -1,7 +1,7 @@
 """Adaptive tempered sequential Monte Carlo: weighted particles that cross between modes, and the evidence.
 
 MCMC chains that never leave the basin they start in measure where they started, not the
-posterior's mass (DSLT4's sweeps; ``slt_relu.analysis``).  Tempered SMC moves N particles from
+posterior's mass (DSLT4's sweeps; ``slt_relu.posterior.masses``).  Tempered SMC moves N particles from
 the prior to the posterior through the bridge
 
     pi_lambda(z)  proportional to  exp(-U(z; lambda t_max)),   0 = lambda_0 < lambda_1 < ... < lambda_K = 1,

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .analysis import PhaseMasses, log_evidence_mcse, phase_masses
+from .masses import PhaseMasses, log_evidence_mcse, phase_masses
 
 
 def logmeanexp(values, axis=0):

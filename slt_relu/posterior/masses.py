@@ -16,7 +16,7 @@ sampler, and shared by every sampler's output.
 * :func:`point_summary`, :func:`sweep_summary`: the rows and grids of a posterior sweep's
   ``metrics.json``.
 
-Log evidences, free energies and SMC runs' diagnostics are in ``slt_relu.evidence``.
+Log evidences, free energies and SMC runs' diagnostics are in ``slt_relu.posterior.evidence``.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from . import diagnostics as dg
+from .. import diagnostics as dg
 
 class PhaseMasses(NamedTuple):
     """Posterior mass of each phase.

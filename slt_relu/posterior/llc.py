@@ -47,9 +47,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import diagnostics as dg
-from .network import check_count, check_finite, check_number, check_params
-from .settings import library_settings as _settings
+from .. import diagnostics as dg
+from ..network import check_count, check_finite, check_number, check_params
+from ..settings import library_settings as _settings
 
 
 class LLCEstimate(NamedTuple):
@@ -111,8 +111,8 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int =
     else mini-batches drawn with replacement at every step.  Sampled by
     :func:`slt_relu.sampling.sample` with SGLD settings.
     """
-    from .sampling import check_keys, sample, unravel_fn
-    from .sampling import SGLDSettings
+    from ..sampling import check_keys, sample, unravel_fn
+    from ..sampling import SGLDSettings
 
     key = check_keys(key, "key", batch_ndim=0)
     n = _num_data(data)
@@ -163,7 +163,7 @@ def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300):
     misses the minimiser by O(1/sqrt n), which lowers lambda_hat by n beta (L_n(w*) - L_n(w_hat)),
     about beta chi^2_k / 2 for k regular directions (0.5 for the generic d = m = 3 truth at
     n = 10,000).  Returns (params, L_n at them)."""
-    from .sampling import unravel_fn
+    from ..sampling import unravel_fn
 
     num_steps = check_count(num_steps, "num_steps")
     flat0, unravel = unravel_fn(params)
@@ -201,7 +201,7 @@ class TwoLayerLoss(NamedTuple):
 
 def two_layer_loss_for(sigma: float) -> Callable:
     """two_layer_loss at a fixed sigma; equal sigmas give equal functions, so compiled programs are reused."""
-    from .loss import check_sigma
+    from ..loss import check_sigma
 
     return TwoLayerLoss(float(check_sigma(sigma)))
 
@@ -210,7 +210,7 @@ def two_layer_loss(params, data, sigma: float = 1.0):
     """L_n of a TwoLayer on data = (x (n, n_in), y (n,)), as loss_fn for :func:`estimate_llc`:
     mean (y - f(x))^2 / (2 sigma^2) + log(sigma sqrt(2 pi)), with f by forward_columns (the fast
     form when chains are vmapped)."""
-    from .loss import empirical_loss_columns
+    from ..loss import empirical_loss_columns
 
     x, y = data
     return empirical_loss_columns(params, x.T, y, sigma)
@@ -239,8 +239,8 @@ def restricted_two_layer_loss(params_star, free=None, sigma: float = 1.0):
     others held at params_star's values), and params_star's free coordinates.  free: (D,) bool
     mask, default all.  loss_fn is equal (and hashes equal) for equal models, so compiled
     programs are reused."""
-    from .loss import check_sigma
-    from .network import Restriction, to_flat
+    from ..loss import check_sigma
+    from ..network import Restriction, to_flat
 
     free = np.ones(to_flat(params_star).size, bool) if free is None else np.asarray(free, bool)
     model = Restriction(params_star, free)
@@ -254,7 +254,7 @@ class RestrictedLoss(NamedTuple):
     sigma: float
 
     def __call__(self, theta, data):
-        from .network import from_flat
+        from ..network import from_flat
 
         base = self.model.base
         return two_layer_loss(from_flat(self.model.embed_flat(theta), base.width, base.n_in), data, self.sigma)
@@ -359,7 +359,7 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
     as :func:`estimate_llc`, no prior): exp(-n beta L_n(w) - (gamma / 2) |w - w*|^2), chains
     starting at w*; its beta sweep measures the local lambda at w* without needing L_n(w*).
     Returns (B, chains, S)."""
-    from .sampling import HMCSettings, NUTSSettings, check_keys, sample, unravel_fn
+    from ..sampling import HMCSettings, NUTSSettings, check_keys, sample, unravel_fn
 
     key = check_keys(key, "key", batch_ndim=0)
     settings = NUTSSettings() if settings is None else settings

@@ -26,9 +26,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .network import Restriction, check_count, check_finite, check_number
-from .posterior import Prior, target
-from .sampling import check_keys
+from ..network import Restriction, check_count, check_finite, check_number
+from ..sampling import check_keys
+from .target import Prior, target
 
 
 class NestedEvidence(NamedTuple):

@@ -1,0 +1,101 @@
+"""The exact posterior of a model with one or two free parameters, by quadrature on a grid: the
+answer samplers are checked against (DSLT3's Examples 3.2 and 3.4).
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..loss import check_sigma, empirical_loss_columns
+from ..network import Restriction, check_count, check_finite, check_number, from_flat
+from .target import Prior, _free_groups
+
+class GridPosterior(NamedTuple):
+    """p(theta | D_n) on a grid over the k = 1 or 2 free coordinates.
+
+    axes: k arrays of grid values; names: the coordinates; log_density: unnormalised log
+    phi(theta) - n_beta L_n(theta), shape (R,) or (R, R) (axis 0 is the first coordinate);
+    density: normalised so that sum(density) * cell = 1; cell: the grid cell's length / area;
+    edge_mass: the mass in the outermost grid cells (a check that the ranges hold the posterior).
+    """
+
+    axes: tuple
+    names: list
+    log_density: np.ndarray
+    density: np.ndarray
+    cell: float
+    edge_mass: float
+
+    def points(self) -> np.ndarray:
+        """The grid points, shape (R, k) or (R, R, k)."""
+        if len(self.axes) == 1:
+            return self.axes[0][:, None]
+        return np.stack(np.meshgrid(*self.axes, indexing="ij"), -1)
+
+    def mass(self, mask) -> float:
+        """Posterior mass of a region given as a boolean mask on the grid."""
+        return float(np.sum(self.density[np.asarray(mask, bool)]) * self.cell)
+
+
+@partial(jax.jit, static_argnums=(3, 4, 5))
+def _grid_losses(flat, x, y, width: int, n_in: int, sigma: float):
+    """L_n at every flat parameter (B, D) on one data set x (n, n_in), y (n,) -> (B,): the
+    posterior model's own L_n (:func:`~slt_relu.loss.empirical_loss_columns`)."""
+    x_cols = x.T
+    return jax.lax.map(lambda th: empirical_loss_columns(from_flat(th, width, n_in), x_cols, y, sigma), flat,
+                       batch_size=256)
+
+
+def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Prior(), sigma: float = 1.0,
+                   ranges: Sequence, resolution: int = 401) -> GridPosterior:
+    """The exact tempered posterior of a model with k = 1 or 2 free coordinates on a grid.
+
+    x: (n, n_in), y: (n,) one data set; ranges: k pairs (low, high); resolution points per
+    axis.  log p = log phi(theta) - n_beta L_n(theta), normalised by the midpoint rule over
+    the grid (the integrand is smooth between ReLU kinks; halving the spacing changes phase
+    masses by far less than the sampler's error, tests/test_posterior.py).
+    """
+    k = model.num_free
+    if k not in (1, 2):
+        raise ValueError(f"model: grid posteriors need 1 or 2 free coordinates, got {k} ({model.free_names})")
+    if len(ranges) != k or any(len(r) != 2 or not (np.all(np.isfinite(r)) and r[0] < r[1]) for r in ranges):
+        raise ValueError(f"ranges: expected {k} pairs (low, high) of finite numbers with low < high, got {ranges!r}")
+    resolution = check_count(resolution, "resolution", minimum=3)
+    check_number(n_beta, "n_beta")
+    prior.check()
+    check_sigma(sigma)
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    if x.ndim != 2 or x.shape[1] != model.base.n_in:
+        raise ValueError(f"x: expected shape (n, n_in) with n_in = {model.base.n_in} like the model's parameters, "
+                         f"got {x.shape}")
+    if y.shape != x.shape[:1]:
+        raise ValueError(f"y: expected shape ({x.shape[0]},) like x's rows, got {y.shape}")
+    if x.shape[0] < 1:
+        raise ValueError(f"x: expected at least one data point (n >= 1), got shape {x.shape}")
+    check_finite(x, "x")
+    check_finite(y, "y")
+    axes = tuple(lo + (np.arange(resolution) + 0.5) * (hi - lo) / resolution for lo, hi in ranges)  # cell midpoints
+    pts = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, k)
+    flat = jax.vmap(model.embed_flat)(jnp.asarray(pts, x.dtype))                        # (B, D)
+    loss = np.asarray(_grid_losses(flat, x, y, model.base.width, model.base.n_in, float(sigma)), np.float64)
+    logp = -float(n_beta) * loss
+    for (g, idx) in _free_groups(model):
+        cols = [int(np.flatnonzero(np.flatnonzero(model.free) == i)[0]) for i in idx]
+        kind, scale = getattr(prior, g)
+        v = pts[:, cols]
+        if kind == "normal":
+            logp += np.sum(-0.5 * (v / scale) ** 2 - np.log(scale * np.sqrt(2 * np.pi)), axis=1)
+        else:
+            logp += np.where(np.all(np.abs(v) <= scale, axis=1), -len(cols) * np.log(2 * scale), -np.inf)
+    shape = (resolution,) * k
+    logp = logp.reshape(shape)
+    cell = float(np.prod([a[1] - a[0] for a in axes]))
+    dens = np.exp(logp - logp.max())
+    dens /= dens.sum() * cell
+    edge = np.ones(shape, bool)
+    edge[(slice(1, -1),) * k] = False
+    return GridPosterior(axes, model.free_names, logp, dens, cell, float(dens[edge].sum() * cell))

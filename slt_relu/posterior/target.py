@@ -1,0 +1,188 @@
+"""The tempered Bayesian posterior of a two-layer ReLU network (DSLT3, DSLT4): its numpyro model and
+the potential every sampler runs on.
+
+    p(w | D_n)  proportional to  phi(w) exp(-n beta L_n(w)),
+    L_n(w) = (1/n) sum_k (y_k - f(x_k, w))^2 / (2 sigma^2) + log(sigma sqrt(2 pi)),
+
+beta = 1 is the Bayes posterior, beta = 1/log n ("wbic") Watanabe's WBIC temperature, which
+DSLT4 (Carroll, "Phase transitions in neural networks") uses.  The prior phi is a product over
+parameter groups w, b, q, c of N(0, s^2) or uniform on [-a, a] (:class:`Prior`); a
+:class:`~slt_relu.network.Restriction` samples only its free coordinates (DSLT3's Examples 3.2
+and 3.4).  :func:`posterior_model` is the numpyro model; :func:`target` its potential on flat
+unconstrained coordinates (hashable, a static argument of the samplers' programs), the map back to
+the parameters, and prior draws.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache, partial
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..loss import check_sigma, empirical_loss_columns
+from ..network import Restriction, from_flat
+
+GROUPS = ("w", "b", "q", "c")
+PRIOR_KINDS = ("normal", "uniform")
+
+
+def resolve_beta(beta, n: int) -> float:
+    """beta as a number: "wbic" -> 1 / log n (Watanabe); a positive number stays."""
+    if isinstance(beta, str):
+        if beta != "wbic":
+            raise ValueError(f"beta: expected a positive number or 'wbic', got {beta!r}")
+        if n < 2:
+            raise ValueError(f"n: 'wbic' needs n >= 2 (beta = 1/log n), got {n}")
+        return 1.0 / math.log(n)
+    if isinstance(beta, bool) or not (isinstance(beta, (int, float)) and beta > 0 and math.isfinite(beta)):
+        raise ValueError(f"beta: expected a positive number or 'wbic', got {beta!r}")
+    return float(beta)
+
+
+class Prior(NamedTuple):
+    """phi(w): per parameter group, ("normal", s) for N(0, s^2) or ("uniform", a) for U[-a, a]."""
+
+    w: tuple = ("normal", 1.0)
+    b: tuple = ("normal", 1.0)
+    q: tuple = ("normal", 1.0)
+    c: tuple = ("normal", 1.0)
+
+    def check(self) -> "Prior":
+        for g in GROUPS:
+            spec = getattr(self, g)
+            if not (isinstance(spec, tuple) and len(spec) == 2 and spec[0] in PRIOR_KINDS
+                    and isinstance(spec[1], (int, float)) and math.isfinite(spec[1]) and spec[1] > 0):
+                raise ValueError(f"prior.{g}: expected (kind, scale) with kind in {PRIOR_KINDS} and a finite "
+                                 f"scale > 0, got {spec!r}")
+        return self
+
+    def distribution(self, group: str, size: int):
+        import numpyro.distributions as dist
+
+        kind, scale = getattr(self, group)
+        base = dist.Normal(0.0, scale) if kind == "normal" else dist.Uniform(-scale, scale)
+        return base.expand([size]).to_event(1)
+
+
+def _free_groups(model: Restriction) -> list[tuple[str, np.ndarray]]:
+    """(group, free flat indices) for each group with a free coordinate, in flat order."""
+    d, n_in = model.base.width, model.base.n_in
+    bounds = {"w": (0, d * n_in), "b": (d * n_in, d * (n_in + 1)), "q": (d * (n_in + 1), d * (n_in + 2)),
+              "c": (d * (n_in + 2), d * (n_in + 2) + 1)}
+    free = np.flatnonzero(model.free)
+    out = []
+    for g in GROUPS:
+        lo, hi = bounds[g]
+        idx = free[(free >= lo) & (free < hi)]
+        if idx.size:
+            out.append((g, idx))
+    return out
+
+
+def posterior_model(x_cols, y, n_beta, *, model: Restriction, prior: Prior = Prior(), sigma: float = 1.0):
+    """The numpyro model of p(w | D_n) proportional to phi(w) exp(-n_beta L_n(w)).
+
+    x_cols: (n_in, n) inputs as columns; y: (n,); n_beta: n * beta.  Sample sites "w", "b",
+    "q", "c" hold the free coordinates of each group (flat order), the rest stay at
+    ``model.base``; the tempered likelihood is the factor "tempered_likelihood".
+    """
+    import numpyro
+
+    pieces = [numpyro.sample(g, prior.distribution(g, idx.size)) for g, idx in _free_groups(model)]
+    params = from_flat(model.embed_flat(jnp.concatenate(pieces).astype(x_cols.dtype)), model.base.width,
+                       model.base.n_in)
+    numpyro.factor("tempered_likelihood", -n_beta * empirical_loss_columns(params, x_cols, y, sigma))
+
+
+class Target(NamedTuple):
+    """The pieces of one posterior family (one model, prior, sigma; any data): ``potential``, a
+    hashable potential_gen(x_cols, y, n_beta) -> U(z) on flat unconstrained z (k,) for
+    :func:`slt_relu.sampling.sample`; ``constrain(z)`` -> the free coordinates (k,); size k;
+    ``prior_draw(key)`` -> z (k,) distributed as the prior (SMC's starting particles)."""
+
+    potential: Callable
+    constrain: Callable
+    size: int
+    prior_draw: Callable
+
+
+class PosteriorPotential(NamedTuple):
+    """U(z) = -log phi(constrain(z)) - log|det J| + n_beta L_n, numpyro's potential of
+    :func:`posterior_model`, from a chain's (x_cols, y, n_beta); hashable by value."""
+
+    model: Restriction
+    prior: Prior
+    sigma: float
+    dtype: str
+
+    def __call__(self, x_cols, y, n_beta):
+        return _numpyro_pieces(self).potential_fn(x_cols, y, n_beta)
+
+
+@lru_cache(maxsize=32)
+def _numpyro_pieces(key: PosteriorPotential):
+    """numpyro's initialize_model for the family (traced once per family; bounded cache of values)."""
+    from jax.flatten_util import ravel_pytree
+    from numpyro.infer.util import initialize_model
+
+    dtype = jnp.dtype(key.dtype)
+    fn = partial(posterior_model, model=key.model, prior=key.prior, sigma=key.sigma)
+    dummy = (jnp.zeros((key.model.base.n_in, 2), dtype), jnp.zeros(2, dtype), jnp.asarray(1.0, dtype))
+    info = initialize_model(jax.random.PRNGKey(0), fn, model_args=dummy, dynamic_args=True)
+    z, unravel = ravel_pytree(info.param_info.z)
+    order = [g for g, _ in _free_groups(key.model)]
+    post = info.postprocess_fn(*dummy)
+
+    def potential_fn(x_cols, y, n_beta):
+        U = info.potential_fn(x_cols, y, n_beta)
+        return lambda flat: U(unravel(flat))
+
+    def constrain(flat):
+        values = post(unravel(flat))
+        return jnp.concatenate([jnp.reshape(values[g], (-1,)) for g in order])
+
+    from numpyro.distributions.transforms import biject_to
+
+    groups = _free_groups(key.model)
+    transforms = {g: biject_to(key.prior.distribution(g, idx.size).support) for g, idx in groups}
+
+    def prior_draw(rng_key):
+        """One draw of phi in the unconstrained coordinates (numpyro's bijection of each site)."""
+        keys = jax.random.split(rng_key, len(order))
+        draws = {}
+        for k, (g, idx) in zip(keys, groups):
+            draws[g] = transforms[g].inv(key.prior.distribution(g, idx.size).sample(k).astype(dtype))
+        return ravel_pytree(draws)[0]
+
+    def unconstrain(free):
+        """The inverse of constrain: free coordinates (k,) in flat order -> z (k,) (NaN off the support)."""
+        sizes = np.cumsum([idx.size for _, idx in groups])[:-1]
+        parts = dict(zip(order, jnp.split(free, sizes)))
+        return ravel_pytree({g: transforms[g].inv(parts[g]) for g in order})[0]
+
+    def log_jacobian(flat):
+        """log |det d constrain / dz| at z (0 for normal priors, whose z are the parameters)."""
+        sites = unravel(flat)
+        return sum(jnp.sum(transforms[g].log_abs_det_jacobian(sites[g], transforms[g](sites[g]))) for g in order)
+
+    return _Pieces(potential_fn, constrain, int(z.size), prior_draw, unconstrain, log_jacobian)
+
+
+class _Pieces(NamedTuple):
+    potential_fn: Callable
+    constrain: Callable
+    size: int
+    prior_draw: Callable
+    unconstrain: Callable
+    log_jacobian: Callable
+
+
+def target(model: Restriction, prior: Prior = Prior(), sigma: float = 1.0) -> Target:
+    """The potential and constraining map of :func:`posterior_model` for ``model``."""
+    prior.check()
+    potential = PosteriorPotential(model, prior, float(check_sigma(sigma)), str(jnp.zeros(()).dtype))
+    pieces = _numpyro_pieces(potential)
+    return Target(potential, pieces.constrain, pieces.size, pieces.prior_draw)
