@@ -18,14 +18,29 @@ import jax.numpy as jnp
 import numpy as np
 
 from .inputs import check_inputs, expectation_rule
-from .network import (TwoLayer, check_count, check_number, check_params, coordinate_index, forward,
-                      forward_columns, from_flat, to_flat)
+from .network import (TwoLayer, check_count, check_finite, check_number, check_params, coordinate_index,
+                      forward, forward_columns, from_flat, to_flat)
 
 
 def check_sigma(sigma):
     """sigma unless it is a concrete number that is not positive and finite (ValueError naming
     it); traced values (inside jit / vmap) pass unchecked."""
     return check_number(sigma, "sigma", what="noise standard deviation")
+
+
+def check_data(x, y, n_in: int, like: str) -> tuple[jax.Array, jax.Array]:
+    """A data set (x, y) as arrays, after checking x: (n, n_in) with n >= 1, y: (n,), both finite
+    (ValueError naming them; ``like`` says whose n_in it is, e.g. "the model's parameters")."""
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    if x.ndim != 2 or x.shape[1] != n_in:
+        raise ValueError(f"x: expected shape (n, n_in) with n_in = {n_in} like {like}, got {x.shape}")
+    if y.shape != x.shape[:1]:
+        raise ValueError(f"y: expected shape ({x.shape[0]},) like x's rows, got {y.shape}")
+    if x.shape[0] < 1:
+        raise ValueError(f"x: expected at least one data point (n >= 1), got shape {x.shape}")
+    check_finite(x, "x")
+    check_finite(y, "y")
+    return x, y
 
 
 def population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> jax.Array:

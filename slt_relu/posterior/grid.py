@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..loss import check_sigma, empirical_loss_columns
-from ..network import Restriction, check_count, check_finite, check_number, from_flat
+from ..loss import check_data, check_sigma, empirical_loss_columns
+from ..network import Restriction, check_count, check_number, from_flat
 from .target import Prior, _free_groups
 
 class GridPosterior(NamedTuple):
@@ -68,16 +68,7 @@ def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Pr
     check_number(n_beta, "n_beta")
     prior.check()
     check_sigma(sigma)
-    x, y = jnp.asarray(x), jnp.asarray(y)
-    if x.ndim != 2 or x.shape[1] != model.base.n_in:
-        raise ValueError(f"x: expected shape (n, n_in) with n_in = {model.base.n_in} like the model's parameters, "
-                         f"got {x.shape}")
-    if y.shape != x.shape[:1]:
-        raise ValueError(f"y: expected shape ({x.shape[0]},) like x's rows, got {y.shape}")
-    if x.shape[0] < 1:
-        raise ValueError(f"x: expected at least one data point (n >= 1), got shape {x.shape}")
-    check_finite(x, "x")
-    check_finite(y, "y")
+    x, y = check_data(x, y, model.base.n_in, "the model's parameters")
     axes = tuple(lo + (np.arange(resolution) + 0.5) * (hi - lo) / resolution for lo, hi in ranges)  # cell midpoints
     pts = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, k)
     flat = jax.vmap(model.embed_flat)(jnp.asarray(pts, x.dtype))                        # (B, D)

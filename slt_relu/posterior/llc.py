@@ -221,15 +221,9 @@ def llc_two_layer(key, params_star, x, y, *, sigma: float = 1.0, free=None, **kw
 
     free: optional (D,) bool mask (a Restriction's ``free``): only those coordinates move."""
     check_finite(check_params(params_star), "params_star")
-    x, y = jnp.asarray(x), jnp.asarray(y)
-    if x.ndim != 2 or x.shape[1] != params_star.n_in:
-        raise ValueError(f"x: expected shape (n, n_in) with n_in = {params_star.n_in} like params_star, got {x.shape}")
-    if y.shape != x.shape[:1]:
-        raise ValueError(f"y: expected shape ({x.shape[0]},) like x's rows, got {y.shape}")
-    if x.shape[0] < 1:
-        raise ValueError(f"x: expected at least one data point (n >= 1), got shape {x.shape}")
-    check_finite(x, "x")
-    check_finite(y, "y")
+    from ..loss import check_data
+
+    x, y = check_data(x, y, params_star.n_in, "params_star")
     loss, theta_star = restricted_two_layer_loss(params_star, free, sigma)
     return estimate_llc(key, loss, theta_star, (x, y), **kwargs)
 
