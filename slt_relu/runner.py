@@ -38,12 +38,9 @@ from . import memory, provenance
 from .config import ConfigError, load
 from .settings import parse
 
-# the shipped configs: inside an installed wheel, slt_relu/configs (package data, pyproject.toml); in a checkout
-# (an editable install), the repository's experiments/; the committed results only exist in a checkout
-_PACKAGED_CONFIGS = Path(__file__).resolve().parent / "configs"
-_CHECKOUT = Path(__file__).resolve().parent.parent
-EXPERIMENTS_DIR = _PACKAGED_CONFIGS if _PACKAGED_CONFIGS.is_dir() else _CHECKOUT / "experiments"
-RESULTS_DIR = _CHECKOUT / "results"
+_HERE = Path(__file__).resolve().parent          # shipped configs: package data in a wheel, else experiments/
+EXPERIMENTS_DIR = _HERE / "configs" if (_HERE / "configs").is_dir() else _HERE.parent / "experiments"
+RESULTS_DIR = _HERE.parent / "results"                         # committed results: only in a checkout
 TOOL = "slt_relu"
 OWN_FILES = ("metrics.json", "manifest.json")                  # besides the files a manifest lists
 
