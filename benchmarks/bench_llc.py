@@ -93,7 +93,7 @@ def main():
     import jax
 
     import slt_relu as S
-    from slt_relu.posterior.llc import llc_two_layer
+    from slt_relu.posterior.llc import LLCSGLDSettings, llc_two_layer
 
     if args.cache_dir:
         from slt_relu.runner import enable_compilation_cache
@@ -126,8 +126,9 @@ def main():
         print(f"(no devinterp environment at {DEVINTERP_PYTHON}; see the docstring)")
 
     def jax_run(chains):
-        est = llc_two_layer(jax.random.PRNGKey(1), truth, x, y, num_chains=chains, num_steps=args.draws,
-                            step_size=args.lr, localization=args.localization, nbeta=nbeta)
+        settings = LLCSGLDSettings(num_chains=chains, num_steps=args.draws, step_size=args.lr,
+                                   localization=args.localization, n_beta=nbeta)
+        est = llc_two_layer(jax.random.PRNGKey(1), truth, x, y, settings)
         return est
 
     start = time.time()

@@ -2,7 +2,7 @@
 
 Setup (the issue's): n = 10,000, d = 2 (PT1 truth at t = 1.2), inputs uniform on [-1, 1]^2,
 sigma = 1, N(0, 1) prior, beta = 1/log n, target acceptance 0.9; float32; every chain has
-its own data set (a DSLT4 trial).  The same numpyro model (slt_relu.posterior_model) and the
+its own data set (a DSLT4 trial).  The same numpyro model (slt_relu.posterior.posterior_model) and the
 same NUTS (numpyro's; the async runner replays it step for step) run four ways:
 
   sequential  numpyro's MCMC, one chain at a time (chain_method="sequential"), as DSLT4 ran Pyro
@@ -38,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import slt_relu as S
+from slt_relu.loss import gaussian_nll
 from slt_relu import diagnostics as dg
 from slt_relu.sampling import NUTSSettings
 from slt_relu.posterior import draw_datasets, posterior_model, sample_posterior
@@ -83,7 +84,7 @@ def matmul_lockstep(keys, x, y, nb, warmup, samples):
     def gen(xr, yr, b):
         def U(z):
             p = S.from_flat(z, 2, 2)
-            return 0.5 * jnp.sum(z**2) + b * S.gaussian_nll(yr - S.forward(p, xr), 1.0)
+            return 0.5 * jnp.sum(z**2) + b * gaussian_nll(yr - S.forward(p, xr), 1.0)
         return U
 
     z0 = jax.vmap(lambda k: jax.random.uniform(k, (9,), x.dtype, -2, 2))(keys)

@@ -20,6 +20,8 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 import slt_relu as S  # noqa: E402
+from slt_relu.mlp import activation_patterns  # noqa: E402
+from slt_relu.regions import functional_dimension_bound, parameter_jacobian  # noqa: E402
 
 
 def numpy_patterns(layers, x):
@@ -69,7 +71,7 @@ def main():
     layers = [(np.asarray(l.w), np.asarray(l.b)) for l in net.layers]
     g = np.linspace(-1, 1, args.grid)
     grid = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
-    jit_patterns = jax.jit(S.activation_patterns)
+    jit_patterns = jax.jit(activation_patterns)
     gx = jax.numpy.asarray(grid)
     jit_patterns(net, gx).block_until_ready()
     pj, tj = timed(lambda: np.asarray(jit_patterns(net, gx).block_until_ready()), 3)
@@ -92,10 +94,10 @@ def main():
         return int(np.sum(s > max(J.shape) * np.finfo(float).eps * s[0])), J
 
     (dn, Jn), tn = timed(numpy_dim)
-    np.testing.assert_allclose(Jn, np.asarray(S.parameter_jacobian(net, z)), atol=1e-10)
+    np.testing.assert_allclose(Jn, np.asarray(parameter_jacobian(net, z)), atol=1e-10)
     assert dj == dn
     print(f"functional dimension, {widths} on {args.points} points (dim {dj}, bound "
-          f"{S.functional_dimension_bound(widths)}): NumPy {tn:.3f} s, JAX {tj:.3f} s, ratio {tn / tj:.1f}x")
+          f"{functional_dimension_bound(widths)}): NumPy {tn:.3f} s, JAX {tj:.3f} s, ratio {tn / tj:.1f}x")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import slt_relu as S
+from slt_relu.phases import radius_rule, sector_phase
 from slt_relu.posterior import draw_datasets, sample_posterior
 
 RADIUS = ("other", "degenerate", "non_degenerate")
@@ -51,7 +52,7 @@ def runs(settings, x, y, nb, model, R, seed):
     start = time.time()
     ps = sample_posterior(keys, xs, ys, nb, model=model, settings=settings)
     wall = time.time() - start
-    codes = np.asarray(S.radius_rule(ps.params, eps=0.3))
+    codes = np.asarray(radius_rule(ps.params, eps=0.3))
     mass = (codes == RADIUS.index("non_degenerate")).mean(1)
     return mass, float(ps.draws.grad_evals.mean()), wall / R
 
@@ -88,7 +89,7 @@ def pt2(args):
         start = time.time()
         ps = sample_posterior(keys, *data, nb, model=ex.model, settings=s, chains_per_dataset=1 if smc else R)
         wall = (time.time() - start) / R
-        codes = np.asarray(S.sector_phase(ps.params, ex.truth))
+        codes = np.asarray(sector_phase(ps.params, ex.truth))
         mass = np.stack([(codes == k).mean(1) for k in range(3)], 1)            # (R, 3) in SECTOR order
         sd = mass.std(0, ddof=1)
         grads = float(ps.draws.grad_evals.mean())

@@ -125,8 +125,8 @@ def posterior_tree(params, loss, dataset, stats: dict | None = None, *, log_evid
     if ss:
         groups["sample_stats"] = _dataset(ss, sdims, coords)
     if n_beta is not None:
-        nb = np.asarray(n_beta, np.float64)[idx[0]]
-        groups["constant_data"] = xr.Dataset({"n_beta": ("dataset", nb)}, coords={"dataset": np.arange(K)},
+        per_dataset = np.asarray(n_beta, np.float64)[idx[0]]
+        groups["constant_data"] = xr.Dataset({"n_beta": ("dataset", per_dataset)}, coords={"dataset": np.arange(K)},
                                              attrs=make_attrs())
     if observed is not None:
         x, y = (np.asarray(a) for a in observed)
@@ -155,17 +155,27 @@ def llc_tree(est, attrs: dict | None = None):
                   {"acceptance_rate": ["chain"], "llc": ["chain"]}, coords)
     tree = xr.DataTree.from_dict({"posterior": post, "sample_stats": ss})
     tree.attrs = make_attrs({"library": "slt_relu", "llc_estimate": float(est.estimate), "llc_se": float(est.se),
-                             "init_loss": float(est.init_loss), "n_beta": float(est.nbeta), "rhat": float(est.rhat),
+                             "init_loss": float(est.init_loss), "n_beta": float(est.n_beta), "rhat": float(est.rhat),
                              **(attrs or {})})
     return tree
 
 
 def to_arviz(result, *, observed=None):
-    """ArviZ data (an ``xarray.DataTree`` with ArviZ's groups, built with arviz-base) of
-    :class:`~slt_relu.posterior.PosteriorSamples` (NUTS, HMC or SMC through ``sample_posterior``),
-    :class:`~slt_relu.posterior.SMCPosterior` (each run its own data set) or
-    :class:`~slt_relu.posterior.llc.LLCEstimate` (module docstring for the variables and dimensions).
-    observed: (x (K, n, n_in), y (K, n)) the data sets, stored as ``observed_data`` when small."""
+    """ArviZ data (an ``xarray.DataTree`` with ArviZ's groups, built with arviz-base) of a result.
+
+    The data set is a dimension of its own, never part of ``chain`` (module docstring for the
+    variables and dimensions).
+
+    Args:
+        result: :class:`~slt_relu.posterior.PosteriorSamples` (NUTS, HMC or SMC through
+            ``sample_posterior``), :class:`~slt_relu.posterior.SMCPosterior` (each run its own data
+            set) or :class:`~slt_relu.posterior.llc.LLCEstimate`.
+        observed: (x (K, n, n_in), y (K, n)) the data sets, stored as ``observed_data`` when small.
+
+    Returns:
+        xarray.DataTree with groups ``posterior``, ``sample_stats``, ``constant_data`` (and
+        ``observed_data``).
+    """
     from .posterior.llc import LLCEstimate
     from .posterior import PosteriorSamples, SMCPosterior
 
@@ -186,8 +196,17 @@ def to_arviz(result, *, observed=None):
 
 
 def save_draws(tree, path) -> Path:
-    """Write a DataTree to ``path`` as netCDF (h5netcdf, compressed), atomically (a temporary name,
-    then a rename)."""
+    """Write a DataTree to ``path`` as netCDF (h5netcdf, compressed), atomically.
+
+    The file is written under a temporary name, then renamed.
+
+    Args:
+        tree: an ``xarray.DataTree`` (e.g. from :func:`to_arviz`).
+        path: the file to write.
+
+    Returns:
+        Path: ``path``.
+    """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.partial")
     encoding = {f"/{g}": {v: {"zlib": True, "complevel": 4} for v in tree[g].data_vars} for g in tree.children}
@@ -197,7 +216,14 @@ def save_draws(tree, path) -> Path:
 
 
 def load_draws(path):
-    """Read a netCDF file written by :func:`save_draws` into memory (``xarray.open_datatree``)."""
+    """Read a netCDF file written by :func:`save_draws` into memory (``xarray.open_datatree``).
+
+    Args:
+        path: the file.
+
+    Returns:
+        xarray.DataTree, loaded.
+    """
     import xarray as xr
 
     with xr.open_datatree(path, engine="h5netcdf") as tree:

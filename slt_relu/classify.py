@@ -40,11 +40,8 @@ hold) or the single value :data:`NOT_IN_W0`.  Two ways to decide:
 Per draw the answer also holds K(w) (exact on a uniform box; a 96 x 96 tensor rule for Gaussian
 inputs), the distance to the assigned phase's part of W0 in effective coordinates (q_i w_i, q_i b_i;
 c), the node groups and orientations, and a name in words (:func:`phase_name`).  Vectorised over
-draws: no Python loop over them (``benchmarks/bench_classify.py``).
-
-(About 450 lines: one concept, the phase of a draw, whose steps (node strengths, structure, the
-assignment of uncarried truth boundaries, codes, distances) share their arrays and are only
-meaningful together; the phases themselves and DSLT4's rules live in ``slt_relu.phases``.)
+draws: no Python loop over them.  The phases themselves and DSLT4's rules live in
+``slt_relu.phases``.
 """
 from __future__ import annotations
 
@@ -357,13 +354,27 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, *, inputs=None, n: int | N
                    beta: float = 1.0, tol: float | None = None) -> PhaseAssignment:
     """The phase of W0 that params is in: its label, or NOT_IN_W0 (module docstring).
 
-    params: TwoLayer (d nodes) or a batch with leading axes; truth: any TwoLayer, reduced first
-    (Petzka's R1-R3: PT1 at t = pi/2 is one node).  n (with sigma, beta and inputs): draws of a
-    posterior at n data points, the resolution mode; tol: exact parameters (default 0.1 when n is
-    not given).  inputs: the input distribution (needed with n: K and the node norms are
-    expectations under it); a ``UniformBox`` also makes nodes inactive on the whole box
-    degenerate and nodes active on the whole box ``linear``.  Invariant under permutation and
-    rescaling of the nodes.
+        resolution mode (n given):  K(w) <= K_res = (1 + 1/beta) chi^2_D(0.999) / (2 n)   (D the model's parameters)
+
+    Invariant under permutation and rescaling of the nodes.
+
+    Args:
+        params: TwoLayer (d nodes) or a batch with leading axes.
+        truth: any TwoLayer, reduced first (Petzka's R1-R3: PT1 at t = pi/2 is one node).
+        inputs: the input distribution (needed with n: K and the node norms are expectations under
+            it); a ``UniformBox`` also makes nodes inactive on the whole box degenerate and nodes
+            active on the whole box ``linear``.
+        n: the number of data points of the posterior whose draws params are: the resolution mode.
+        sigma: the noise standard deviation of those data (resolution mode).
+        beta: the posterior's inverse temperature (resolution mode).
+        tol: the tolerance for exact parameters (default 0.1 when n is not given); not with n.
+
+    Returns:
+        PhaseAssignment: label, name, K, distance, group, orientation, structure and resolution
+        per draw (a leading batch axis, and lists, when params had one).
+
+    References:
+        DSLT3 Appendix 2.
     """
     from .inputs import UniformBox, check_inputs
 

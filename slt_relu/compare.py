@@ -53,9 +53,9 @@ STATISTICAL = {
 DETERMINISTIC = {
     "posterior": frozenset({"truth", "rule", "sweep", "sampler", "t", "v", "crossover_phases", "index",
                             "values", "n", "beta", "n_beta", "trials", "programs"}),
-    "learning_coefficient": frozenset({"n", "name", "true_lambda", "method", "exact_finite_n", "nbeta", "step_size",
-                                       "localization", "num_steps", "refined", "case", "step_sizes", "localizations",
-                                       "betas"}),
+    "learning_coefficient": frozenset({"n", "name", "true_lambda", "method", "exact_finite_n", "n_beta",
+                                       "step_size", "localization", "num_steps", "refined", "case", "step_sizes",
+                                       "localizations", "betas"}),
 }
 # the Monte Carlo standard error a run reports beside each statistical number (same path, this key)
 REPORTED_SE = {"mass": "mass_mcse", "log_evidence": "log_evidence_mcse", "estimate": "se"}

@@ -82,9 +82,22 @@ def _rank_normalize(x: np.ndarray) -> np.ndarray:
 
 
 def rhat(x) -> float:
-    """Rank-normalised split R-hat, the larger of the bulk and the folded versions; x: (C, S).  NaN for
-    constant draws.  One chain (which arviz-stats leaves undefined): the same from its two halves, as
-    Stan computes it."""
+    """Rank-normalised split R-hat, the larger of the bulk and the folded versions.
+
+        R-hat = max(R-hat(z(split x)), R-hat(z(|split x - median|))),  z the rank normalisation
+
+    One chain (which arviz-stats leaves undefined): the same from its two halves, as Stan computes
+    it.
+
+    Args:
+        x: (C, S) draws (or (S,), one chain), S >= 4.
+
+    Returns:
+        float: R-hat; NaN for constant draws or draws holding a NaN.
+
+    References:
+        Vehtari, Gelman, Simpson, Carpenter, Buerkner (2021).
+    """
     x = _as_chains(x)
     if x.shape[0] > 1 or np.isnan(x).any():
         return _arviz("rhat", x, method="rank")
@@ -101,7 +114,19 @@ def ess(x) -> float:
 
 
 def ess_bulk(x) -> float:
-    """Bulk ESS: ESS of the rank-normalised split chains; x: (C, S)."""
+    """Bulk ESS: the effective sample size of the rank-normalised split chains.
+
+        ESS = C S / tau,  tau = -1 + 2 sum_t rho_t  (Geyer's initial monotone sequence)
+
+    Args:
+        x: (C, S) draws (or (S,), one chain), S >= 4.
+
+    Returns:
+        float: the bulk ESS; NaN for draws holding a NaN.
+
+    References:
+        Vehtari, Gelman, Simpson, Carpenter, Buerkner (2021).
+    """
     return _arviz("ess", x, method="bulk")
 
 

@@ -76,8 +76,22 @@ def weighted_jacobian(params: TwoLayer, inputs, sigma=1.0, free=None) -> jax.Arr
 
 
 def fisher_information(params: TwoLayer, inputs, sigma=1.0, free=None) -> jax.Array:
-    """I(w) = E_q[grad f grad f^T] / sigma^2, (D, D); with ``free`` (bool (D,)) the (k, k) block
-    of the restricted model.  inputs: UniformBox, Gaussian, or Quadrature (empirical Fisher)."""
+    """The Fisher information matrix of the regression model.
+
+        I(w) = E_q[grad f grad f^T] / sigma^2
+
+    Args:
+        params: TwoLayer w (D parameters).
+        inputs: UniformBox, Gaussian, or Quadrature (an empirical rule gives the empirical Fisher).
+        sigma: the noise standard deviation, > 0.
+        free: optional numpy bool (D,): the restricted model's free coordinates (k of them).
+
+    Returns:
+        (D, D) I(w); with ``free``, the (k, k) block of the restricted model.
+
+    References:
+        DSLT3 Appendix 1.
+    """
     A = weighted_jacobian(params, inputs, sigma, free)
     return A.T @ A
 
@@ -93,7 +107,19 @@ def default_rtol(D: int, dtype) -> float:
 
 
 def fisher_spectrum(params: TwoLayer, inputs, sigma=1.0, free=None) -> jax.Array:
-    """Eigenvalues of I(w), descending, (D,) (or (k,))."""
+    """The eigenvalues of I(w), descending.
+
+    Computed as the squared singular values of A = sqrt(weights) J / sigma (module docstring).
+
+    Args:
+        params: TwoLayer w (D parameters).
+        inputs: UniformBox, Gaussian, or Quadrature.
+        sigma: the noise standard deviation, > 0.
+        free: optional numpy bool (D,): the restricted model's free coordinates (k of them).
+
+    Returns:
+        (D,) eigenvalues (or (k,) with ``free``).
+    """
     return _singular_values(weighted_jacobian(params, inputs, sigma, free)) ** 2
 
 
@@ -105,13 +131,38 @@ def rank_from_spectrum(spectrum: jax.Array, rtol=None) -> jax.Array:
 
 
 def fisher_rank(params: TwoLayer, inputs, sigma=1.0, rtol=None, free=None) -> jax.Array:
-    """Numerical rank of I(w) (an int array, jit/vmap friendly); rtol defaults to D * eps."""
+    """The numerical rank of I(w): the eigenvalues above rtol * lambda_max.
+
+        rank = #{lambda_j > rtol * lambda_max}
+
+    Args:
+        params: TwoLayer w (D parameters).
+        inputs: UniformBox, Gaussian, or Quadrature.
+        sigma: the noise standard deviation, > 0.
+        rtol: the relative tolerance; defaults to D * eps(dtype).
+        free: optional numpy bool (D,): the restricted model's free coordinates (k of them).
+
+    Returns:
+        () the rank, an int array (jit/vmap friendly).
+    """
     return rank_from_spectrum(fisher_spectrum(params, inputs, sigma, free), rtol)
 
 
 def scaling_generators(params: TwoLayer) -> jax.Array:
-    """The d scaling generators as rows, (d, D): row i has w_i in node i's w slots, b_i in its
-    b slot, -q_i in its q slot, zero elsewhere (DSLT3 Appendix 1)."""
+    """The d scaling generators of the network, as rows.
+
+    Row i has w_i in node i's w slots, b_i in its b slot, -q_i in its q slot, zero elsewhere:
+    grad_w f . v_i = 0 wherever f is differentiable, so every row is a null direction of I(w).
+
+    Args:
+        params: one TwoLayer (w (d, n_in), no batch axes).
+
+    Returns:
+        (d, D) the generators in the flat order of :func:`~slt_relu.network.to_flat`.
+
+    References:
+        DSLT3 Appendix 1.
+    """
     d, n_in = params.w.shape
     eye = jnp.eye(d, dtype=params.w.dtype)
     w_part = (eye[:, :, None] * params.w[None, :, :]).reshape(d, d * n_in)
@@ -121,13 +172,24 @@ def scaling_generators(params: TwoLayer) -> jax.Array:
 class NullAccounting(NamedTuple):
     """Where every null direction of I(w) comes from.
 
-    num_params: D (or k free coordinates); rank: rank of I; nullity: D - rank;
-    generator_rank: dim of the span of the scaling generators (those inside the free
-    coordinates); excess: nullity - generator_rank (degenerate nodes, shared
-    boundaries, nodes inactive or linear on a bounded box); generator_residuals: |I v_i|
-    per node (d,), NaN for a generator that leaves the free coordinates; spectrum:
-    eigenvalues of I, descending; null_basis: (D, nullity) orthonormal; excess_basis:
-    (D, excess) orthonormal basis of the null space orthogonal to the generators.
+        excess = nullity - generator_rank,  nullity = D - rank
+
+    Attributes:
+        num_params: D (or k free coordinates).
+        rank: rank of I.
+        nullity: D - rank.
+        generator_rank: dim of the span of the scaling generators (those inside the free
+            coordinates).
+        excess: nullity - generator_rank (degenerate nodes, shared boundaries, nodes inactive or
+            linear on a bounded box).
+        generator_residuals: (d,) |I v_i| per node, NaN for a generator that leaves the free
+            coordinates.
+        spectrum: eigenvalues of I, descending.
+        null_basis: (D, nullity) orthonormal.
+        excess_basis: (D, excess) orthonormal basis of the null space orthogonal to the generators.
+
+    References:
+        DSLT3 Appendix 1.
     """
 
     num_params: int
@@ -162,8 +224,21 @@ def _svd_values_vectors(A):
 def null_accounting(params: TwoLayer, inputs, sigma=1.0, rtol=None, free=None) -> NullAccounting:
     """Null directions of I(w) split into the span of the scaling generators and the excess.
 
-    With ``free`` (bool (D,)), the accounting of the restricted model: a generator counts
-    only if its orbit stays in the restricted space (zero on every fixed coordinate).
+    With ``free``, the accounting of the restricted model: a generator counts only if its orbit
+    stays in the restricted space (zero on every fixed coordinate).
+
+    Args:
+        params: one TwoLayer w (D parameters).
+        inputs: UniformBox, Gaussian, or Quadrature.
+        sigma: the noise standard deviation, > 0.
+        rtol: the relative tolerance of the rank; defaults to D * eps(dtype).
+        free: optional numpy bool (D,): the restricted model's free coordinates (k of them).
+
+    Returns:
+        NullAccounting: the rank, nullity, generator rank, excess and their bases.
+
+    References:
+        DSLT3 Appendix 1.
     """
     A = weighted_jacobian(params, inputs, sigma, free)
     k = A.shape[1]

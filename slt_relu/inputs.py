@@ -63,10 +63,19 @@ def _static(cls):
 @_static
 @dataclasses.dataclass(frozen=True)
 class UniformBox:
-    """q(x) uniform on [-half_width, half_width]^n_in; density (2a)^(-n_in).
+    """Input distribution q(x), uniform on the box [-a, a]^n_in.
 
-    Expectations are exact for n_in <= 2; ``cells`` and ``order`` only set
-    :func:`tensor_rule_2d` when it is asked for explicitly."""
+        q(x) = (2a)^(-n_in) on [-half_width, half_width]^n_in
+
+    Expectations are exact for n_in <= 2 (module docstring).
+
+    Attributes:
+        half_width: a > 0.
+        n_in: the input dimension, >= 1.
+        cells: cells per axis of :func:`tensor_rule_2d`, used only when that rule is asked for
+            explicitly.
+        order: Gauss-Legendre nodes per axis and cell of :func:`tensor_rule_2d` (1..16), likewise.
+    """
 
     half_width: float
     n_in: int
@@ -92,7 +101,16 @@ class UniformBox:
 @_static
 @dataclasses.dataclass(frozen=True)
 class Gaussian:
-    """q(x) = N(0, std^2 I_n_in); ``cells`` x ``cells`` cells of ``order`` x ``order`` nodes for n_in = 2."""
+    """Input distribution q(x), a centred Gaussian.
+
+        q(x) = N(0, std^2 I_n_in)
+
+    Attributes:
+        std: the standard deviation, > 0.
+        n_in: the input dimension, >= 1.
+        cells: for n_in = 2, the tensor rule's ``cells`` x ``cells`` cells (module docstring).
+        order: for n_in = 2, ``order`` x ``order`` Gauss-Legendre nodes per cell (1..16).
+    """
 
     std: float
     n_in: int

@@ -44,11 +44,21 @@ def check_data(x, y, n_in: int, like: str) -> tuple[jax.Array, jax.Array]:
 
 
 def population_loss(params: TwoLayer, truth: TwoLayer, inputs, sigma=1.0) -> jax.Array:
-    """K(w) = E_q[(f(x, w) - f0(x))^2] / (2 sigma^2); scalar.
+    """The population loss K(w), the KL divergence from the truth's model.
 
-    params, truth: TwoLayer (any widths, same n_in); inputs: UniformBox, Gaussian or
-    Quadrature (see ``slt_relu.inputs`` for how exact each is).  Jitted; vmap over a
-    batch of params with ``jax.vmap(population_loss, (0, None, None, None))``.
+        K(w) = E_q[(f(x, w) - f0(x))^2] / (2 sigma^2)
+
+    Jitted; vmap over a batch of params with ``jax.vmap(population_loss, (0, None, None, None))``.
+
+    Args:
+        params: TwoLayer w (any width).
+        truth: TwoLayer f0 (any width, the same n_in as params).
+        inputs: the input distribution q: UniformBox, Gaussian or Quadrature (see
+            ``slt_relu.inputs`` for how exact each is).
+        sigma: the noise standard deviation, > 0.
+
+    Returns:
+        () K(w), a scalar.
     """
     check_params(params)
     check_inputs(inputs, params.n_in)
@@ -98,9 +108,20 @@ def gaussian_nll(resid: jax.Array, sigma) -> jax.Array:
 
 
 def empirical_loss(params: TwoLayer, x: jax.Array, y: jax.Array, sigma=1.0) -> jax.Array:
-    """L_n(w) = mean_k (y_k - f(x_k, w))^2 / (2 sigma^2) + log(sigma sqrt(2 pi)); scalar.
+    """The empirical loss L_n(w), the mean negative log likelihood of Gaussian regression.
 
-    x: (n, n_in), y: (n,).  Jitted; vmap over params for a batch.
+        L_n(w) = mean_k (y_k - f(x_k, w))^2 / (2 sigma^2) + log(sigma sqrt(2 pi))
+
+    Jitted; vmap over params for a batch.
+
+    Args:
+        params: TwoLayer w.
+        x: (n, n_in) inputs.
+        y: (n,) outputs.
+        sigma: the noise standard deviation, > 0.
+
+    Returns:
+        () L_n(w), a scalar.
     """
     check_params(params)
     x, y = jnp.asarray(x), jnp.asarray(y)
@@ -131,8 +152,20 @@ def empirical_loss_columns(params: TwoLayer, x_cols: jax.Array, y: jax.Array, si
 
 
 def sample_dataset(key: jax.Array, truth: TwoLayer, inputs, n: int, sigma: float = 1.0):
-    """Draw (x, y): x ~ q (n, n_in), y = f0(x) + sigma * eps with eps ~ N(0, 1) (n,); sigma = 0
-    gives noiseless outputs."""
+    """Draw a data set from the truth's model.
+
+        x ~ q,  y = f0(x) + sigma * eps,  eps ~ N(0, 1)
+
+    Args:
+        key: a PRNG key.
+        truth: TwoLayer f0.
+        inputs: the input distribution q (UniformBox, Gaussian).
+        n: the number of data points, >= 1.
+        sigma: the noise standard deviation, >= 0 (0 gives noiseless outputs).
+
+    Returns:
+        (x, y): x (n, n_in), y (n,), in the truth's dtype.
+    """
     check_params(truth)
     check_inputs(inputs, truth.n_in)
     n = check_count(n, "n")

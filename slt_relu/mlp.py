@@ -27,7 +27,19 @@ class Dense(NamedTuple):
 
 
 class MLP(NamedTuple):
-    """A deep ReLU network: a tuple of Dense layers; ReLU after every layer but the last."""
+    """A deep ReLU network: a tuple of Dense layers; ReLU after every layer but the last.
+
+        h_0 = x,   h_l = relu(W_l h_{l-1} + b_l)  (l = 1..L-1),   f(x) = W_L h_{L-1} + b_L
+
+    The architecture is ``widths = (n_0, n_1, ..., n_L)`` and the depth is L, the number of
+    weight layers.
+
+    Attributes:
+        layers: L ``Dense(w, b)`` layers, w (n_l, n_{l-1}), b (n_l,).
+
+    References:
+        Sattelberg et al. 2020; Grigsby et al. 2023.
+    """
 
     layers: tuple
 
@@ -71,7 +83,19 @@ def check_mlp(params) -> MLP:
 
 
 def init_mlp(key: jax.Array, widths: Sequence[int], bias_std: float = 0.0, dtype=None) -> MLP:
-    """He initialisation: w_l ~ N(0, 2 / n_{l-1}) entrywise, b_l ~ N(0, bias_std^2) (default 0)."""
+    """He initialisation of an MLP.
+
+        w_l ~ N(0, 2 / n_{l-1}) entrywise,  b_l ~ N(0, bias_std^2)
+
+    Args:
+        key: a PRNG key.
+        widths: (n_0, n_1, ..., n_L), at least two positive integers.
+        bias_std: the biases' standard deviation, >= 0 (default 0).
+        dtype: the leaves' dtype (default: JAX's default float).
+
+    Returns:
+        MLP with L layers, w_l (n_l, n_{l-1}), b_l (n_l,).
+    """
     widths = check_widths(widths)
     check_number(bias_std, "bias_std", nonnegative=True)
     dtype = jnp.dtype(dtype or jnp.zeros(()).dtype)
@@ -96,7 +120,17 @@ def from_two_layer(params: TwoLayer) -> MLP:
 
 
 def mlp_forward(params: MLP, x: jax.Array) -> jax.Array:
-    """f(x): x (..., n_0) -> (..., n_L)."""
+    """The MLP's output.
+
+        f(x) = W_L h_{L-1} + b_L,  h_l = relu(W_l h_{l-1} + b_l),  h_0 = x
+
+    Args:
+        params: MLP with widths (n_0, ..., n_L).
+        x: (..., n_0) inputs.
+
+    Returns:
+        (..., n_L) f(x).
+    """
     x = jnp.asarray(x)
     if x.shape[-1:] != (params.widths[0],):
         raise ValueError(f"x: expected a last axis of n_in = {params.widths[0]}, got shape {x.shape}")

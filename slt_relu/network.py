@@ -21,11 +21,21 @@ import numpy as np
 
 
 class TwoLayer(NamedTuple):
-    """Parameters of ``f(x) = c + sum_i q_i relu(<w_i, x> + b_i)``.
+    """Parameters of a two-layer ReLU network, a pytree (NamedTuple).
 
-    w: (d, n_in) incoming weights; b: (d,) biases; q: (d,) outgoing weights;
-    c: () output bias.  A batch of parameters carries leading batch axes on every
-    leaf (``w: (..., d, n_in)``), which is what ``jax.vmap`` produces.
+        f(x) = c + sum_i q_i relu(<w_i, x> + b_i)
+
+    A batch of parameters carries leading batch axes on every leaf (``w: (..., d, n_in)``), which
+    is what ``jax.vmap`` produces.
+
+    Attributes:
+        w: (d, n_in) incoming weights.
+        b: (d,) biases.
+        q: (d,) outgoing weights.
+        c: () output bias.
+
+    References:
+        DSLT3, "Defining the networks".
     """
 
     w: jax.Array
@@ -45,7 +55,18 @@ class TwoLayer(NamedTuple):
 def make_params(w, b, q, c=0.0, dtype=None) -> TwoLayer:
     """Build a ``TwoLayer`` from array-likes, checking the shapes.
 
-    w: (d, n_in) (a 1-D w is read as one input, shape (d, 1)); b, q: (d,); c: scalar.
+    Args:
+        w: (d, n_in) incoming weights (a 1-D w is read as one input, shape (d, 1)).
+        b: (d,) biases, or a scalar for every node.
+        q: (d,) outgoing weights, or a scalar for every node.
+        c: scalar output bias.
+        dtype: the leaves' dtype (default: w's floating dtype, ``jnp.result_type(w, float)``).
+
+    Returns:
+        TwoLayer(w (d, n_in), b (d,), q (d,), c ()).
+
+    Raises:
+        ValueError: a shape that does not match w's d nodes.
     """
     w = jnp.asarray(w, dtype=dtype)
     if w.ndim == 1:
@@ -132,14 +153,31 @@ def check_finite(value, name: str = "params"):
 
 
 def num_params(width: int, n_in: int) -> int:
-    """D = d * (n_in + 2) + 1."""
+    """The number of parameters of a width-d network.
+
+        D = d * (n_in + 2) + 1
+
+    Args:
+        width: d, the hidden nodes.
+        n_in: the input dimension.
+
+    Returns:
+        D.
+    """
     return width * (n_in + 2) + 1
 
 
 def forward(params: TwoLayer, x: jax.Array) -> jax.Array:
-    """f(x, w) = c + sum_i q_i relu(<w_i, x> + b_i).
+    """The network's output.
 
-    params: one ``TwoLayer`` (vmap for a batch); x: (..., n_in) -> (...).
+        f(x, w) = c + sum_i q_i relu(<w_i, x> + b_i)
+
+    Args:
+        params: one ``TwoLayer`` (vmap for a batch).
+        x: (..., n_in) inputs.
+
+    Returns:
+        (...) f(x, w) at every input.
     """
     x = jnp.asarray(x)
     if x.shape[-1:] != (params.w.shape[-1],):
@@ -154,9 +192,9 @@ def forward_columns(params: TwoLayer, x_cols: jax.Array) -> jax.Array:
         f = c + sum_i q_i relu(b_i + sum_k w_ik x_cols[k]).
 
     The same function as :func:`forward`, written with one (n,) array per input and per node so
-    that XLA fuses it into one loop over the data: on a CPU this is several times faster than
-    the matrix product when many chains, each with its own data set, are vmapped (measured in
-    benchmarks/bench_posterior.py).  Meant for small widths (the loops unroll at trace time).
+    that XLA fuses it into one loop over the data: on a CPU this is faster than the matrix
+    product when many chains, each with its own data set, are vmapped (docs/notes.md).  Meant for
+    small widths (the loops unroll at trace time).
     """
     d, n_in = params.w.shape[-2:]
     if x_cols.shape[0] != n_in:
@@ -169,12 +207,28 @@ def forward_columns(params: TwoLayer, x_cols: jax.Array) -> jax.Array:
 
 
 def to_flat(params: TwoLayer) -> jax.Array:
-    """Flatten to (D,) in the order of docs/design.md: w row-major, b, q, c."""
+    """Flatten to (D,) in the order of docs/design.md: w row-major, b, q, c.
+
+    Args:
+        params: one ``TwoLayer`` (w (d, n_in)).
+
+    Returns:
+        (D,) with D = d * (n_in + 2) + 1.
+    """
     return jnp.concatenate([params.w.reshape(-1), params.b, params.q, params.c.reshape(1)])
 
 
 def from_flat(flat: jax.Array, width: int, n_in: int) -> TwoLayer:
-    """Inverse of :func:`to_flat`; flat: (D,) with D = width * (n_in + 2) + 1, width, n_in >= 1."""
+    """Inverse of :func:`to_flat`.
+
+    Args:
+        flat: (D,) with D = width * (n_in + 2) + 1.
+        width: d >= 1.
+        n_in: the input dimension, >= 1.
+
+    Returns:
+        TwoLayer(w (width, n_in), b (width,), q (width,), c ()).
+    """
     width, n_in = check_count(width, "width"), check_count(n_in, "n_in")
     flat = jnp.asarray(flat)
     D = num_params(width, n_in)
@@ -211,8 +265,21 @@ def coordinate_index(name: str, width: int, n_in: int) -> int:
 def init_params(key: jax.Array, width: int, n_in: int, scale: float = 1.0, dtype=None) -> TwoLayer:
     """Random parameters: every coordinate i.i.d. N(0, scale^2).
 
-    Generic in the sense of DSLT3 / Phuong-Lampert: with probability one no node is
-    degenerate and no two nodes share an activation boundary.
+    Generic in the sense of DSLT3 / Phuong-Lampert: with probability one no node is degenerate and
+    no two nodes share an activation boundary.
+
+    Args:
+        key: a PRNG key.
+        width: d >= 1.
+        n_in: the input dimension, >= 1.
+        scale: the standard deviation, > 0.
+        dtype: the leaves' dtype (default: JAX's default float).
+
+    Returns:
+        TwoLayer(w (width, n_in), b (width,), q (width,), c ()).
+
+    References:
+        DSLT3; Phuong and Lampert (generic parameters).
     """
     width, n_in = check_count(width, "width"), check_count(n_in, "n_in")
     check_number(scale, "scale")
@@ -224,14 +291,17 @@ def init_params(key: jax.Array, width: int, n_in: int, scale: float = 1.0, dtype
 class Restriction:
     """A restricted model: the coordinates where ``free`` is true vary, the rest stay at ``base``.
 
-    base: a full ``TwoLayer``; free: numpy bool array (D,).  ``embed(theta)`` maps the
-    free coordinates theta: (k,) to a full ``TwoLayer``; ``project(params)`` reads them back.
-    Every loss and Fisher function takes a full ``TwoLayer``; Fisher functions take
-    ``free=restriction.free`` to return the restricted model's matrices.
+    ``embed(theta)`` maps the free coordinates theta: (k,) to a full ``TwoLayer``;
+    ``project(params)`` reads them back.  Every loss and Fisher function takes a full ``TwoLayer``;
+    Fisher functions take ``free=restriction.free`` to return the restricted model's matrices.
 
     Hashable by value (width, n_in, the fixed coordinates' values, the mask; the base values of
     free coordinates do not matter), so a restriction can be a static argument of ``jax.jit``
     and two equal restrictions share compiled programs.
+
+    Args:
+        base: a full ``TwoLayer``; its values fix the coordinates that are not free.
+        free: numpy bool array (D,), true where a coordinate varies.
     """
 
     __slots__ = ("base", "free", "_key")

@@ -186,9 +186,25 @@ def count_regions_box_exact(params: MLP, half_width: float, tol: float = 1e-12) 
 
 
 def count_linear_regions(params: MLP, *, segment=None, half_width: float | None = None, resolution: int = 1000) -> int:
-    """Activation regions along ``segment = (start, end)`` (exact) or inside the box (-a, a)^2 for
-    ``half_width = a``: exact for one hidden layer (count_regions_box_exact), else the distinct
-    patterns on a resolution x resolution grid (count_regions_grid, a lower bound)."""
+    """The number of activation regions along a segment or inside a 2-D box.
+
+    Along ``segment = (start, end)``: exact.  Inside the box (-a, a)^2 for ``half_width = a``:
+    exact for one hidden layer (``count_regions_box_exact``), else the distinct patterns on a
+    resolution x resolution grid (``count_regions_grid``, a lower bound).  Pass exactly one of
+    segment and half_width.
+
+    Args:
+        params: MLP.
+        segment: (start, end), two points (n_0,).
+        half_width: a, the box's half width (n_0 = 2).
+        resolution: grid points per axis, >= 2 (box, two or more hidden layers).
+
+    Returns:
+        int: the number of activation regions.
+
+    References:
+        Hanin & Rolnick 2019 (activation regions); Sattelberg et al. 2020.
+    """
     if (segment is None) == (half_width is None):
         raise ValueError("count_linear_regions: pass exactly one of segment=(start, end) or half_width=a")
     if segment is not None:
@@ -326,9 +342,24 @@ _singular_values = jax.jit(lambda J: jnp.linalg.svd(J, compute_uv=False))
 
 
 def functional_dimension(params: MLP, points: jax.Array, rtol: float | None = None) -> int:
-    """Batch functional dimension: the numerical rank of parameter_jacobian(params, points) (reverse mode per
-    point, vmapped; checked against finite differences and a NumPy backward pass), singular
-    values above rtol * s_max with rtol = max(shape) * eps by default (NumPy's rule)."""
+    """Batch functional dimension: the numerical rank of the parameter Jacobian at the points.
+
+        dim = rank d/dtheta (f_theta(z_1), .., f_theta(z_p)),  singular values above rtol * s_max
+
+    The Jacobian is ``parameter_jacobian(params, points)`` (reverse mode per point, vmapped;
+    checked against finite differences and a NumPy backward pass).
+
+    Args:
+        params: MLP theta.
+        points: (p, n_0) the points z_k.
+        rtol: >= 0; default max(shape) * eps (NumPy's rule).
+
+    Returns:
+        int: the functional dimension, at most ``functional_dimension_bound(params.widths)``.
+
+    References:
+        Grigsby, Lindsey & Rolnick 2023.
+    """
     if rtol is not None:
         check_number(rtol, "rtol", nonnegative=True)
     J = parameter_jacobian(params, points)

@@ -76,9 +76,11 @@ def show(folder) -> str:
     out += [f"  {w}" for w in warnings]
     files = manifest.get("files") or sorted(p.name for p in folder.iterdir())
     plots = [f for f in files if f.endswith(".png")]
-    draws = [f for f in files if f.endswith(".nc")]
+    draws = [f for f in files if f.startswith("draws/") and f.endswith(".nc")]
     out.append("")
     out.append("plots: " + (", ".join(plots) or "none"))
+    if "results.nc" in files:
+        out.append("numbers: results.nc (one labelled Dataset: xarray.open_dataset(path, engine=\"h5netcdf\"))")
     present = [f for f in draws if (folder / f).is_file()]
     if present:
         out.append(f"draws: {len(present)} netCDF files in draws/ (xarray.open_datatree(path, engine=\"h5netcdf\"))")

@@ -14,7 +14,7 @@
    short), by name and only for processes that are gone;
 4. computes in ``.NAME.partial-PID`` next to the folder, where the kind writes its files;
    sweeps checkpoint every finished point in ``.NAME.checkpoints`` (``slt_relu.sweep``);
-5. writes ``metrics.json`` and ``manifest.json`` (resolved settings, seed, package versions,
+5. writes what the kind returns (``metrics.json``, ``results.nc``, figures, draws) and ``manifest.json`` (resolved settings, seed, package versions,
    JAX devices, git commit, wall time, the list of files), then swaps the folder into place:
    the old results folder is renamed aside, the new one renamed in, the old one deleted.  The
    checkpoints are removed once the results are in place.
@@ -62,6 +62,22 @@ def to_json(value):
 
 def write_json(path: Path, data) -> None:
     path.write_text(json.dumps(to_json(data), indent=2, sort_keys=False) + "\n")
+
+
+def write_output(output, folder: Path) -> None:
+    """A kind's Output (``slt_relu.kinds.kind``) as files: metrics.json, results.nc, NAME.png, draws/NAME.nc."""
+    from .netcdf import write_tree
+    from .plots import save_figure
+
+    write_json(folder / "metrics.json", output.metrics)
+    if output.results is not None:
+        write_tree(output.results, folder / "results.nc")
+    for name, fig in output.figures.items():
+        save_figure(fig, folder / f"{name}.png")
+    if output.draws:
+        (folder / "draws").mkdir()
+        for name, tree in output.draws.items():
+            write_tree(tree, folder / "draws" / f"{name}.nc")
 
 
 # ----------------------------------------------------------------------------------------
@@ -334,7 +350,7 @@ def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) ->
     if lay.index:                 # another process of a multi-process run: its share of the points, nothing else
         if prep.kind.sweeps:
             ctx = RunContext(out.parent / f".{out.name}.checkpoints", progress, prep.settings.seed, lay)
-            prep.kind.run(prep.resolved, None, jax.random.PRNGKey(prep.settings.seed), ctx)
+            prep.kind.run(prep.resolved, jax.random.PRNGKey(prep.settings.seed), ctx)
         return None
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -350,9 +366,9 @@ def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) ->
         start = time.time()
         try:
             ctx = RunContext(checkpoints, progress, prep.settings.seed, lay)
-            metrics = prep.kind.run(prep.resolved, tmp, jax.random.PRNGKey(prep.settings.seed), ctx)
+            output = prep.kind.run(prep.resolved, jax.random.PRNGKey(prep.settings.seed), ctx)
             wall = time.time() - start
-            write_json(tmp / "metrics.json", metrics)
+            write_output(output, tmp)
             files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()) + ["manifest.json"]
             write_json(tmp / "manifest.json", {
                 "tool": TOOL,

@@ -12,6 +12,7 @@ from the schemas (:func:`settings_table`).
 """
 from __future__ import annotations
 
+import inspect
 import re
 import types
 import typing
@@ -45,14 +46,6 @@ def parse(schema: type[BaseModel], data: dict, prefix: str = ""):
         return schema.model_validate(tuples(data))
     except ValidationError as err:
         raise ConfigError(_one_line(schema, err.errors()[0], prefix, tuples(data))) from None
-
-
-def library_settings(schema: type[BaseModel], **values):
-    """Settings built from Python keyword arguments (NumPy scalars allowed), None values left at
-    their defaults; a bad one is a ValueError naming the argument."""
-    clean = {k: (v.item() if hasattr(v, "item") and getattr(v, "ndim", 1) == 0 else v) for k, v in values.items()
-             if v is not None}
-    return parse(schema, clean)
 
 
 def dotted(loc) -> str:
@@ -332,3 +325,22 @@ def settings_table(schema: type[BaseModel]) -> str:
         lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     return "\n".join(lines)
 
+
+
+def document_fields(cls: type[BaseModel]) -> type[BaseModel]:
+    """Class decorator: add an ``Attributes:`` section (Google style, as Sphinx's napoleon reads it)
+    to a settings class's docstring, one entry per field in the words of ``slt-relu settings`` (its
+    description, expected value and default), before a ``References:`` section if there is one.  The
+    fields' declarations stay the one place their meaning is written."""
+    entries = []
+    for name, info in cls.model_fields.items():
+        if _fixed_tag(info):
+            text = f"fixed to ``{info.default!r}``, the tag that names these settings."
+        else:
+            default = "required" if info.is_required() else (_default_text(info.default) or "None")
+            text = f"{info.description or ''} ({expected_text(info)}; default {default})".strip()
+        entries.append(f"    {name}: {text}")
+    doc = inspect.cleandoc(cls.__doc__ or "")
+    head, sep, refs = doc.partition("\nReferences:")
+    cls.__doc__ = head.rstrip() + "\n\nAttributes:\n" + "\n".join(entries) + ("\n" + sep + refs if sep else "") + "\n"
+    return cls

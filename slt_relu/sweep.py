@@ -7,8 +7,8 @@ validated up front against the kind's schema (a bad value is a config error nami
 
 :func:`run_points` computes the points a kind hands it and checkpoints each one as it finishes:
 points that can share one compiled program (equal ``signature``) run together in programs of
-``batch`` points, and each program's points are saved atomically (``point-00007.json`` +
-``.npz``) in the checkpoint folder before the next program starts.  A rerun of the same config
+``batch`` points, and each program's points are saved atomically (``point-00007.nc``, netCDF with
+named dimensions, ``slt_relu.netcdf``) in the checkpoint folder before the next program starts.  A rerun of the same config
 finds them (each file carries a fingerprint of everything that determines its numbers) and only
 computes the rest, saying ``resuming: k of N points done``.  The same module serves kinds whose
 points are not a grid (the learning coefficient's cases).
@@ -62,6 +62,9 @@ def expand(raw: dict, sweep: dict, validate: Callable[[dict], object], *, tables
             raise ConfigError(f"sweep.{key}: expected a key of " + ", ".join(names))
         if not (isinstance(values, (list, tuple)) and values):
             raise ConfigError(f"sweep.{key}: expected a non-empty list of values, got {values!r}")
+        twice = [v for i, v in enumerate(values) if v in values[:i]]
+        if twice:                                      # a sweep axis is a coordinate: each value once
+            raise ConfigError(f"sweep.{key}: expected distinct values, got {twice[0]!r} more than once")
     base = {k: v for k, v in raw.items() if k != "sweep"}
     combos = list(itertools.product(*sweep.values())) if sweep else [()]
     points = []
@@ -82,71 +85,44 @@ def fingerprint(*parts) -> str:
 
 
 # ----------------------------------------------------------------------------------------
-# checkpoint files: the structure as JSON, arrays beside it in an .npz
+# checkpoint files: one netCDF file per point (slt_relu.netcdf)
+
+ID = "__id__"               # the root attribute holding a checkpoint's fingerprint
 
 
-def _split_arrays(value, arrays: list):
-    if isinstance(value, dict):
-        return {str(k): _split_arrays(v, arrays) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_split_arrays(v, arrays) for v in value]
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        a = np.asarray(value)
-        if a.ndim == 0:
-            return a.item()
-        arrays.append(a)
-        return {"__array__": len(arrays) - 1}
-    return value
+def save_result(path: Path, ident: str, result: dict, dims: dict | None = None) -> None:
+    """Write one point's result (a mapping of arrays and plain values, ``slt_relu.netcdf.to_tree``;
+    ``dims``: the dimension names of its arrays) to ``path`` atomically, with its fingerprint."""
+    from .netcdf import to_tree, write_tree
 
-
-def _join_arrays(value, arrays):
-    if isinstance(value, dict):
-        if set(value) == {"__array__"}:
-            return arrays[f"a{value['__array__']}"]
-        return {k: _join_arrays(v, arrays) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_join_arrays(v, arrays) for v in value]
-    return value
-
-
-def save_result(path: Path, ident: str, result: dict) -> None:
-    """Write one point's result atomically: arrays to ``path.npz``, then ``path.json`` (the
-    structure and the fingerprint) by rename, so a file that exists is complete."""
-    arrays: list = []
-    structure = _split_arrays(result, arrays)
-    tag = f"{socket.gethostname()}-{os.getpid()}"
-    npz = path.with_suffix(".npz")
-    tmp = path.with_name(f"{path.stem}.tmp-{tag}.npz")
-    with open(tmp, "wb") as fh:
-        np.savez(fh, **{f"a{i}": a for i, a in enumerate(arrays)})
-    os.replace(tmp, npz)
-    tmp = path.with_name(f"{path.stem}.tmp-{tag}.json")
-    tmp.write_text(json.dumps({"id": ident, "result": structure}))
-    os.replace(tmp, path.with_suffix(".json"))
+    tree = to_tree(result, dims)
+    tree.attrs[ID] = json.dumps(ident)
+    write_tree(tree, path)
 
 
 def load_result(path: Path, ident: str) -> dict | None:
     """A saved result with this fingerprint, or None (missing, another config's, unreadable)."""
+    from .netcdf import from_tree, read_tree
+
     try:
-        data = json.loads(path.with_suffix(".json").read_text())
-        if data.get("id") != ident:
-            return None
-        with np.load(path.with_suffix(".npz"), allow_pickle=False) as z:
-            return _join_arrays(data["result"], {k: z[k] for k in z.files})
+        tree = read_tree(path)
     except (OSError, ValueError, KeyError):
         return None
+    if tree.attrs.get(ID) != json.dumps(ident):
+        return None
+    return {k: v for k, v in from_tree(tree).items() if k != ID}
 
 
 def _point_path(folder: Path, index: int) -> Path:
-    return folder / f"point-{index:05d}.json"
+    return folder / f"point-{index:05d}.nc"
 
 
 def remove_temporary(folder: Path) -> None:
-    """Half-written files of killed runs (``*.tmp-HOST-PID.*``) of this host whose process is gone."""
+    """Half-written files of killed runs (``NAME.tmp-HOST-PID``, ``slt_relu.netcdf.write_tree``) of this host
+    whose process is gone."""
     host = socket.gethostname()
     for f in folder.glob("*.tmp-*"):
-        tag = f.name.split(".tmp-", 1)[1].rsplit(".", 1)[0]
-        owner, _, pid = tag.rpartition("-")
+        owner, _, pid = f.name.split(".tmp-", 1)[1].rpartition("-")
         if owner == host and pid.isdigit() and _alive(int(pid)):
             continue                                   # another process of this run is writing it
         if owner in (host, "") or not pid.isdigit():
@@ -183,10 +159,12 @@ class SweepReport(NamedTuple):
 def run_points(points: Sequence[Point], run_program: Callable[[list], list], *, ident: Callable[[Point], str],
                signature: Callable[[Point], object] = lambda p: p.index, batch: int = 1,
                checkpoints: Path | None = None, cost: Callable[[Point], float] = lambda p: 1.0,
-               progress: bool = True, label: str = "points", layout=(0, 1), poll_s: float = 0.5) -> SweepReport:
+               progress: bool = True, label: str = "points", layout=(0, 1), poll_s: float = 0.5,
+               dims: dict | None = None) -> SweepReport:
     """Compute every point not yet checkpointed, ``batch`` points of equal ``signature`` per
     ``run_program(points) -> [result per point]`` call (results are dicts of arrays, numbers,
-    strings, lists), checkpointing each program's points as it finishes.
+    strings, lists; ``dims``: the dimension names of their arrays in the checkpoint files),
+    checkpointing each program's points as it finishes.
 
     layout: (process index, process count) of a multi-process run (``slt_relu.distributed``): the
     programs are formed from all points as one process forms them, program k runs on process
@@ -227,7 +205,7 @@ def run_points(points: Sequence[Point], run_program: Callable[[list], list], *, 
         for p, res in zip(program, out):
             res = dict(res, program_wall_s=time.time() - start, program_points=len(program))
             if checkpoints is not None:
-                save_result(_point_path(checkpoints, p.index), ids[p.index], res)
+                save_result(_point_path(checkpoints, p.index), ids[p.index], res, dims)
                 res = load_result(_point_path(checkpoints, p.index), ids[p.index])   # same types as a resume
             results[p.index] = res
         bar.update(sum(cost(p) for p in program))

@@ -90,9 +90,21 @@ def _nodes(nodes, d: int, name: str = "nodes") -> list[int]:
 
 
 def permute(params: TwoLayer, perm) -> TwoLayer:
-    """pi: node i of the result is node perm[i] of params; perm: a permutation of range(d).
+    """The permutation symmetry pi: node i of the result is node perm[i] of params.
+
+        pi(w)_i = w_perm[i]  (and b, q likewise)
 
     f is unchanged (the hidden sum is reordered).  Works on batches (leading axes).
+
+    Args:
+        params: TwoLayer, d nodes, optionally with leading batch axes.
+        perm: a permutation of range(d).
+
+    Returns:
+        TwoLayer with the nodes reordered, same shapes as params.
+
+    References:
+        Petzka et al. 2020.
     """
     check_params(params)
     d = params.w.shape[-2]
@@ -103,10 +115,22 @@ def permute(params: TwoLayer, perm) -> TwoLayer:
 
 
 def rescale(params: TwoLayer, lambdas) -> TwoLayer:
-    """rho_lambda: w_i -> l_i w_i, b_i -> l_i b_i, q_i -> q_i / l_i with every l_i > 0 (Petzka (2)).
+    """The rescaling symmetry rho_lambda, with every l_i > 0.
 
-    lambdas: scalar or (d,).  f is unchanged because l relu(z) = relu(l z) for l > 0.  Works on
-    batches and under jit (the positivity check runs only on concrete values).
+        rho_lambda: w_i -> l_i w_i, b_i -> l_i b_i, q_i -> q_i / l_i
+
+    f is unchanged because l relu(z) = relu(l z) for l > 0.  Works on batches and under jit (the
+    positivity check runs only on concrete values).
+
+    Args:
+        params: TwoLayer, d nodes, optionally with leading batch axes.
+        lambdas: scalar or (d,) positive factors l_i.
+
+    Returns:
+        TwoLayer rho_lambda(params), same shapes as params.
+
+    References:
+        Petzka et al. 2020, equation (2).
     """
     check_params(params)
     d = params.w.shape[-2]
@@ -136,11 +160,25 @@ def flip_orientation(params: TwoLayer, mask) -> TwoLayer:
 
 
 def reverse_orientation(params: TwoLayer, nodes, tol: float | None = None) -> TwoLayer:
-    """psi^J: negate the incoming weights and biases of the nodes J and set c -> c + sum_J q_i b_i.
+    """The orientation reversal psi^J: negate the incoming weights and biases of the nodes J.
 
-    Valid (f unchanged) iff the nodes annihilate, sum_{i in J} q_i w_i = 0 (DSLT3 "Orientation
-    reversal"; Petzka's psi_-^J with a zero linear neuron).  Otherwise raises ValueError with the
-    residual sum; tol is relative to the largest |q_i| |w_i| in J (default 1000 eps).
+        psi^J: (w_i, b_i) -> (-w_i, -b_i) for i in J,  c -> c + sum_J q_i b_i
+
+    Valid (f unchanged) iff the nodes annihilate, sum_{i in J} q_i w_i = 0.
+
+    Args:
+        params: one TwoLayer (no batch axes).
+        nodes: the node indices J.
+        tol: relative to the largest |q_i| |w_i| in J (default 1000 eps).
+
+    Returns:
+        TwoLayer psi^J(params).
+
+    Raises:
+        ValueError: the nodes do not annihilate (the message gives the residual sum).
+
+    References:
+        DSLT3, "Orientation reversal"; Petzka et al. 2020 (psi_-^J with a zero linear neuron).
     """
     params = _single(params)
     w, b, q, c = numpy_params(params)
@@ -287,16 +325,25 @@ def _hyperplane_groups(h: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarra
 def reduce(params: TwoLayer, tol: float | None = None) -> Irreducible:
     """Petzka's reduction to an irreducible network plus a linear part.
 
-    R1: a node with q_i = 0 is removed; a node with w_i = 0 is the constant q_i relu(b_i) and
-        moves into c.
-    R2: nodes with (w, b)_i = l (w, b)_j, l > 0 (same boundary, same side) merge into one.
-    R3: nodes on one boundary with opposite sides become one ReLU and a linear function, by
-        a relu(h.x~) + B relu(-h.x~) = (A + B) relu(h.x~) - B h.x~ (x~ = (x, 1)); all linear
-        parts and c form N(x) = <alpha, x> + c.  A node whose merged output is 0 is removed.
-    Returned nodes have |w_i| = 1 (q_i is the kink size), in order of first appearance.
-    tol (default 1000 eps) is relative: outputs are compared against the largest |q_i| |(w_i, b_i)|
-    (not |c|: a large constant does not hide a node), boundaries as unit vectors (w, b)/|(w, b)| to
-    within tol.
+        R1: a node with q_i = 0 is removed; a node with w_i = 0 is the constant q_i relu(b_i) and
+            moves into c.
+        R2: nodes with (w, b)_i = l (w, b)_j, l > 0 (same boundary, same side) merge into one.
+        R3: nodes on one boundary with opposite sides become one ReLU and a linear function, by
+            a relu(h.x~) + B relu(-h.x~) = (A + B) relu(h.x~) - B h.x~ (x~ = (x, 1)); all linear
+            parts and c form N(x) = <alpha, x> + c.  A node whose merged output is 0 is removed.
+
+    Args:
+        params: one TwoLayer (no batch axes).
+        tol: relative (default 1000 eps): outputs are compared against the largest
+            |q_i| |(w_i, b_i)| (not |c|: a large constant does not hide a node), boundaries as unit
+            vectors (w, b)/|(w, b)| to within tol.
+
+    Returns:
+        Irreducible(params, linear): nodes with |w_i| = 1 (q_i is the kink size), in order of first
+        appearance; linear: (n_in,) the slope alpha.
+
+    References:
+        Petzka et al. 2020 (R1, R2, R3).
     """
     params = _single(params)
     w, b, q, c = numpy_params(params)
@@ -358,15 +405,26 @@ def _match(r1: Irreducible, r2: Irreducible, tol: float) -> tuple[list[int], lis
 
 
 def are_equivalent(p1: TwoLayer, p2: TwoLayer, tol: float | None = None) -> bool:
-    """Whether f(x, p1) = f(x, p2) for every x in R^n_in (Petzka Theorem 1).
+    """Whether f(x, p1) = f(x, p2) for every x in R^n_in.
 
     Both are reduced (R1-R3); by Lemma 2 the irreducible forms agree iff their boundaries match
     one to one (pi), each matched pair has the same kink after unit normalisation (rho), and
     the linear parts agree once every node of p2 whose match in p1 has the opposite side is
-    flipped (psi^J: e relu(h.x~) = e relu(-h.x~) + e h.x~).  The decision is cross-checked by evaluating both
-    networks at probe points on both sides of every boundary and far out (both must agree to
-    100 tol, relative to the largest node, |c| or linear coefficient, per unit of 1 + |x|).
-    tol: relative, default 1000 eps(dtype) (2e-13 in float64, 1e-4 in float32).
+    flipped (psi^J: e relu(h.x~) = e relu(-h.x~) + e h.x~).  The decision is cross-checked by
+    evaluating both networks at probe points on both sides of every boundary and far out (both
+    must agree to 100 tol, relative to the largest node, |c| or linear coefficient, per unit of
+    1 + |x|).
+
+    Args:
+        p1: one TwoLayer (no batch axes).
+        p2: one TwoLayer with the same n_in (any width).
+        tol: relative, default 1000 eps(dtype) (2e-13 in float64, 1e-4 in float32).
+
+    Returns:
+        bool: whether the two networks compute the same function.
+
+    References:
+        Petzka et al. 2020, Theorem 1 and Lemma 2.
     """
     p1, p2 = _single(p1, "p1"), _single(p2, "p2")
     if p1.n_in != p2.n_in:

@@ -5,6 +5,14 @@ import numpy as np
 import pytest
 
 import slt_relu as S
+from slt_relu.loss import empirical_loss_columns, gaussian_nll
+from slt_relu.mlp import train_mlp
+from slt_relu.phases import radius_rule
+from slt_relu.posterior import draw_datasets
+from slt_relu.posterior.llc import (LLCSGLDSettings, calibrate_llc, llc_two_layer, minimize_loss,
+                                    normal_crossing_expectation, rlct_from_beta_sweep, tempered_losses,
+                                    two_layer_loss_for, wbic)
+from slt_relu.regions import count_regions_box_exact, count_regions_grid, count_regions_segment, kmeans
 
 TRUTH = S.truths.m_symmetric(3)
 BOX = S.UniformBox(1.0, 2)
@@ -21,11 +29,11 @@ def test_sigma_must_be_positive_and_finite(sigma):
             call()
     ex = S.truths.get("dslt3_example_3_4")
     xg, yg = S.sample_dataset(jax.random.PRNGKey(1), ex.truth, ex.inputs, 20, 1.0)
-    for call in (lambda: S.empirical_loss_columns(TRUTH, x.T, y, sigma),
+    for call in (lambda: empirical_loss_columns(TRUTH, x.T, y, sigma),
                  lambda: S.grid_posterior(xg, yg, 10.0, model=ex.model, sigma=sigma, ranges=[(0, 1), (0, 1)],
                                           resolution=5),
-                 lambda: S.two_layer_loss_for(sigma),
-                 lambda: S.llc_two_layer(jax.random.PRNGKey(0), TRUTH, x, y, sigma=sigma)):
+                 lambda: two_layer_loss_for(sigma),
+                 lambda: llc_two_layer(jax.random.PRNGKey(0), TRUTH, x, y, sigma=sigma)):
         with pytest.raises(ValueError, match="sigma: expected a positive finite noise standard deviation"):
             call()
     if not sigma == 0.0:                                     # noiseless data sets (sigma = 0) are allowed
@@ -71,7 +79,7 @@ def test_input_dimension_mismatch_is_named():
     with pytest.raises(ValueError, match="inputs: expected n_in = 2 like the parameters, got"):
         S.sample_dataset(jax.random.PRNGKey(0), TRUTH, box3, 10, 1.0)
     with pytest.raises(ValueError, match=r"x: expected shape \(n, n_in\) with n_in = 2 like params_star"):
-        S.llc_two_layer(jax.random.PRNGKey(0), TRUTH, jnp.zeros((5, 3)), jnp.zeros(5))
+        llc_two_layer(jax.random.PRNGKey(0), TRUTH, jnp.zeros((5, 3)), jnp.zeros(5))
     ex = S.truths.get("dslt4_pt1", t=1.2)
     with pytest.raises(ValueError, match="x: expected n_in = 2 like the model's parameters, got x of shape"):
         S.sample_posterior(jax.random.split(jax.random.PRNGKey(0), 1), jnp.zeros((1, 5, 3)), jnp.zeros((1, 5)), 10.0,
@@ -86,7 +94,7 @@ def test_input_dimension_mismatch_is_named():
 EX = S.truths.get("dslt4_pt1", t=1.2)
 EX34 = S.truths.get("dslt3_example_3_4")
 KEYS = jax.random.split(jax.random.PRNGKey(0), 1)
-XK, YK = S.draw_datasets(KEYS, EX.truth, EX.inputs, 8)                   # (1, 8, 2), (1, 8)
+XK, YK = draw_datasets(KEYS, EX.truth, EX.inputs, 8)                     # (1, 8, 2), (1, 8)
 XG, YG = S.sample_dataset(jax.random.PRNGKey(1), EX34.truth, EX34.inputs, 8)
 LOSS = lambda w, d: 0.5 * jnp.sum(w ** 2) + 0.0 * jnp.sum(d)
 BAD_POSITIVE = [-1, 0.0, float("nan"), float("inf"), [1.0, float("nan")]]
@@ -101,17 +109,17 @@ def test_temperatures_must_be_positive_and_finite(bad):
     for name, call in [("n_beta", lambda: S.sample_posterior(KEYS, XK, YK, bad, model=EX.model)),
                        ("n_beta", lambda: S.smc_posterior(KEYS, XK, YK, bad, model=EX.model)),
                        ("n_beta", lambda: _grid(n_beta=bad)),
-                       ("nbeta", lambda: S.estimate_llc(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3),
-                                                        nbeta=bad)),
-                       ("nbeta", lambda: S.normal_crossing_expectation([1], bad, 1.0))]:
+                       ("n_beta", lambda: normal_crossing_expectation([1], bad, 1.0))]:
         with pytest.raises(ValueError, match=f"{name}: expected a positive finite number"):
             call()
+    with pytest.raises(ValueError, match=r"n_beta\n  Input should be"):              # pydantic's ValidationError
+        LLCSGLDSettings(n_beta=bad)
     if bad != 0.0:                                                      # n beta = 0 samples the prior
         with pytest.raises(ValueError, match="n_betas: expected a finite number >= 0"):
-            S.tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), bad)
+            tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), bad)
     if np.ndim(bad) == 0:
         with pytest.raises(ValueError, match="betas: expected at least two positive finite numbers"):
-            S.rlct_from_beta_sweep(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), betas=[1.0, bad])
+            rlct_from_beta_sweep(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), betas=[1.0, bad])
 
 
 def test_n_beta_shape_and_other_scales():
@@ -121,18 +129,18 @@ def test_n_beta_shape_and_other_scales():
         S.sample_posterior(KEYS, XK, YK, 10.0, model=EX.model, init_radius=float("inf"))
     with pytest.raises(ValueError, match="prior.w: expected .* a finite scale > 0"):
         S.sample_posterior(KEYS, XK, YK, 10.0, model=EX.model, prior=S.Prior(w=("normal", float("inf"))))
-    with pytest.raises(ValueError, match="localization: expected a finite number >= 0"):
-        S.estimate_llc(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), localization=float("nan"))
+    with pytest.raises(ValueError, match=r"localization\n  Input should be a finite number"):
+        LLCSGLDSettings(localization=float("nan"))
     with pytest.raises(ValueError, match="prior_std: expected a positive finite number"):
-        S.tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], prior_std=0.0)
+        tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], prior_std=0.0)
     with pytest.raises(ValueError, match="chains_per_beta: expected a positive integer"):
-        S.tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], chains_per_beta=0)
+        tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], chains_per_beta=0)
     with pytest.raises(ValueError, match="num_steps: expected a positive integer"):
-        S.minimize_loss(LOSS, jnp.ones(1), jnp.zeros(3), num_steps=0)
+        minimize_loss(LOSS, jnp.ones(1), jnp.zeros(3), num_steps=0)
     with pytest.raises(ValueError, match="step_sizes, localizations: expected at least one of each"):
-        S.calibrate_llc(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [], [1.0])
+        calibrate_llc(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [], [1.0])
     with pytest.raises(ValueError, match="data: WBIC's beta = 1/log n needs n >= 2"):
-        S.wbic(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(1))
+        wbic(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(1))
 
 
 @pytest.mark.parametrize("settings", ["nuts", {"name": "nuts"}, S.SGLDSettings()])
@@ -142,7 +150,7 @@ def test_settings_must_be_a_settings_class(settings):
     with pytest.raises(TypeError, match="settings: expected SMCSettings, got"):
         S.smc_posterior(KEYS, XK, YK, 10.0, model=EX.model, settings=settings)
     with pytest.raises(TypeError, match="settings: expected NUTSSettings or HMCSettings, got"):
-        S.tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], settings=settings)
+        tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], settings=settings)
     if not isinstance(settings, S.SGLDSettings):                          # sample runs SGLD too
         with pytest.raises(TypeError, match="settings: expected the settings of a registered sampler .*, got"):
             S.sample(KEYS, None, jnp.zeros((1, 2)), (), settings)
@@ -155,7 +163,7 @@ def test_keys_must_be_prng_keys(keys):
     with pytest.raises(TypeError, match="keys: expected a 1-D batch of PRNG keys"):
         S.sample(keys, None, jnp.zeros((1, 2)), (), S.NUTSSettings())
     with pytest.raises(TypeError, match="keys: expected a 1-D batch of PRNG keys"):
-        S.draw_datasets(keys, TRUTH, BOX, 5)
+        draw_datasets(keys, TRUTH, BOX, 5)
 
 
 def test_single_keys_and_typed_keys():
@@ -163,7 +171,7 @@ def test_single_keys_and_typed_keys():
         with pytest.raises(TypeError, match="key: expected a PRNG key"):
             S.estimate_llc(key, LOSS, jnp.ones(1), jnp.zeros(3))
         with pytest.raises(TypeError, match="key: expected a PRNG key"):
-            S.tempered_losses(key, LOSS, jnp.ones(1), jnp.zeros(3), [1.0])
+            tempered_losses(key, LOSS, jnp.ones(1), jnp.zeros(3), [1.0])
     from slt_relu.sampling import check_keys
 
     typed = jax.random.split(jax.random.key(0), 3)                        # typed keys: their key data
@@ -171,8 +179,8 @@ def test_single_keys_and_typed_keys():
     assert check_keys(jax.random.key(1), batch_ndim=0).shape == (2,)
     raw = jax.random.split(jax.random.PRNGKey(0), 3)
     np.testing.assert_array_equal(check_keys(raw), raw)
-    np.testing.assert_array_equal(S.draw_datasets(typed, TRUTH, BOX, 5)[0],
-                                  S.draw_datasets(jax.random.key_data(typed), TRUTH, BOX, 5)[0])
+    np.testing.assert_array_equal(draw_datasets(typed, TRUTH, BOX, 5)[0],
+                                  draw_datasets(jax.random.key_data(typed), TRUTH, BOX, 5)[0])
 
 
 @pytest.mark.parametrize("where", ["x", "y"])
@@ -182,27 +190,27 @@ def test_data_must_be_finite_for_samplers(where):
     xg, yg = (bad(XG), YG) if where == "x" else (XG, bad(YG))
     for call in (lambda: S.sample_posterior(KEYS, xk, yk, 10.0, model=EX.model),
                  lambda: _grid(xg, yg),
-                 lambda: S.llc_two_layer(jax.random.PRNGKey(0), EX.truth, xk[0], yk[0])):
+                 lambda: llc_two_layer(jax.random.PRNGKey(0), EX.truth, xk[0], yk[0])):
         with pytest.raises(ValueError, match=f"{where}: expected finite numbers"):
             call()
     with pytest.raises(ValueError, match="params_star.q: expected finite numbers"):
-        S.llc_two_layer(jax.random.PRNGKey(0), EX.truth._replace(q=EX.truth.q.at[0].set(jnp.inf)), XK[0], YK[0])
+        llc_two_layer(jax.random.PRNGKey(0), EX.truth._replace(q=EX.truth.q.at[0].set(jnp.inf)), XK[0], YK[0])
 
 
 def test_data_must_be_non_empty():
     with pytest.raises(ValueError, match=r"x: expected at least one data point \(n >= 1\), got shape \(0, 2\)"):
         S.empirical_loss(TRUTH, jnp.zeros((0, 2)), jnp.zeros(0))
     with pytest.raises(ValueError, match=r"x_cols, y: expected shapes \(n_in, n\) with n >= 1"):
-        S.empirical_loss_columns(TRUTH, jnp.zeros((2, 0)), jnp.zeros(0))
+        empirical_loss_columns(TRUTH, jnp.zeros((2, 0)), jnp.zeros(0))
     with pytest.raises(ValueError, match="resid: expected at least one residual"):
-        S.gaussian_nll(jnp.zeros(0), 1.0)
+        gaussian_nll(jnp.zeros(0), 1.0)
     for x, y in [(jnp.zeros((1, 0, 2)), jnp.zeros((1, 0))), (jnp.zeros((0, 8, 2)), jnp.zeros((0, 8)))]:
         with pytest.raises(ValueError, match=r"x: expected at least one data set of at least one point"):
             S.sample_posterior(jnp.zeros((0, 2), jnp.uint32), x, y, 10.0, model=EX.model)
     with pytest.raises(ValueError, match=r"x: expected at least one data point"):
         _grid(jnp.zeros((0, 1)), jnp.zeros(0))
     with pytest.raises(ValueError, match=r"x: expected at least one data point"):
-        S.llc_two_layer(jax.random.PRNGKey(0), TRUTH, jnp.zeros((0, 2)), jnp.zeros(0))
+        llc_two_layer(jax.random.PRNGKey(0), TRUTH, jnp.zeros((0, 2)), jnp.zeros(0))
     with pytest.raises(ValueError, match="data: expected at least one data point"):
         S.estimate_llc(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(0))
     with pytest.raises(ValueError, match=r"y: expected shape \(8,\) like x's rows"):
@@ -221,8 +229,8 @@ MLP2 = S.init_mlp(jax.random.PRNGKey(0), (2, 3, 3, 1), bias_std=0.5)
 def test_region_counts_need_a_positive_finite_half_width(half_width):
     for call in (lambda: S.count_linear_regions(MLP1, half_width=half_width),
                  lambda: S.count_linear_regions(MLP2, half_width=half_width),
-                 lambda: S.count_regions_box_exact(MLP1, half_width),
-                 lambda: S.count_regions_grid(MLP2, half_width, 10)):
+                 lambda: count_regions_box_exact(MLP1, half_width),
+                 lambda: count_regions_grid(MLP2, half_width, 10)):
         with pytest.raises(ValueError, match="half_width: expected a positive finite number"):
             call()
 
@@ -232,18 +240,18 @@ def test_region_and_mlp_sizes():
         with pytest.raises(ValueError, match="resolution: expected an integer >= 2"):
             S.count_linear_regions(MLP2, half_width=1.0, resolution=resolution)
         with pytest.raises(ValueError, match="resolution: expected an integer >= 2"):
-            S.count_regions_grid(MLP2, 1.0, resolution)
+            count_regions_grid(MLP2, 1.0, resolution)
     with pytest.raises(ValueError, match="resolution: expected an integer >= 3"):
         _grid(XG, YG, resolution=2)
     with pytest.raises(ValueError, match="segment: expected \\(start, end\\)"):
         S.count_linear_regions(MLP1, segment=([0.0, 0.0],))
     with pytest.raises(ValueError, match="start: expected finite numbers"):
-        S.count_regions_segment(MLP1, [np.nan, 0.0], [1.0, 1.0])
+        count_regions_segment(MLP1, [np.nan, 0.0], [1.0, 1.0])
     nan_mlp = MLP1._replace(layers=(MLP1.layers[0]._replace(b=MLP1.layers[0].b.at[1].set(jnp.nan)),) + MLP1.layers[1:])
     with pytest.raises(ValueError, match=r"params.layers\[0\].b: expected finite numbers"):
         S.count_linear_regions(nan_mlp, half_width=1.0)
     with pytest.raises(ValueError, match="tol: expected a finite number >= 0"):
-        S.count_regions_box_exact(MLP1, 1.0, tol=-1.0)
+        count_regions_box_exact(MLP1, 1.0, tol=-1.0)
     with pytest.raises(ValueError, match="widths: expected at least two positive integers"):
         S.init_mlp(jax.random.PRNGKey(0), (2, True, 1))
     with pytest.raises(ValueError, match="bias_std: expected a finite number >= 0"):
@@ -253,7 +261,7 @@ def test_region_and_mlp_sizes():
     with pytest.raises(ValueError, match="rtol: expected a finite number >= 0"):
         S.functional_dimension(MLP1, jnp.ones((3, 2)), rtol=float("nan"))
     with pytest.raises(ValueError, match="iters: expected an integer >= 0"):
-        S.kmeans(jax.random.PRNGKey(0), jnp.ones((4, 2)), 2, iters=-1)
+        kmeans(jax.random.PRNGKey(0), jnp.ones((4, 2)), 2, iters=-1)
     for kwargs, message in [({"steps": -1}, "steps: expected an integer >= 0"),
                             ({"learning_rate": 0.0}, "learning_rate: expected a positive finite number"),
                             ({"x": jnp.zeros((0, 2)), "y": jnp.zeros(0)}, r"x: expected shape \(n, 2\) with n >= 1"),
@@ -261,7 +269,7 @@ def test_region_and_mlp_sizes():
                             ({"y": jnp.full(4, jnp.nan)}, "y: expected finite numbers")]:
         args = {"x": jnp.ones((4, 2)), "y": jnp.ones(4), "steps": 2, "learning_rate": 0.1, **kwargs}
         with pytest.raises(ValueError, match=message):
-            S.train_mlp(jax.random.PRNGKey(0), (2, 3, 1), **args)
+            train_mlp(jax.random.PRNGKey(0), (2, 3, 1), **args)
 
 
 @pytest.mark.parametrize("width, n_in, name", [(0, 2, "width"), (-1, 2, "width"), (True, 2, "width"),
@@ -275,7 +283,7 @@ def test_from_flat_sizes(width, n_in, name):
 def test_phase_thresholds(bad):
     for name in ("eps", "non_degenerate", "degenerate"):
         with pytest.raises(ValueError, match=f"{name}: expected a finite number >= 0"):
-            S.radius_rule(TRUTH, **{name: bad})
+            radius_rule(TRUTH, **{name: bad})
     with pytest.raises(ValueError, match="tol: expected a finite number >= 0"):
         S.classify_phase(TRUTH, TRUTH, tol=bad)
     for name in ("sigma", "beta"):
@@ -297,4 +305,4 @@ def test_traced_values_are_not_checked():
     x, y = S.sample_dataset(jax.random.PRNGKey(0), TRUTH, BOX, 10)
     losses = jax.vmap(lambda s: S.empirical_loss(TRUTH, x, y, s))(jnp.array([1.0, 2.0]))
     assert losses.shape == (2,) and np.all(np.isfinite(losses))
-    assert S.radius_rule(TRUTH, eps=0.3).shape == ()                     # valid numbers: unchanged
+    assert radius_rule(TRUTH, eps=0.3).shape == ()                       # valid numbers: unchanged

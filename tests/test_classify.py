@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 import slt_relu as S
+from slt_relu.classify import NOT_IN_W0, phase_labels, phase_name
+from slt_relu.phases import PhaseLabel, effective_weights, sector_phase, true_set_representatives
 from slt_relu.posterior import draw_datasets, sample_posterior
 
 N_DATA = 10000
@@ -33,7 +35,7 @@ def test_real_posterior_draws_of_pt1_in_the_true_basin_get_the_truths_phase():
     ps = sample_posterior(jax.random.split(jax.random.PRNGKey(1), 2), jnp.repeat(x, 2, 0), jnp.repeat(y, 2, 0),
                           jnp.asarray(nbs, x.dtype), model=ex.model,
                           settings=S.SMCSettings(num_particles=256, waste_free=True, num_mcmc_steps=7))
-    truth_phase = S.PhaseLabel(((1, 0), (1, 0)))
+    truth_phase = PhaseLabel(((1, 0), (1, 0)))
     fixed_shares = []
     for r, nb in enumerate(nbs):
         draws = jax.tree.map(lambda a: a[r], ps.params)
@@ -44,7 +46,7 @@ def test_real_posterior_draws_of_pt1_in_the_true_basin_get_the_truths_phase():
         fixed_shares.append(np.mean([lab == truth_phase for lab in fixed.label]))
         assert got.K.shape == (256,) and np.all(got.K >= 0) and np.median(got.K) < got.resolution
         assert set(got.name) <= {"both truth nodes, true orientation", "not in W0"}
-    assert truth_phase in S.phase_labels(ex.truth, 2)
+    assert truth_phase in phase_labels(ex.truth, 2)
     assert fixed_shares[0] < 0.9, fixed_shares          # measured 0.68 at n beta = 1e4 (0.95 at 1e5)
 
 
@@ -55,7 +57,7 @@ def test_a_wrong_mode_is_not_in_w0():
     wrong = S.make_params([[0.1, 0.3], ex.truth.w[1]], [1.0, -0.3], [0.8, 1.0], -0.5)
     draws = near(wrong, jax.random.PRNGKey(2), 200, 0.01)
     got = S.classify_phase(draws, ex.truth, inputs=BOX, n=N_DATA)
-    assert np.all(got.K > 5 * got.resolution) and set(got.label) == {S.NOT_IN_W0}
+    assert np.all(got.K > 5 * got.resolution) and set(got.label) == {NOT_IN_W0}
     assert set(got.name) == {"not in W0"}
     # a node linear on the box that fits truth node 1's ReLU by a plane (its nodes form "0 + | 1 linear", no
     # phase of W0): at 1,000 points K is within the resolution, the data cannot tell it from the truth, and the
@@ -64,22 +66,22 @@ def test_a_wrong_mode_is_not_in_w0():
     plane = S.make_params([0.6 * ex.truth.w[0], ex.truth.w[1]], [2.0, -0.3], [1.0, 1.0], -1.9)
     coarse = S.classify_phase(plane, ex.truth, inputs=BOX, n=1000)
     assert coarse.K < coarse.resolution and str(coarse.structure) == "0 + | 1 linear"
-    assert coarse.label == S.PhaseLabel(((1, 0), (1, 0))) and list(coarse.group) == [0, 1]
+    assert coarse.label == PhaseLabel(((1, 0), (1, 0))) and list(coarse.group) == [0, 1]
     fine = S.classify_phase(plane, ex.truth, inputs=BOX, n=10000)
-    assert fine.K > 9 * fine.resolution and fine.label == S.NOT_IN_W0
+    assert fine.K > 9 * fine.resolution and fine.label == NOT_IN_W0
 
 
 def test_pt1_at_pi_over_2_degenerate_and_shared_boundary_are_two_phases():
     """At t = pi/2 the truth is 2 relu(x2 - 0.3), one node (reduced first); a width-2 model has the phases
     'one node on the boundary, the other degenerate' and 'both nodes on the boundary'."""
     truth = S.truths.dslt4_pt1(math.pi / 2)
-    reps = {str(r.label): r.params for r in S.true_set_representatives(S.phases.reduced_truth(truth), 2)}
+    reps = {str(r.label): r.params for r in true_set_representatives(S.phases.reduced_truth(truth), 2)}
     assert set(reps) == {"++", "+ | 1 degenerate"}
     for key, (label, params) in enumerate(reps.items()):
         got = S.classify_phase(near(params, jax.random.PRNGKey(10 + key), 300, 0.01), truth, inputs=BOX, n=N_DATA)
         share = np.mean([str(lab) == label for lab in got.label])
         assert share >= 0.99, (label, Counter(map(str, got.label)))
-    names = {S.phase_name(S.PhaseLabel(((2, 0),))), S.phase_name(S.PhaseLabel(((1, 0),), (), 1))}
+    names = {phase_name(PhaseLabel(((2, 0),))), phase_name(PhaseLabel(((1, 0),), (), 1))}
     assert names == {"truth node 1 carried by 2 nodes", "the truth node, true orientation; one node degenerate"}
 
 
@@ -96,7 +98,7 @@ def test_pt2_at_v_1_true_and_reversed_orientation():
     # at v = 2 the reversed network is no true parameter: its K is far above the resolution
     v2 = S.truths.dslt4_pt2(2.0)
     off = S.classify_phase(S.reverse_orientation(truth, [0, 1, 2])._replace(q=v2.q), v2, inputs=BOX, n=N_DATA)
-    assert off.label == S.NOT_IN_W0 and off.K > 10 * off.resolution
+    assert off.label == NOT_IN_W0 and off.K > 10 * off.resolution
 
 
 def nuts_chains_from(starts, ex, n_betas, key, warmup=150, draws=200):
@@ -128,7 +130,7 @@ def test_real_draws_at_pi_over_2_near_each_phase_get_it():
     0.1-0.4 off the truth's).  Measured: at n beta = 1e4 the draws sit in the degenerate phase, at 1e5 both
     nodes share the boundary; classify_phase gives each geometric group its phase."""
     ex = S.truths.get("dslt4_pt1", t=math.pi / 2)
-    reps = {str(r.label): r.params for r in S.true_set_representatives(S.phases.reduced_truth(ex.truth), 2)}
+    reps = {str(r.label): r.params for r in true_set_representatives(S.phases.reduced_truth(ex.truth), 2)}
     draws = nuts_chains_from([reps["+ | 1 degenerate"], reps["++"]], ex, [1e4, 1e5], jax.random.PRNGKey(5))
     h0 = np.array([0.0, 1.0, -0.3]) / np.linalg.norm([0.0, 1.0, -0.3])
     for chain, (beta, geometric, phase) in enumerate([(1.0, "degenerate", "+ | 1 degenerate"), (10.0, "shared", "++")]):
@@ -136,7 +138,7 @@ def test_real_draws_at_pi_over_2_near_each_phase_get_it():
         h = np.concatenate([d.w, d.b[..., None]], -1)
         off = np.linalg.norm(h / np.linalg.norm(h, axis=-1, keepdims=True) - h0, axis=-1)
         dead = d.b + np.abs(d.w).sum(-1) <= 0
-        r = np.linalg.norm(S.effective_weights(d), axis=-1)
+        r = np.linalg.norm(effective_weights(d), axis=-1)
         if geometric == "degenerate":
             group = (dead.sum(-1) == 1) & (np.where(dead, 0.0, off).max(-1) < 0.4)
         else:
@@ -160,7 +162,7 @@ def test_real_draws_of_pt2_at_v_1_in_both_orientations():
         got = S.classify_phase(d, ex.truth, inputs=ex.inputs, n=N_DATA, sigma=1.0, beta=1.0)
         labels = np.array([str(lab) for lab in got.label])
         assert np.mean(labels == phase) >= 0.99, Counter(labels)
-        assert np.mean(S.sector_phase(d, ex.truth)[labels == phase] == sector) >= 0.99
+        assert np.mean(sector_phase(d, ex.truth)[labels == phase] == sector) >= 0.99
 
 
 def test_labels_are_invariant_under_permutation_and_rescaling():
@@ -181,20 +183,20 @@ def test_labels_are_invariant_under_permutation_and_rescaling():
 @pytest.mark.parametrize("width", [3, 4, 5])
 def test_exact_representatives_are_classified_as_themselves_at_any_resolution(width):
     truth = S.truths.m_symmetric(3)
-    reps = S.true_set_representatives(truth, width)
+    reps = true_set_representatives(truth, width)
     batch = jax.tree.map(lambda *xs: jnp.stack(xs), *[r.params for r in reps])
     for got in (S.classify_phase(batch, truth, tol=1e-6), S.classify_phase(batch, truth, inputs=S.UniformBox(3.0, 2),
                                                                             n=10**9)):
         assert got.label == [r.label for r in reps]
-    assert S.phase_labels(truth, width) == {r.label for r in reps}
+    assert phase_labels(truth, width) == {r.label for r in reps}
 
 
 def test_names_and_bad_arguments():
-    assert S.phase_name(S.PhaseLabel(((1, 0), (1, 0)))) == "both truth nodes, true orientation"
-    assert S.phase_name(S.PhaseLabel(((1, 0), (0, 1), (1, 0)))) == "orientation reversed on truth node 2"
-    assert S.phase_name(S.PhaseLabel(((1, 0),), ((2, 0),), 1)) == ("the truth node, true orientation; a cancelling pair; "
+    assert phase_name(PhaseLabel(((1, 0), (1, 0)))) == "both truth nodes, true orientation"
+    assert phase_name(PhaseLabel(((1, 0), (0, 1), (1, 0)))) == "orientation reversed on truth node 2"
+    assert phase_name(PhaseLabel(((1, 0),), ((2, 0),), 1)) == ("the truth node, true orientation; a cancelling pair; "
                                                                  "one node degenerate")
-    assert S.phase_name(S.NOT_IN_W0) == "not in W0"
+    assert phase_name(NOT_IN_W0) == "not in W0"
     truth = S.truths.dslt4_pt1(1.0)
     with pytest.raises(ValueError, match="inputs: expected the input distribution with n"):
         S.classify_phase(truth, truth, n=100)
@@ -216,6 +218,6 @@ def test_a_truth_node_the_data_cannot_resolve_takes_a_spare_node():
         assert {str(s) for s in got.structure} == {"+ 0 | 1 degenerate"}
         if in_w0:
             assert np.all(got.K < got.resolution) and np.all(got.group == [0, 1])
-            assert set(got.label) == {S.PhaseLabel(((1, 0), (1, 0)))}
+            assert set(got.label) == {PhaseLabel(((1, 0), (1, 0)))}
         else:
-            assert np.all(got.K > 5 * got.resolution) and set(got.label) == {S.NOT_IN_W0}
+            assert np.all(got.K > 5 * got.resolution) and set(got.label) == {NOT_IN_W0}

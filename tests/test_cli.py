@@ -11,6 +11,7 @@ import pytest
 
 from slt_relu import cli, compare, runner
 from slt_relu.config import ConfigError
+from slt_relu.netcdf import read_tree
 
 from tiny import LLC_TINY, TINY
 
@@ -144,7 +145,7 @@ def test_interrupted_run_leaves_nothing_and_rerun_replaces(tmp_path, monkeypatch
     assert not (tmp_path / "other").exists() and not list(tmp_path.glob(".other*"))
     monkeypatch.undo()
     runner.run_config(path, out, progress=False, overrides={"landscape.resolution": 11})
-    assert np.load(out / "arrays.npz")["loss"].shape == (11, 11)
+    assert read_tree(out / "results.nc")["loss"].sizes == {"x": 11, "y": 11}
     assert not list(tmp_path.glob(".out*")) and stamp
 
 
@@ -159,7 +160,7 @@ def test_landscape_empirical_and_directions(tmp_path):
                  .replace("[[-1.0, 2.0], [-1.0, 2.0]]", "[[-1.0, 1.0], [-1.0, 1.0]]"))
     out = runner.run_config(path, tmp_path / "o", progress=False,
                             overrides={"landscape.mode": "directions", "landscape.loss": "empirical", "landscape.n": 300})
-    Z = np.load(out / "arrays.npz")["loss"]
+    Z = read_tree(out / "results.nc")["loss"].values
     m = json.loads((out / "metrics.json").read_text())
     assert Z.shape == (9, 9)
     # the centre of the plane is the truth: L_n there is the smallest value near the middle
@@ -220,8 +221,7 @@ def test_interrupted_sweep_resumes_without_redoing_finished_points(tmp_path, mon
     with pytest.raises(KeyboardInterrupt):
         runner.run_config(cfg, tmp_path / "res", progress=False, overrides=over)
     assert not (tmp_path / "res").exists() and not list(tmp_path.glob(".res.partial*"))
-    assert sorted(p.name for p in (tmp_path / ".res.checkpoints").iterdir()) == ["point-00000.json",
-                                                                                 "point-00000.npz"]
+    assert sorted(p.name for p in (tmp_path / ".res.checkpoints").iterdir()) == ["point-00000.nc"]
     calls.clear()
     capsys.readouterr()
     out = runner.run_config(cfg, tmp_path / "res", progress=False, overrides=over)

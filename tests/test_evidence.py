@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from slt_relu.posterior import evidence, masses as analysis
+from slt_relu.posterior import evidence, sweep_results, masses as analysis
 
 
 def test_free_energies_by_hand():
@@ -122,14 +122,62 @@ def test_free_energy_slopes_recover_lambda():
     assert np.all(np.abs(slope - lam) < 4 * se) and np.all(se > 0)
 
 
+def _row(v, a, b):
+    """A sweep point's row as posterior_report makes it, with only what the sweep's Dataset needs."""
+    K = len(a)
+    return {"values": {"truth.v": v}, "n": 100, "beta": 1.0, "n_beta": 100.0, "trials": K,
+            "mean_loss_per_trial": [1.0] * K, "excess_loss_per_trial": [0.0] * K,
+            "trial_filter": {"applied": False, "dropped_trials": []},
+            "mass": {"a": float(np.mean(a)), "b": float(np.mean(b))}, "mass_se": {"a": 0.1, "b": 0.1},
+            "mass_mcse": {"a": 0.01, "b": 0.01}, "mass_per_trial": {"a": a, "b": b}}
+
+
 def test_lead_by_hand():
     sweep = {"truth.v": [1.0, 2.0]}
-    rows = [{"values": {"truth.v": 1.0}, "mass_per_trial": {"a": [0.6, 0.7, 0.8], "b": [0.3, 0.2, 0.1]}},
-            {"values": {"truth.v": 2.0}, "mass_per_trial": {"a": [0.4, 0.6, 0.5], "b": [0.5, 0.4, 0.5]}}]
-    got = analysis.lead(sweep, rows, "a", "b")
+    rows = [_row(1.0, [0.6, 0.7, 0.8], [0.3, 0.2, 0.1]), _row(2.0, [0.4, 0.6, 0.5], [0.5, 0.4, 0.5])]
+    ds = sweep_results.with_crossover(sweep_results.sweep_dataset(sweep, rows), sweep, ("a", "b"), "truth.v")
+    got = sweep_results.crossover_metrics(ds, sweep)["lead"]
     np.testing.assert_allclose(got["difference"], [0.5, 0.1 / 3], rtol=1e-12)        # (-0.1 + 0.2 + 0) / 3
     np.testing.assert_allclose(got["difference_se"][0], np.std([0.3, 0.5, 0.7], ddof=1) / np.sqrt(3))
     assert got["a_leads_at"] == [{"truth.v": 1.0}] and got["a_ever_leads"]        # 2.0: within two errors
+
+
+def test_a_sweeps_dataset_is_labelled_by_its_axes_and_the_metrics_grids_derive_from_it(tmp_path):
+    """Points in the sweep's order (the last key fastest) land at their coordinates; a trial the filter
+    dropped is NaN in mass_per_trial and left out of the crossover; the file round-trips."""
+    from slt_relu.netcdf import read_tree, write_tree
+
+    sweep = {"posterior.beta": ["wbic", 0.5], "truth.v": [1.0, 2.0, 3.0]}
+    rows = []
+    for i, beta in enumerate(sweep["posterior.beta"]):
+        for j, v in enumerate(sweep["truth.v"]):
+            a = [0.9 - 0.3 * j - 0.01 * i, 0.8 - 0.3 * j, 0.85 - 0.3 * j]
+            row = _row(v, a, [1 - x for x in a])
+            row["values"] = {"posterior.beta": beta, "truth.v": v}
+            row["n_beta"] = 10.0 * (i + 1)
+            rows.append(row)
+    rows[4]["trial_filter"] = {"applied": True, "dropped_trials": [1]}
+    rows[4]["mass_per_trial"] = {"a": [0.5, 0.55], "b": [0.5, 0.45]}
+    ds = sweep_results.sweep_dataset(sweep, rows)
+    assert ds["mass"].dims == ("posterior.beta", "truth.v", "phase")
+    assert ds["posterior.beta"].values.tolist() == ["wbic", "0.5"] and ds["truth.v"].values.tolist() == [1.0, 2.0, 3.0]
+    assert ds["n_beta"].sel({"posterior.beta": "0.5", "truth.v": 3.0}) == 20.0
+    np.testing.assert_array_equal(ds["mass_per_trial"].sel({"posterior.beta": "0.5", "truth.v": 2.0, "phase": "a"}),
+                                  [0.5, np.nan, 0.55])
+    ds = sweep_results.with_crossover(ds, sweep, ("a", "b"), "truth.v")
+    got = sweep_results.grids(ds, sweep)
+    assert got["mass"]["a"] == [[rows[3 * i + j]["mass"]["a"] for j in range(3)] for i in range(2)]
+    assert got["n_beta"] == [10.0, 20.0] and got["crossover_axis"] == "truth.v"
+    # the crossover along v for each beta, by hand: the mean masses cross where a - b changes sign
+    for i in range(2):
+        diff = [np.mean(rows[3 * i + j]["mass_per_trial"]["a"]) - np.mean(rows[3 * i + j]["mass_per_trial"]["b"])
+                for j in range(3)]
+        k = next(k for k in range(2) if diff[k] > 0 >= diff[k + 1])
+        x = 1.0 + k + diff[k] / (diff[k] - diff[k + 1])
+        assert got["crossover_v"][i] == pytest.approx(x, rel=1e-12)
+    write_tree(ds, tmp_path / "results.nc")
+    back = read_tree(tmp_path / "results.nc").to_dataset()
+    assert sweep_results.grids(back, sweep) == got
 
 
 def test_cross_table_rows_sum_to_the_rules_masses():

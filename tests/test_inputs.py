@@ -4,6 +4,7 @@ import pytest
 from scipy import integrate, stats
 
 import slt_relu as S
+from slt_relu.inputs import Quadrature, expectation_rule
 from slt_relu.inputs import tensor_rule_2d
 
 
@@ -12,7 +13,7 @@ def test_uniform_rule_exact_for_piecewise_quadratics(key):
     p = S.init_params(key, 4, 1)
     t = S.init_params(jax.random.PRNGKey(1), 3, 1)
     box = S.UniformBox(1.7, 1)
-    rule = S.expectation_rule(box, p, t)
+    rule = expectation_rule(box, p, t)
     g = lambda x: float((S.forward(p, np.array([x])) - S.forward(t, np.array([x]))) ** 2)
     bps = sorted(float(x) for x in np.concatenate([-p.b / p.w[:, 0], -t.b / t.w[:, 0]]) if abs(x) < 1.7)
     edges = [-1.7] + bps + [1.7]
@@ -25,7 +26,7 @@ def test_uniform_rule_exact_for_piecewise_quadratics(key):
 def test_gaussian_1d_rule_matches_adaptive_quadrature(key):
     p = S.init_params(key, 3, 1)
     g = S.Gaussian(1.3, 1)
-    rule = S.expectation_rule(g, p)
+    rule = expectation_rule(g, p)
     f = lambda x: float(S.forward(p, np.array([x])) ** 2) * stats.norm.pdf(x, scale=1.3)
     bps = sorted(float(x) for x in -p.b / p.w[:, 0])
     edges = [-20.0] + bps + [20.0]
@@ -90,7 +91,7 @@ def test_high_dimension_needs_a_quadrature(key):
     p = S.init_params(key, 2, 3)
     with pytest.raises(ValueError, match="n_in = 3"):
         S.population_loss(p, p, S.Gaussian(1.0, 3))
-    rule = S.Quadrature.from_samples(S.Gaussian(1.0, 3).sample(key, 100))
+    rule = Quadrature.from_samples(S.Gaussian(1.0, 3).sample(key, 100))
     assert float(S.population_loss(p, p, rule)) == 0.0
 
 

@@ -1,5 +1,6 @@
-"""A new experiment kind, written outside the package in about 50 lines (schema, resolve, run with a
-figure, headline), registered, and run from a TOML file by the runner like a shipped one."""
+"""A new experiment kind, written outside the package in about 50 lines (schema, resolve, run returning its
+numbers as a Dataset and a figure, headline), registered, and run from a TOML file by the runner like a
+shipped one."""
 from typing import Literal
 
 import numpy as np
@@ -7,9 +8,11 @@ import pytest
 from pydantic import Field
 
 from slt_relu import population_loss, rescale, runner
-from slt_relu.kinds import KINDS, Kind, register_kind
+import xarray as xr
+
+from slt_relu.kinds import KINDS, Kind, Output, register_kind
 from slt_relu.kinds.common import TruthExperiment, resolve_setup
-from slt_relu.plots import save_figure
+from slt_relu.netcdf import read_tree
 from slt_relu.plots._style import subplots
 from slt_relu.settings import Section
 
@@ -30,18 +33,16 @@ def resolve(s: Settings, raw=None):
     return s, resolve_setup(s)
 
 
-def run(resolved, outdir, key, ctx) -> dict:
+def run(resolved, key, ctx) -> Output:
     s, setup = resolved
     truth = setup.example.truth
     scales = np.geomspace(1 / s.orbit.max_scale, s.orbit.max_scale, s.orbit.num)
     losses = [float(population_loss(rescale(truth, np.r_[a, np.ones(truth.width - 1)]), truth, setup.inputs,
                                     setup.sigma)) for a in scales]
+    ds = xr.Dataset({"loss": ("scale", losses)}, coords={"scale": scales})
     fig, ax = subplots(figsize=(4, 3))
-    ax.semilogx(scales, losses, "o-")
-    ax.set_xlabel("scale of node 0")
-    ax.set_ylabel("K(w)")
-    save_figure(fig, outdir / "orbit.png")
-    return {"scales": scales, "loss": losses, "max_loss": max(losses)}
+    ds["loss"].plot.line(ax=ax, xscale="log", marker="o")
+    return Output({"scales": scales, "loss": losses, "max_loss": float(ds["loss"].max())}, ds, {"orbit": fig})
 
 
 def headline(metrics: dict) -> list[str]:
@@ -61,7 +62,7 @@ def test_a_new_kind_runs_from_a_toml_file(orbit_kind, tmp_path):
     out = runner.run_config(config, tmp_path / "out", progress=False)
     metrics = runner.json.loads((out / "metrics.json").read_text())
     assert len(metrics["loss"]) == 7 and metrics["max_loss"] < 1e-12      # rescaling is a symmetry: K = 0 by hand
-    assert (out / "orbit.png").is_file()
+    assert (out / "orbit.png").is_file() and read_tree(out / "results.nc")["loss"].dims == ("scale",)
     assert runner.json.loads((out / "manifest.json").read_text())["kind"] == "scaling_orbit"
     with pytest.raises(runner.ConfigError, match="orbit.max_scale"):
         runner.prepare(config, {"orbit.max_scale": 0.5})

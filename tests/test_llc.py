@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import slt_relu as S
-from slt_relu.posterior.llc import (estimate_llc, llc_two_layer, minimize_loss, normal_crossing_expectation,
-                          rlct_from_beta_sweep, tempered_losses, two_layer_loss_for, wbic)
-from slt_relu.sampling import NUTSSettings as SamplerSettings
+from slt_relu.posterior.llc import (LLCSGLDSettings as SG, estimate_llc, llc_two_layer, minimize_loss,
+                                    normal_crossing_expectation, rlct_from_beta_sweep, tempered_losses,
+                                    two_layer_loss_for, wbic)
+from slt_relu.sampling import NUTSSettings as SamplerSettings, SGLDSettings
 
 DUMMY = jnp.zeros((10,))
 
@@ -25,17 +26,19 @@ def test_sgld_on_a_quadratic_matches_the_discrete_stationary_law(gamma):
     """L = sum_i a_i (w_i - 1)^2 / 2 at w* = 1: the Euler chain's stationary variance in direction i is
     1 / (A_i (1 - eps A_i / 4)), A_i = n beta a_i + gamma, so E[n beta (L - L*)] = sum_i n beta a_i / (2 A_i (1 - eps A_i / 4))."""
     a = jnp.array([1.0, 3.0, 0.3])
-    nb, eps = 1000.0, 1e-4
-    est = estimate_llc(jax.random.PRNGKey(0), quadratic(a), jnp.ones(3), DUMMY, num_chains=8, num_steps=20000,
-                       num_burnin=4000, step_size=eps, localization=gamma, nbeta=nb)
-    A = nb * np.asarray(a) + gamma
-    want = float(np.sum(nb * np.asarray(a) / (2 * A * (1 - eps * A / 4))))
+    n_beta, eps = 1000.0, 1e-4
+    est = estimate_llc(jax.random.PRNGKey(0), quadratic(a), jnp.ones(3), DUMMY,
+                       SG(num_chains=8, num_steps=20000, num_burnin=4000, step_size=eps, localization=gamma,
+                          n_beta=n_beta))
+    A = n_beta * np.asarray(a) + gamma
+    want = float(np.sum(n_beta * np.asarray(a) / (2 * A * (1 - eps * A / 4))))
     assert est.estimate == pytest.approx(want, abs=4 * est.se + 0.01 * want)
     assert est.loss_trace.shape == (8, 16000) and est.per_chain.shape == (8,)
     assert est.accept_prob.min() > 0.9 and est.warnings == []
     # a large step: the MALA acceptance drops and the estimate inflates by 1 / (1 - eps A / 4)
-    big = estimate_llc(jax.random.PRNGKey(0), quadratic(a), jnp.ones(3), DUMMY, num_chains=4, num_steps=4000,
-                       num_burnin=1000, step_size=1e-3, localization=gamma, nbeta=nb)
+    big = estimate_llc(jax.random.PRNGKey(0), quadratic(a), jnp.ones(3), DUMMY,
+                       SG(num_chains=4, num_steps=4000, num_burnin=1000, step_size=1e-3, localization=gamma,
+                          n_beta=n_beta))
     assert big.accept_prob.mean() < est.accept_prob.mean() and big.estimate > est.estimate
 
 
@@ -43,15 +46,16 @@ def test_sgld_at_a_normal_crossing_matches_exact_quadrature():
     """K = w1^2 w2^4 (lambda = 1/4) at w* = 0: SGLD against the exact E[n beta K] of the localized
     posterior (quadrature in log coordinates).  The exact value itself nears 1/4 as the localization
     weakens (the estimator's finite-n bias), while K = w^2 q^2 (multiplicity 2) stays well below 1/2."""
-    nb, gamma = 1000.0, 1.0
-    exact = normal_crossing_expectation([1, 2], nb, gamma)
-    assert 0.2 < exact < normal_crossing_expectation([1, 2], nb, 0.1) < 0.25
-    assert normal_crossing_expectation([1, 1], nb, 0.1) < 0.45
+    n_beta, gamma = 1000.0, 1.0
+    exact = normal_crossing_expectation([1, 2], n_beta, gamma)
+    assert 0.2 < exact < normal_crossing_expectation([1, 2], n_beta, 0.1) < 0.25
+    assert normal_crossing_expectation([1, 1], n_beta, 0.1) < 0.45
     # K = w^2: a Gaussian of precision 2 n beta + gamma, E[n beta w^2] = n beta / (2 n beta + gamma)
-    assert normal_crossing_expectation([1], nb, 1.0) == pytest.approx(nb / (2 * nb + 1.0), rel=1e-6)
+    assert normal_crossing_expectation([1], n_beta, 1.0) == pytest.approx(n_beta / (2 * n_beta + 1.0), rel=1e-6)
     loss = lambda w, d: w[0] ** 2 * w[1] ** 4 + 0.0 * jnp.sum(d)
-    est = estimate_llc(jax.random.PRNGKey(1), loss, jnp.zeros(2), DUMMY, num_chains=16, num_steps=40000,
-                       num_burnin=10000, thin=4, step_size=1e-4, localization=gamma, nbeta=nb)
+    est = estimate_llc(jax.random.PRNGKey(1), loss, jnp.zeros(2), DUMMY,
+                       SG(num_chains=16, num_steps=40000, num_burnin=10000, thin=4, step_size=1e-4,
+                          localization=gamma, n_beta=n_beta))
     # k = 5, + 0.03: se is the spread of 16 heavy-tailed chains (kurtosis 8.5), itself uncertain by 34%; over 200
     # fresh seeds the estimate's error has sd 0.013 (mean +0.002), and 3 se + 0.01 failed 1 of them: now ~3e-7
     assert est.estimate == pytest.approx(exact, abs=5 * est.se + 0.03)
@@ -63,21 +67,20 @@ def test_llc_of_a_regular_two_layer_truth_and_restricted_models():
     x, y = S.sample_dataset(jax.random.PRNGKey(0), truth, S.UniformBox(1.0, 2), 2000, 1.0)
     free = np.zeros(13, bool)
     free[3 * 2 + 3] = True                                           # q[0]
-    est = llc_two_layer(jax.random.PRNGKey(1), truth, x, y, free=free, num_chains=8, num_steps=6000,
-                        num_burnin=1000, step_size=1e-3, localization=1.0)
+    settings = SG(num_chains=8, num_steps=6000, num_burnin=1000, step_size=1e-3, localization=1.0)
+    est = llc_two_layer(jax.random.PRNGKey(1), truth, x, y, settings, free=free)
     assert est.estimate == pytest.approx(0.5, abs=4 * est.se + 0.03)
-    again = llc_two_layer(jax.random.PRNGKey(1), truth, x, y, free=free, num_chains=8, num_steps=6000,
-                          num_burnin=1000, step_size=1e-3, localization=1.0)
+    again = llc_two_layer(jax.random.PRNGKey(1), truth, x, y, settings, free=free)
     np.testing.assert_array_equal(est.loss_trace, again.loss_trace)
 
 
 def test_warnings_for_a_point_that_is_no_minimum_and_a_huge_step():
     loss = lambda w, d: jnp.sum((w - 1.0) ** 2) + 0.0 * jnp.sum(d)
-    est = estimate_llc(jax.random.PRNGKey(0), loss, jnp.zeros(2), DUMMY, num_chains=2, num_steps=2000,
-                       step_size=1e-4, localization=0.0, nbeta=100.0)
+    est = estimate_llc(jax.random.PRNGKey(0), loss, jnp.zeros(2), DUMMY,
+                       SG(num_chains=2, num_steps=2000, step_size=1e-4, localization=0.0, n_beta=100.0))
     assert est.estimate < 0 and any("negative estimate" in w for w in est.warnings)
-    est = estimate_llc(jax.random.PRNGKey(0), quadratic(jnp.ones(2)), jnp.ones(2), DUMMY, num_chains=2,
-                       num_steps=500, step_size=1e-3, localization=0.0, nbeta=1000.0)
+    est = estimate_llc(jax.random.PRNGKey(0), quadratic(jnp.ones(2)), jnp.ones(2), DUMMY,
+                       SG(num_chains=2, num_steps=500, step_size=1e-3, localization=0.0, n_beta=1000.0))
     assert any("MALA acceptance" in w for w in est.warnings) and est.estimate > 1.2     # true value 1
 
 
@@ -88,10 +91,9 @@ def test_minibatch_gradients():
     y = x @ jnp.array([0.5, -1.0]) + jax.random.normal(jax.random.PRNGKey(1), (n,))
     loss = lambda w, d: jnp.mean((d[1] - d[0] @ w) ** 2) / 2
     w_hat = jnp.linalg.lstsq(x, y)[0]
-    full = estimate_llc(jax.random.PRNGKey(2), loss, w_hat, (x, y), num_chains=8, num_steps=4000, num_burnin=500,
-                        step_size=1e-4, localization=0.0)
-    mini = estimate_llc(jax.random.PRNGKey(2), loss, w_hat, (x, y), num_chains=8, num_steps=4000, num_burnin=500,
-                        step_size=1e-4, localization=0.0, batch_size=400)
+    settings = SG(num_chains=8, num_steps=4000, num_burnin=500, step_size=1e-4, localization=0.0)
+    full = estimate_llc(jax.random.PRNGKey(2), loss, w_hat, (x, y), settings)
+    mini = estimate_llc(jax.random.PRNGKey(2), loss, w_hat, (x, y), settings.replace(batch_size=400))
     # + 0.1 (was 0.05): se from 8 chains is itself uncertain by 31%; over 20 fresh seeds the estimate's error has
     # sd 0.030 (mean +0.022, the Euler step's inflation): about 2e-7, and still far from lambda = 1/2 or 2
     assert full.estimate == pytest.approx(1.0, abs=4 * full.se + 0.1)
@@ -149,8 +151,8 @@ def test_second_calls_compile_nothing(compiles):
     s = SamplerSettings(num_warmup=10, num_samples=10)
     calls = [lambda: tempered_losses(jax.random.PRNGKey(0), two_layer_loss_for(1.0), truth, (x, y), [10.0, 20.0],
                                      chains_per_beta=2, settings=s),
-             lambda: estimate_llc(jax.random.PRNGKey(0), two_layer_loss_for(1.0), truth, (x, y), num_chains=2,
-                                  num_steps=20, step_size=1e-5),
+             lambda: estimate_llc(jax.random.PRNGKey(0), two_layer_loss_for(1.0), truth, (x, y),
+                                  SG(num_chains=2, num_steps=20, step_size=1e-5)),
              lambda: minimize_loss(two_layer_loss_for(1.0), truth, (x, y), num_steps=5)]
     for call in calls:
         first = call()
@@ -177,15 +179,58 @@ def test_minimize_loss_reaches_the_least_squares_fit_and_a_two_layer_minimum():
 
 
 def test_bad_arguments():
-    for kwargs, message in [({"num_chains": 0}, "num_chains: expected a positive integer"),
+    """The settings are checked once, when made (pydantic); estimate_llc checks what needs the data."""
+    from pydantic import ValidationError
+
+    for kwargs, message in [({"num_chains": 0}, r"num_chains\n  Input should be greater than or equal to 1"),
                             ({"num_burnin": 10, "num_steps": 10}, "num_burnin: expected an integer below num_steps = 10"),
-                            ({"step_size": 0.0}, "step_size: expected a number > 0"),
-                            ({"localization": -1.0}, "localization: expected a finite number >= 0"),
-                            ({"batch_size": 11}, "batch_size: expected None or an integer in"),
-                            ({"nbeta": -2.0}, "nbeta: expected a positive finite number")]:
-        with pytest.raises(ValueError, match=message):
-            estimate_llc(jax.random.PRNGKey(0), quadratic(1.0), jnp.ones(1), DUMMY, **kwargs)
+                            ({"step_size": 0.0}, r"step_size\n  Input should be greater than 0"),
+                            ({"localization": -1.0}, r"localization\n  Input should be greater than or equal to 0"),
+                            ({"localization": float("nan")}, r"localization\n  Input should be a finite number"),
+                            ({"n_beta": -2.0}, r"n_beta\n  Input should be greater than 0"),
+                            ({"nbeta": 2.0}, r"nbeta\n  Extra inputs are not permitted")]:
+        with pytest.raises(ValidationError, match=message):
+            SG(**kwargs)
+    with pytest.raises(ValueError, match=r"batch_size: expected None or an integer in \[1, n = 10\], got 11"):
+        estimate_llc(jax.random.PRNGKey(0), quadratic(1.0), jnp.ones(1), DUMMY, SG(batch_size=11))
+    with pytest.raises(TypeError, match="settings: expected LLCSGLDSettings, got SGLDSettings"):
+        estimate_llc(jax.random.PRNGKey(0), quadratic(1.0), jnp.ones(1), DUMMY, SGLDSettings())
+    with pytest.raises(ValidationError, match=r"step_size\n  Input should be greater than 0"):
+        SG().replace(step_size=0.0)
     with pytest.raises(ValueError, match="data: expected arrays with one common leading"):
         estimate_llc(jax.random.PRNGKey(0), quadratic(1.0), jnp.ones(1), (jnp.zeros(3), jnp.zeros(4)))
     with pytest.raises(ValueError, match="exponents: expected 1 to 3"):
         normal_crossing_expectation([1, 1, 1, 1], 10.0, 1.0)
+
+
+def test_losses_at_the_draws_are_chunked_never_draws_x_n():
+    """estimate_llc on n = 10,000 points, 8 chains x 40,000 steps: L_n at the 320,000 kept draws in one
+    vmapped program would hold (draws, n) arrays, 2 x 12.8 GB in float32, for a loss that keeps its n
+    residuals (as a network keeps its activations; here their reversal stops XLA fusing them into the
+    mean).  XLA's memory analysis of the compiled programs: one shot needs > 8 GB of temporaries, the
+    chunks of TemperedTarget.losses_at (LOSSES_CHUNK_POINTS // n draws each) at most 4 arrays of
+    chunk x n; and the run completes with the process's peak RSS up by less than 1 GB."""
+    import resource
+
+    from slt_relu.posterior.target import LOSSES_CHUNK_POINTS, _losses_at
+    from slt_relu.sampling import unravel_fn
+
+    n, C, T, f32 = 10_000, 8, 40_000, jnp.float32
+    x = jax.random.normal(jax.random.PRNGKey(0), (n,), f32)
+    y = 0.5 * x + jax.random.normal(jax.random.PRNGKey(1), (n,), f32)
+
+    def loss(w, d):
+        resid = d[1] - w[0] * d[0]
+        return 0.5 * jnp.mean(resid[::-1] * resid)
+
+    unravel = unravel_fn(jnp.zeros(1, f32))[1]
+    shape = lambda *s: jax.ShapeDtypeStruct(s, f32)
+    temp = lambda chunk: _losses_at.lower(loss, unravel, shape(C * T, 1), (shape(n), shape(n)), chunk).compile(
+    ).memory_analysis().temp_size_in_bytes
+    chunk = LOSSES_CHUNK_POINTS // n
+    assert temp(C * T) > 8e9 and temp(chunk) <= 4 * chunk * n * 4
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss                  # kB on Linux
+    est = estimate_llc(jax.random.PRNGKey(2), loss, jnp.array([0.5], f32), (x, y),
+                       SG(num_chains=C, num_steps=T, step_size=1e-5, localization=1.0, batch_size=10))
+    assert est.loss_trace.shape == (C, T) and np.all(np.isfinite(est.loss_trace))
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 1e6

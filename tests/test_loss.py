@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import slt_relu as S
+from slt_relu.loss import coordinate_slice, loss_slice, population_losses
 import slt_relu.loss
 
 
@@ -81,11 +82,11 @@ def test_jit_vmap_and_loop_agree(key):
     vm = jax.vmap(S.population_loss, (0, None, None, None))(batch, t, box, 1.0)
     loop = [slt_relu.loss._population_loss(jax.tree.map(lambda a: a[i], batch), t, box, 1.0) for i in range(5)]
     np.testing.assert_allclose(vm, loop, rtol=1e-12)
-    np.testing.assert_allclose(S.population_losses(batch, t, box, 1.0), loop, rtol=1e-12)
+    np.testing.assert_allclose(population_losses(batch, t, box, 1.0), loop, rtol=1e-12)
     with pytest.raises(ValueError, match="params: expected a batch with one leading axis"):
-        S.population_losses(t, t, box)
+        population_losses(t, t, box)
     with pytest.raises(ValueError, match="sigma"):
-        S.population_losses(batch, t, box, -1.0)
+        population_losses(batch, t, box, -1.0)
     x, y = S.sample_dataset(key, t, box, 50, 1.0)
     vl = jax.vmap(S.empirical_loss, (0, None, None, None))(batch, x, y, 1.0)
     np.testing.assert_allclose(vl, [S.empirical_loss(jax.tree.map(lambda a: a[i], batch), x, y, 1.0) for i in range(5)])
@@ -95,18 +96,18 @@ def test_slices_one_batched_call():
     ex = S.truths.get("dslt3_example_3_4")
     fn = lambda p: S.population_loss(p, ex.truth, ex.inputs, ex.sigma)
     xs, ys = np.linspace(-1, 2, 7), np.linspace(-1, 2, 5)
-    Z = S.coordinate_slice(fn, ex.model.base, ["w[0,0]", "w[1,0]"], xs, ys)
+    Z = coordinate_slice(fn, ex.model.base, ["w[0,0]", "w[1,0]"], xs, ys)
     want = np.array([[k_example_3_4(a, b) for b in ys] for a in xs])
     assert Z.shape == (7, 5) and np.max(np.abs(np.asarray(Z) - want)) < 1e-10
     # two directions through a point: along (1, -1) through (1/2, 1/2) K stays 0 inside W0
     center = ex.model.embed(jnp.array([0.5, 0.5]))
     u = np.zeros(7); u[0], u[1] = 1, -1
     v = np.zeros(7); v[0], v[1] = 1, 1
-    Z2 = S.loss_slice(fn, center, u, v, np.linspace(-0.4, 0.4, 5), np.array([0.0, 0.1]))
+    Z2 = loss_slice(fn, center, u, v, np.linspace(-0.4, 0.4, 5), np.array([0.0, 0.1]))
     np.testing.assert_allclose(Z2[:, 0], 0.0, atol=1e-14)
     np.testing.assert_allclose(Z2[:, 1], 0.2**2, rtol=1e-10)
     with pytest.raises(ValueError, match="u: expected shape"):
-        S.loss_slice(fn, center, np.zeros(3), v, xs, ys)
+        loss_slice(fn, center, np.zeros(3), v, xs, ys)
 
 
 def test_a_second_slice_with_the_loss_in_args_compiles_nothing(compiles):
@@ -114,13 +115,13 @@ def test_a_second_slice_with_the_loss_in_args_compiles_nothing(compiles):
     once; the values (another sigma, another truth of the same shapes) are dynamic."""
     ex = S.truths.get("dslt3_example_3_4")
     xs, ys = np.linspace(-1, 2, 7), np.linspace(-1, 2, 5)
-    first = S.coordinate_slice(S.population_loss, ex.model.base, ["w[0,0]", "w[1,0]"], xs, ys,
-                               args=(ex.truth, ex.inputs, ex.sigma))
+    first = coordinate_slice(S.population_loss, ex.model.base, ["w[0,0]", "w[1,0]"], xs, ys,
+                             args=(ex.truth, ex.inputs, ex.sigma))
     want = np.array([[k_example_3_4(a, b) for b in ys] for a in xs])
     assert np.max(np.abs(np.asarray(first) - want)) < 1e-10
     compiles()
-    again = S.coordinate_slice(S.population_loss, ex.model.base, ["w[0,0]", "w[1,0]"], xs, ys,
-                               args=(ex.truth, ex.inputs, 2 * ex.sigma))
+    again = coordinate_slice(S.population_loss, ex.model.base, ["w[0,0]", "w[1,0]"], xs, ys,
+                             args=(ex.truth, ex.inputs, 2 * ex.sigma))
     assert compiles() == 0
     np.testing.assert_allclose(np.asarray(again), want / 4, rtol=1e-12, atol=1e-15)   # K scales as 1/sigma^2
 

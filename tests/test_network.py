@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import slt_relu as S
+from slt_relu.network import coordinate_names
 
 
 def manual_forward(p, x):
@@ -23,7 +24,7 @@ def test_flat_roundtrip_and_order():
     flat = S.to_flat(p)
     np.testing.assert_array_equal(flat, np.arange(1, 10))
     assert S.num_params(2, 2) == 9
-    assert S.coordinate_names(2, 2) == ["w[0,0]", "w[0,1]", "w[1,0]", "w[1,1]", "b[0]", "b[1]", "q[0]", "q[1]", "c"]
+    assert coordinate_names(2, 2) == ["w[0,0]", "w[0,1]", "w[1,0]", "w[1,1]", "b[0]", "b[1]", "q[0]", "q[1]", "c"]
     back = S.from_flat(flat, 2, 2)
     for a, b in zip(back, p):
         np.testing.assert_array_equal(a, b)
@@ -59,9 +60,10 @@ def test_forward_columns_is_forward():
     import jax
 
     import slt_relu as S
+    from slt_relu.network import forward_columns
 
     p = S.init_params(jax.random.PRNGKey(0), 5, 3)
     x = jax.random.normal(jax.random.PRNGKey(1), (50, 3))
-    np.testing.assert_allclose(S.forward_columns(p, x.T), S.forward(p, x), rtol=1e-12)
+    np.testing.assert_allclose(forward_columns(p, x.T), S.forward(p, x), rtol=1e-12)
     with pytest.raises(ValueError, match="x_cols: expected a first axis of n_in = 3"):
-        S.forward_columns(p, x)
+        forward_columns(p, x)

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 import slt_relu as S
+from slt_relu.classify import NOT_IN_W0
+from slt_relu.phases import radius_rule, sector_phase, sector_rule, true_set_representatives
 from slt_relu.network import make_params
 from slt_relu.truths import m_symmetric
 
@@ -14,7 +16,7 @@ BOX = S.UniformBox(1.0, 2)
 
 
 def count_phases(truth, width):
-    reps = S.true_set_representatives(truth, width)
+    reps = true_set_representatives(truth, width)
     return len(reps), sum(1 for r in reps if not r.label.hidden)
 
 
@@ -54,14 +56,14 @@ def test_number_of_phases_for_dslt3_example_3_3_by_hand():
     truth = S.truths.get("dslt3_example_3_3").truth
     assert count_phases(truth, 2) == (2, 2)
     assert count_phases(truth, 3) == (6, 6)
-    labels = {str(r.label) for r in S.true_set_representatives(truth, 2)}
+    labels = {str(r.label) for r in true_set_representatives(truth, 2)}
     assert labels == {"+ +", "- -"}
 
 
 @pytest.mark.parametrize("width", [3, 4, 5])
 def test_representatives_are_true_parameters_and_classify_to_their_label(width):
     truth = m_symmetric(3)
-    reps = S.true_set_representatives(truth, width)
+    reps = true_set_representatives(truth, width)
     assert len({r.label for r in reps}) == len(reps)
     for k, rep in enumerate(reps):
         assert rep.params.width == width
@@ -83,7 +85,7 @@ def test_representatives_are_true_parameters_and_classify_to_their_label(width):
 
 def test_classify_phase_batches_and_groups():
     truth = m_symmetric(3)
-    reps = S.true_set_representatives(truth, 4)
+    reps = true_set_representatives(truth, 4)
     batch = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *[r.params for r in reps])
     got = S.classify_phase(batch, truth, tol=1e-6)
     assert got.label == [r.label for r in reps]
@@ -107,17 +109,17 @@ def test_distance_off_the_true_set_closed_form():
     # a boundary left without a node: the label cannot occur in W0
     far = truth._replace(w=truth.w.at[0].set(jnp.array([0.0, 3.0])))
     off = S.classify_phase(far, truth, tol=0.1)
-    assert off.label == S.NOT_IN_W0 and off.structure.truth[0] == (0, 0) and off.distance == np.inf
+    assert off.label == NOT_IN_W0 and off.structure.truth[0] == (0, 0) and off.distance == np.inf
 
 
 def test_true_set_representatives_checks_the_truth():
     with pytest.raises(ValueError, match="minimal truth"):
-        S.true_set_representatives(m_symmetric(3)._replace(q=jnp.array([1.0, 0.0, 1.0])), 3)
+        true_set_representatives(m_symmetric(3)._replace(q=jnp.array([1.0, 0.0, 1.0])), 3)
     shared = make_params([[1.0, 0.0], [-2.0, 0.0]], [-0.5, 1.0], [1.0, 1.0])
     with pytest.raises(ValueError, match="activation-distinguished"):
-        S.true_set_representatives(shared, 2)
+        true_set_representatives(shared, 2)
     with pytest.raises(ValueError, match="width: expected an integer >= m = 3"):
-        S.true_set_representatives(m_symmetric(3), 2)
+        true_set_representatives(m_symmetric(3), 2)
 
 
 def dslt4_pt1_truth(t):
@@ -130,7 +132,7 @@ def test_radius_rule_by_hand():
     other = make_params([[0.0, 1.5], [0.1, 0.0]], -0.3, [1.0, 1.0], 0.0)       # r = (1.5, 0.1)
     rescaled = S.rescale(truth, jnp.array([3.0, 0.25]))                        # r = (1, 1) still
     batch = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), truth, degenerate, other, rescaled)
-    codes = S.radius_rule(batch, eps=0.3)
+    codes = radius_rule(batch, eps=0.3)
     assert [S.phases.RADIUS_PHASES[c] for c in codes] == ["non_degenerate", "degenerate", "other", "non_degenerate"]
 
 
@@ -138,18 +140,18 @@ def test_sector_rule_for_the_3_symmetric_truth():
     """Sectors are 60 degrees wide, centred on the truth directions (0..2) and their negations (3..5)."""
     truth = m_symmetric(3)
     flipped = S.reverse_orientation(truth, [0, 1, 2])
-    np.testing.assert_array_equal(S.sector_rule(truth, truth), [0, 1, 2])
-    np.testing.assert_array_equal(S.sector_rule(flipped, truth), [3, 4, 5])
+    np.testing.assert_array_equal(sector_rule(truth, truth), [0, 1, 2])
+    np.testing.assert_array_equal(sector_rule(flipped, truth), [3, 4, 5])
     # rotate node 0's effective weight by 29 and by 31 degrees: it stays / leaves its sector
     w0 = np.asarray(truth.w[0])
     for deg, want in ((29, 0), (31, 5)):
         a = np.radians(-deg)
         rot = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]) @ w0
         p = truth._replace(w=truth.w.at[0].set(jnp.asarray(rot)))
-        assert S.sector_rule(p, truth)[0] == want
+        assert sector_rule(p, truth)[0] == want
     mixed = flipped._replace(w=flipped.w.at[2].set(truth.w[2]))
     batch = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), truth, flipped, mixed)
-    assert [S.phases.SECTOR_PHASES[c] for c in S.sector_phase(batch, truth)] == ["true_orientation", "reversed",
+    assert [S.phases.SECTOR_PHASES[c] for c in sector_phase(batch, truth)] == ["true_orientation", "reversed",
                                                                                   "other"]
 
 
@@ -164,7 +166,7 @@ def test_number_of_phases_for_relu_x_width_4_by_hand():
       '--' + (1,1); '+' + (3,0), '-' + (2,1).                                                 8  -> 14
     """
     truth = make_params([[1.0]], 0.0, 1.0)
-    reps = S.true_set_representatives(truth, 4)
+    reps = true_set_representatives(truth, 4)
     assert len(reps) == 14
     for rep in reps:
         assert S.are_equivalent(rep.params, truth)
@@ -175,7 +177,7 @@ def test_number_of_phases_for_relu_x_width_4_by_hand():
 def test_truths_with_nodes_of_different_sizes():
     """The smallest truth node sets the scale: its phases exist and classify at the default tol."""
     truth = make_params([[1.0, 0.0], [0.0, 1.0]], [-0.3, 0.2], [1.0, 0.04])
-    assert [str(r.label) for r in S.true_set_representatives(truth, 2)] == ["+ +"]
-    assert len(S.true_set_representatives(make_params([[50.0]], -1.0, 0.02), 1)) == 1
-    for rep in S.true_set_representatives(truth, 3):
+    assert [str(r.label) for r in true_set_representatives(truth, 2)] == ["+ +"]
+    assert len(true_set_representatives(make_params([[50.0]], -1.0, 0.02), 1)) == 1
+    for rep in true_set_representatives(truth, 3):
         assert S.classify_phase(rep.params, truth).label == rep.label

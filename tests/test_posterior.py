@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import slt_relu as S
+from slt_relu.classify import NOT_IN_W0
+from slt_relu.phases import PhaseLabel, radius_rule
 from slt_relu.posterior.masses import crossover, crossover_bootstrap, phase_masses, trial_filter
 from slt_relu.posterior import Prior, draw_datasets, grid_posterior, resolve_beta, sample_posterior, target
 from slt_relu.sampling import NUTSSettings as SamplerSettings
@@ -53,6 +55,40 @@ def test_potential_is_prior_plus_tempered_loss_by_hand():
     assert np.all(np.abs(tg.constrain(z)[6:9]) < 2.0)
 
 
+def test_the_tempered_target_computes_the_numpyro_potential():
+    """TemperedTarget (any loss, any prior), given the two-layer loss on a Restriction's free coordinates
+    and the same Prior (PriorDensity), computes numpyro's potential of posterior_model and its gradient,
+    full and restricted models, normal and uniform priors.  numpyro's z holds the sites in sorted order
+    (b, c, q, w), unconstrained for a uniform prior: U_numpyro(z) = U(constrain(z)) - log|det J|(z).
+    rtol 1e-12 (values) and 1e-10 (gradients, plus 1e-12 |grad| absolute for small components): the
+    two sum the same terms (each group's log density, n beta L_n) in another order, so they may differ
+    by a few ulps (2.2e-16) of the largest term (|U| is 50 to 100 here); a missing or wrong term (the smallest,
+    a normal prior's constant log(s sqrt(2 pi)), is 0.23 here) would be off by > 1e-3."""
+    from slt_relu.posterior.llc import RestrictedLoss
+    from slt_relu.posterior.target import PriorDensity, TemperedTarget, _numpyro_pieces
+    from slt_relu.sampling import unravel_fn
+
+    truth, ex = S.truths.m_symmetric(3), S.truths.get("dslt3_example_3_4")
+    full = (S.Restriction.full(truth), S.sample_dataset(jax.random.PRNGKey(0), truth, S.UniformBox(1.0, 2), 200, 0.7),
+            [Prior(("normal", 1.0), ("normal", 2.0), ("normal", 0.5), ("normal", 3.0)), Prior(q=("uniform", 2.0))])
+    restricted = (ex.model, S.sample_dataset(jax.random.PRNGKey(0), ex.truth, ex.inputs, 200, 0.7),
+                  [Prior(w=("normal", 0.7)), Prior(w=("uniform", 3.0))])
+    n_beta = 37.0
+    for model, (x, y), priors in (full, restricted):
+        for prior in priors:
+            tg = target(model, prior, 0.7)
+            log_jacobian = _numpyro_pieces(tg.potential).log_jacobian
+            one = TemperedTarget(RestrictedLoss(model, 0.7), unravel_fn(jnp.zeros(tg.size))[1],
+                                 PriorDensity(prior, model))
+            z = 0.5 * jax.random.normal(jax.random.PRNGKey(1), (tg.size,))
+            want, want_grad = jax.value_and_grad(tg.potential(x.T, y, n_beta))(z)
+            got, grad = jax.value_and_grad(lambda z: one((x, y), n_beta)(tg.constrain(z)) - log_jacobian(z))(z)
+            assert float(got) == pytest.approx(float(want), rel=1e-12)
+            np.testing.assert_allclose(grad, want_grad, rtol=1e-10, atol=1e-12 * float(jnp.linalg.norm(want_grad)))
+    outside = PriorDensity(Prior(w=("uniform", 3.0)), ex.model)
+    assert float(outside(jnp.array([1.0, 3.5]))) == -np.inf and np.isfinite(float(outside(jnp.array([1.0, 2.9]))))
+
+
 @pytest.fixture(scope="module")
 def example_3_4():
     """DSLT3 Example 3.4 at n = 1000, one data set, 4 chains on it, and its exact grid posterior."""
@@ -70,7 +106,7 @@ def example_3_4():
 def _ends_and_middle(eff):
     """Example 3.4's phases by the radius rule on |w_i| (q = 1): ends (one node near 0, the other near
     1) and middle (both near 1/2), eps = 0.25: equal lengths of W0."""
-    return S.radius_rule(eff, eps=0.25, non_degenerate=0.5, degenerate=1.0)
+    return radius_rule(eff, eps=0.25, non_degenerate=0.5, degenerate=1.0)
 
 
 def test_nuts_agrees_with_the_exact_posterior_of_example_3_4(example_3_4):
@@ -189,12 +225,12 @@ def test_classify_phase_on_a_box_labels_linear_nodes():
     params = S.make_params([[-1.0, 0.0], [1.0, 0.0]], [0.0, 2.0], [1.0, 1.0], -2.0)
     box = S.UniformBox(1.0, 2)
     got = S.classify_phase(params, truth, tol=1e-6, inputs=box)
-    assert got.label == S.PhaseLabel(((0, 1),), (), 0, 1) and str(got.label) == "- | 1 linear"
+    assert got.label == PhaseLabel(((0, 1),), (), 0, 1) and str(got.label) == "- | 1 linear"
     assert got.label.kind == "linear" and got.group.tolist() == [0, -2] and got.distance < 1e-9
     assert S.population_loss(params, truth, box) < 1e-20
     plain = S.classify_phase(params, truth, tol=1e-6)                # on R^2 a lone kink: no phase of W0
-    assert plain.label == S.NOT_IN_W0 and plain.structure.hidden == ((1, 0),) and plain.distance == np.inf
+    assert plain.label == NOT_IN_W0 and plain.structure.hidden == ((1, 0),) and plain.distance == np.inf
     # a node inactive on the whole box counts as degenerate there (and a lone reversed node is no phase)
     dead = params._replace(w=params.w.at[1].set(jnp.array([0.5, 0.0])), b=params.b.at[1].set(-1.0))
     got = S.classify_phase(dead, truth, tol=1e-6, inputs=box)
-    assert got.structure.degenerate == 1 and got.label == S.NOT_IN_W0
+    assert got.structure.degenerate == 1 and got.label == NOT_IN_W0

@@ -89,7 +89,7 @@ def test_shipped_config_runs_tiny(tmp_path, name):
     assert manifest["wall_time_s"] > 0 and manifest["overrides"] == json.loads(json.dumps(TINY[name]))
     pngs = list(out.glob("*.png"))
     assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
-    assert (out / "arrays.npz").exists()
+    assert (out / "results.nc").exists() and not (out / "arrays.npz").exists()
     assert not list(tmp_path.glob(".res.*"))
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert manifest["tool"] == "slt_relu" and sorted(manifest["files"]) == written

@@ -5,6 +5,10 @@ import numpy as np
 import pytest
 
 import slt_relu as S
+from slt_relu.mlp import activation_patterns, dual_points, flatten_mlp, from_two_layer, local_affine_maps, unflatten_mlp
+from slt_relu.regions import (affine_map_between, cluster_affine_maps, count_regions_box_exact, count_regions_grid,
+                              count_regions_segment, functional_dimension_bound, kmeans, parameter_jacobian,
+                              regions_along_segment)
 from slt_relu.mlp import Dense
 
 XOR = S.MLP((Dense(jnp.array([[1.0, 1.0], [1.0, 1.0]]), jnp.array([1.0, 0.0])),
@@ -15,15 +19,15 @@ def test_xor_network_regions_by_hand():
     """Patterns (top, bottom): (0,0) for x+y < -1, (1,0) for -1 < x+y < 0, (1,1) for x+y > 0;
     (0,1) would need x+y > 0 and x+y < -1: empty.  Three regions on any segment across both
     lines, in the box (two parallel lines: 1 + 2), and on a fine grid."""
-    seg = S.regions_along_segment(XOR, [-2.0, -2.0], [2.0, 2.0])
+    seg = regions_along_segment(XOR, [-2.0, -2.0], [2.0, 2.0])
     assert seg.count == 3
     np.testing.assert_allclose(seg.breakpoints, [0.375, 0.5])           # x+y = -1 at t = 3/8, x+y = 0 at 1/2
     assert [tuple(p) for p in seg.patterns] == [(False, False), (True, False), (True, True)]
-    assert S.count_regions_segment(XOR, [-2.0, 2.0], [2.0, -2.0]) == 1    # along x + y = 0, the bottom boundary
+    assert count_regions_segment(XOR, [-2.0, 2.0], [2.0, -2.0]) == 1      # along x + y = 0, the bottom boundary
     assert S.count_linear_regions(XOR, segment=([-2.0, -2.0], [2.0, 2.0])) == S.count_linear_regions(XOR, half_width=2.0) == 3
-    assert S.count_regions_box_exact(XOR, 2.0) == 3
-    assert S.count_regions_grid(XOR, 2.0, 101) == 3
-    pats = np.asarray(S.activation_patterns(XOR, jax.random.normal(jax.random.PRNGKey(0), (5000, 2)) * 3))
+    assert count_regions_box_exact(XOR, 2.0) == 3
+    assert count_regions_grid(XOR, 2.0, 101) == 3
+    pats = np.asarray(activation_patterns(XOR, jax.random.normal(jax.random.PRNGKey(0), (5000, 2)) * 3))
     assert not np.any(~pats[:, 0] & pats[:, 1])                          # the fourth pattern never occurs
 
 
@@ -31,20 +35,20 @@ def test_local_affine_maps_equal_value_and_jacobian():
     for widths in [(2, 5, 1), (3, 8, 6, 2), (4, 7, 7, 7, 3)]:
         p = S.init_mlp(jax.random.PRNGKey(len(widths)), widths, bias_std=0.5)
         x = jax.random.normal(jax.random.PRNGKey(9), (64, widths[0]))
-        W, b = S.local_affine_maps(p, x)
+        W, b = local_affine_maps(p, x)
         f = S.mlp_forward(p, x)
         np.testing.assert_allclose(jnp.einsum("pij,pj->pi", W, x) + b, f, atol=1e-12)
         J = jax.jit(jax.vmap(jax.jacfwd(lambda z: S.mlp_forward(p, z))))(x)
         np.testing.assert_allclose(W, J, atol=1e-12)
-        C = S.dual_points(p, x, output=widths[-1] - 1)
+        C = dual_points(p, x, output=widths[-1] - 1)
         np.testing.assert_allclose(C[:, :-1], W[:, -1, :])
     x = jnp.array([[1.0, 1.0], [-0.7, 0.2], [-2.0, -1.0]])
-    np.testing.assert_allclose(S.dual_points(XOR, x), [[-1, -1, 0], [1, 1, 0], [0, 0, -1]])
+    np.testing.assert_allclose(dual_points(XOR, x), [[-1, -1, 0], [1, 1, 0], [0, 0, -1]])
 
 
 def test_two_layer_converts_to_mlp():
     tl = S.truths.m_symmetric(3, c=0.4)
-    m = S.from_two_layer(tl)
+    m = from_two_layer(tl)
     x = jax.random.normal(jax.random.PRNGKey(1), (50, 2))
     np.testing.assert_allclose(S.mlp_forward(m, x)[:, 0], S.forward(tl, x), atol=1e-14)
     assert m.widths == (2, 3, 1) and m.num_hidden == 3
@@ -54,15 +58,15 @@ def test_grid_count_converges_to_the_exact_arrangement_count():
     """One hidden layer: the exact count is the line arrangement's; grid counts can only miss
     regions (lower bound) and the miss shrinks as the grid refines."""
     p = S.init_mlp(jax.random.PRNGKey(5), (2, 14, 1), bias_std=0.8)
-    exact = S.count_regions_box_exact(p, 1.0)
-    misses = [exact - S.count_regions_grid(p, 1.0, r) for r in (9, 17, 33, 65, 129, 513)]   # nested grids
+    exact = count_regions_box_exact(p, 1.0)
+    misses = [exact - count_regions_grid(p, 1.0, r) for r in (9, 17, 33, 65, 129, 513)]     # nested grids
     assert all(m >= 0 for m in misses)
     assert misses == sorted(misses, reverse=True) and misses[0] > 0 and misses[-1] == 0
     # exact along segments: the number of distinct lines crossed, plus one
     a, e = np.array([-1.0, -0.3]), np.array([1.0, 0.4])
     w, b = np.asarray(p.layers[0].w), np.asarray(p.layers[0].b)
     crossed = np.sum(np.sign(w @ a + b) != np.sign(w @ e + b))
-    assert S.count_regions_segment(p, a, e) == crossed + 1
+    assert count_regions_segment(p, a, e) == crossed + 1
 
 
 def test_exact_box_count_with_concurrent_lines():
@@ -72,8 +76,8 @@ def test_exact_box_count_with_concurrent_lines():
     b = jnp.array([0.0, 0.0, 0.0, -0.5])
     p = S.MLP((Dense(w, b), Dense(jnp.ones((1, 4)), jnp.zeros(1))))
     # the fourth line x - y = 0.5 meets x = 0 at (0, -0.5), y = 0 at (0.5, 0), x + y = 0 at (0.25, -0.25)
-    assert S.count_regions_box_exact(p, 1.0) == 1 + 4 + 2 + 3
-    assert S.count_regions_grid(p, 1.0, 801) == 1 + 4 + 2 + 3
+    assert count_regions_box_exact(p, 1.0) == 1 + 4 + 2 + 3
+    assert count_regions_grid(p, 1.0, 801) == 1 + 4 + 2 + 3
 
 
 def test_regions_along_lines_grow_linearly_in_the_number_of_neurons():
@@ -89,7 +93,7 @@ def test_regions_along_lines_grow_linearly_in_the_number_of_neurons():
             p = S.init_mlp(jax.random.PRNGKey(100 * n + k), (4, n, n, n, 1), bias_std=0.3)
             a, d = rng.normal(size=4), rng.normal(size=4)
             d /= np.linalg.norm(d)
-            counts.append(S.count_regions_segment(p, a - 2 * d, a + 2 * d))
+            counts.append(count_regions_segment(p, a - 2 * d, a + 2 * d))
         sizes.append(3 * n)
         means.append(np.mean(counts))
         ses.append(np.std(counts) / np.sqrt(len(counts)))
@@ -101,15 +105,15 @@ def test_regions_along_lines_grow_linearly_in_the_number_of_neurons():
 
 def test_kmeans_and_rebuilt_outputs():
     x = jnp.asarray(np.stack(np.meshgrid(np.linspace(-1, 1, 41), np.linspace(-1, 1, 41)), -1).reshape(-1, 2))
-    got = S.cluster_affine_maps(jax.random.PRNGKey(0), XOR, x * 2, k=3)
+    got = cluster_affine_maps(jax.random.PRNGKey(0), XOR, x * 2, k=3)
     # three regions, three dual points: three clusters rebuild the network exactly
     assert got.rms_error < 1e-12 and got.sign_agreement == 1.0
-    one = S.cluster_affine_maps(jax.random.PRNGKey(0), XOR, x * 2, k=1)
+    one = cluster_affine_maps(jax.random.PRNGKey(0), XOR, x * 2, k=1)
     assert one.rms_error > 0.1
-    km = S.kmeans(jax.random.PRNGKey(2), jnp.array([[0.0, 0], [0.1, 0], [5, 5], [5.1, 5]]), 2)
+    km = kmeans(jax.random.PRNGKey(2), jnp.array([[0.0, 0], [0.1, 0], [5, 5], [5.1, 5]]), 2)
     assert sorted(np.round(np.asarray(km.centres)[:, 0], 2).tolist()) == [0.05, 5.05]
     with pytest.raises(ValueError, match="k: expected 1 <= k <= 4"):
-        S.kmeans(jax.random.PRNGKey(2), jnp.zeros((4, 2)), 5)
+        kmeans(jax.random.PRNGKey(2), jnp.zeros((4, 2)), 5)
 
 
 def test_affine_map_between_networks():
@@ -121,24 +125,24 @@ def test_affine_map_between_networks():
     first = p.layers[0]
     q = p._replace(layers=(Dense(first.w @ A, first.w @ t + first.b),) + p.layers[1:])   # q(u) = p(A u + t)
     u = jax.random.normal(jax.random.PRNGKey(4), (500, 2))
-    Cp, Cq = S.dual_points(p, u @ A.T + t), S.dual_points(q, u)
-    M, resid = S.affine_map_between(Cp, Cq)
+    Cp, Cq = dual_points(p, u @ A.T + t), dual_points(q, u)
+    M, resid = affine_map_between(Cp, Cq)
     assert resid < 1e-10
     np.testing.assert_allclose(M[:2, :2], A, atol=1e-8)
 
 
 def test_functional_dimension_bound_and_reach():
-    assert S.functional_dimension_bound((5, 5, 5, 5, 1)) == 96 - 15 == 81
-    assert S.functional_dimension_bound((10, 10, 10, 10, 1)) == 341 - 30 == 311
+    assert functional_dimension_bound((5, 5, 5, 5, 1)) == 96 - 15 == 81
+    assert functional_dimension_bound((10, 10, 10, 10, 1)) == 341 - 30 == 311
     # a generic two-layer network reaches D - d with enough Gaussian points; the Jacobian is checked
     # against central finite differences
     p = S.init_mlp(jax.random.PRNGKey(6), (3, 6, 1), bias_std=0.5)
     z = jax.random.normal(jax.random.PRNGKey(7), (120, 3))
-    assert S.functional_dimension(p, z) == S.functional_dimension_bound((3, 6, 1)) == 31 - 6
-    theta = S.flatten_mlp(p)
-    J = S.parameter_jacobian(p, z)
+    assert S.functional_dimension(p, z) == functional_dimension_bound((3, 6, 1)) == 31 - 6
+    theta = flatten_mlp(p)
+    J = parameter_jacobian(p, z)
     h = 1e-6
-    f = jax.jit(lambda th: S.mlp_forward(S.unflatten_mlp(th, p.widths), z).reshape(-1))
+    f = jax.jit(lambda th: S.mlp_forward(unflatten_mlp(th, p.widths), z).reshape(-1))
     for k in (0, 7, 20, 30):
         e = jnp.zeros_like(theta).at[k].set(h)
         np.testing.assert_allclose(J[:, k], (f(theta + e) - f(theta - e)) / (2 * h), atol=1e-6)
@@ -147,8 +151,8 @@ def test_functional_dimension_bound_and_reach():
     assert S.functional_dimension(dead, z) == 25 - (3 + 1)
     for widths in [(2, 4, 4, 1), (3, 5, 5, 5, 1), (4, 3, 1)]:
         q = S.init_mlp(jax.random.PRNGKey(8), widths, bias_std=0.3)
-        zz = jax.random.normal(jax.random.PRNGKey(9), (4 * S.functional_dimension_bound(widths), widths[0]))
-        assert S.functional_dimension(q, zz) <= S.functional_dimension_bound(widths)
+        zz = jax.random.normal(jax.random.PRNGKey(9), (4 * functional_dimension_bound(widths), widths[0]))
+        assert S.functional_dimension(q, zz) <= functional_dimension_bound(widths)
 
 
 def test_bad_arguments():
@@ -157,6 +161,6 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="x: expected a last axis of n_in = 2"):
         S.mlp_forward(XOR, jnp.zeros((4, 3)))
     with pytest.raises(ValueError, match="the exact box count is for one hidden layer"):
-        S.count_regions_box_exact(S.init_mlp(jax.random.PRNGKey(0), (2, 3, 3, 1)), 1.0)
+        count_regions_box_exact(S.init_mlp(jax.random.PRNGKey(0), (2, 3, 3, 1)), 1.0)
     with pytest.raises(ValueError, match=r"params.layers\[1\].w: expected 2 inputs"):
-        S.activation_patterns(S.MLP((XOR.layers[0], Dense(jnp.ones((1, 3)), jnp.zeros(1)))), jnp.zeros((1, 2)))
+        activation_patterns(S.MLP((XOR.layers[0], Dense(jnp.ones((1, 3)), jnp.zeros(1)))), jnp.zeros((1, 2)))

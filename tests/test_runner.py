@@ -185,12 +185,12 @@ def test_kill_9_then_rerun_resumes_a_shipped_sweep(tmp_path):
     proc = _cli(["run", "dslt4_pt1_node_degeneracy", "--out", str(out), *SHRUNK], tmp_path, env=env)
     checkpoints = tmp_path / ".pt1.checkpoints"
     deadline = time.time() + 240
-    while not list(checkpoints.glob("point-*.json")) and time.time() < deadline and proc.poll() is None:
+    while not list(checkpoints.glob("point-*.nc")) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.02)
     assert proc.poll() is None, "the sweep finished before it could be killed: " + proc.stderr.read()[-2000:]
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    done = len(list(checkpoints.glob("point-*.json")))
+    done = len(list(checkpoints.glob("point-*.nc")))
     assert 1 <= done < 8 and not out.exists() and list(tmp_path.glob(".pt1.partial-*"))
     again = _cli(["run", "dslt4_pt1_node_degeneracy", "--out", str(out), *SHRUNK], tmp_path, env=env)
     stdout, stderr = again.communicate(timeout=600)

@@ -9,6 +9,9 @@ import numpy as np
 import pytest
 
 import slt_relu as S
+from slt_relu.diagnostics import mcse_mean
+from slt_relu.phases import radius_rule
+from slt_relu.posterior.llc import tempered_losses, two_layer_loss_for
 from slt_relu.posterior.masses import phase_masses
 from slt_relu.posterior.evidence import logmeanexp
 from slt_relu.posterior import draw_datasets, grid_posterior, sample_posterior, target
@@ -77,7 +80,7 @@ def test_masses_and_evidence_of_the_dslt3_examples_against_the_grid(name):
         against its middle (both near 1/2) and the rest; Example 3.2: the quadrants of (w, q)."""
         if name.endswith("3_4"):
             eff = S.TwoLayer(v[..., None], np.zeros(v.shape), np.ones(v.shape), np.zeros(v.shape[:-1]))
-            return np.asarray(S.radius_rule(eff, eps=0.25, non_degenerate=0.5, degenerate=1.0))
+            return np.asarray(radius_rule(eff, eps=0.25, non_degenerate=0.5, degenerate=1.0))
         return 2 * (v[..., 0] > 0) + (v[..., 1] > 0)
     pm = phase_masses(code(free), ("a", "b", "c", "d"), np.zeros(RUNS, int))
     exact = np.array([g.mass(code(P) == k) for k in range(4)])
@@ -137,8 +140,8 @@ def test_log_evidence_against_thermodynamic_integration():
     nb = n / math.log(n)
     ps = runs_on(8, x, y, nb, model, SMCSettings(num_particles=1024, waste_free=True, num_mcmc_steps=7))
     ts = nb * np.linspace(0.0, 1.0, 33) ** 4
-    losses = S.tempered_losses(jax.random.PRNGKey(9), S.two_layer_loss_for(1.0), truth, (x[0], y[0]), ts,
-                               chains_per_beta=4, settings=S.NUTSSettings(num_warmup=300, num_samples=600))
+    losses = tempered_losses(jax.random.PRNGKey(9), two_layer_loss_for(1.0), truth, (x[0], y[0]), ts,
+                             chains_per_beta=4, settings=S.NUTSSettings(num_warmup=300, num_samples=600))
     mean_L = losses.reshape(len(ts), -1).mean(1)
 
     def trapezoid_weights(every):
@@ -155,7 +158,7 @@ def test_log_evidence_against_thermodynamic_integration():
     ti, quadrature = float(weights @ mean_L), abs(float((fine - coarse) @ mean_L)) / 3
     # the Monte Carlo errors of both sides: TI's through the weights and each temperature's MCSE (from its
     # chains' ESS), SMC's from its independent runs
-    ti_mcse = float(np.sqrt(np.sum((weights * np.array([S.mcse_mean(chains) for chains in losses])) ** 2)))
+    ti_mcse = float(np.sqrt(np.sum((weights * np.array([mcse_mean(chains) for chains in losses])) ** 2)))
     lz = ps.draws.log_evidence
     smc_mcse = lz.std(ddof=1) / math.sqrt(RUNS)
     tol = 5 * math.hypot(ti_mcse, smc_mcse) + quadrature

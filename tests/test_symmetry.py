@@ -7,6 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import slt_relu as S
+from slt_relu.classify import NOT_IN_W0
+from slt_relu.network import coordinate_names
+from slt_relu.symmetry import annihilating_subsets, merge_nodes, random_symmetry, split_node
 from slt_relu.network import make_params
 from slt_relu.truths import m_symmetric
 
@@ -35,7 +38,7 @@ def test_petzka_figure_2_pair_is_psi_123():
     """x_+ + y_+ + (-x-y)_+ = (-x)_+ + (-y)_+ + (x+y)_+; psi^{1,2,3} maps one to the other."""
     p1 = make_params([[1, 0], [0, 1], [-1, -1]], 0.0, 1.0, 0.0)
     p2 = make_params([[-1, 0], [0, -1], [1, 1]], 0.0, 1.0, 0.0)
-    assert S.annihilating_subsets(p1) == [(0, 1, 2)]
+    assert annihilating_subsets(p1) == [(0, 1, 2)]
     flipped = S.reverse_orientation(p1, [0, 1, 2])
     for a, b in zip(flipped, p2):
         np.testing.assert_allclose(a, b, atol=1e-15)
@@ -64,16 +67,16 @@ def test_m_symmetric_reversing_all_nodes(m):
     assert S.are_equivalent(truth, flipped)
     assert sampled_gap(truth, flipped, 2) < 1e-12
     assert float(S.population_loss(flipped, truth, S.UniformBox(1.0, 2))) < 1e-26
-    assert tuple(range(m)) in S.annihilating_subsets(truth)
+    assert tuple(range(m)) in annihilating_subsets(truth)
 
 
 def test_annihilating_subsets_of_m_symmetric_truths_by_hand():
     """Unit vectors at angles pi/m - 2 pi k/m: a subset sums to zero iff it is a union of
     rotation-symmetric subsets: m = 4: the two opposite pairs and all four; m = 6: three
     opposite pairs, two triangles, their unions (pairs of pairs, all six)."""
-    assert S.annihilating_subsets(m_symmetric(3)) == [(0, 1, 2)]
-    assert S.annihilating_subsets(m_symmetric(4)) == [(0, 2), (1, 3), (0, 1, 2, 3)]
-    six = S.annihilating_subsets(m_symmetric(6))
+    assert annihilating_subsets(m_symmetric(3)) == [(0, 1, 2)]
+    assert annihilating_subsets(m_symmetric(4)) == [(0, 2), (1, 3), (0, 1, 2, 3)]
+    six = annihilating_subsets(m_symmetric(6))
     assert six == [(0, 3), (1, 4), (2, 5), (0, 2, 4), (1, 3, 5), (0, 1, 3, 4), (0, 2, 3, 5), (1, 2, 4, 5),
                    (0, 1, 2, 3, 4, 5)]
 
@@ -106,18 +109,18 @@ def test_permute_and_rescale_keep_K_and_fisher_rank_and_check_arguments():
 
 def test_split_and_merge_nodes_on_one_boundary():
     base = make_params([[1.0, 0.5], [0.0, 0.0]], [-0.2, 0.7], [1.5, 2.0], 0.1)   # node 1: w = 0, constant 1.4
-    split = S.split_node(base, 0, 1, fraction=0.3)
+    split = split_node(base, 0, 1, fraction=0.3)
     assert sampled_gap(base, split, 2) < 1e-12
     np.testing.assert_allclose(split.q, [0.45, 1.05])
     np.testing.assert_allclose(float(split.c), 0.1 + 2.0 * 0.7)
-    merged = S.merge_nodes(S.rescale(split, jnp.array([1.0, 2.5])), 0, 1)
+    merged = merge_nodes(S.rescale(split, jnp.array([1.0, 2.5])), 0, 1)
     assert sampled_gap(base, merged, 2) < 1e-12
     np.testing.assert_allclose(merged.q, [1.5, 0.0], atol=1e-14)
     with pytest.raises(ValueError, match="into: node 0 must be degenerate"):
-        S.split_node(split, 1, 0)
+        split_node(split, 1, 0)
     opposite = make_params([[1.0, 0.5], [-2.0, -1.0]], [-0.2, 0.4], [1.0, 1.0])
     with pytest.raises(ValueError, match="opposite active sides"):
-        S.merge_nodes(opposite, 0, 1)
+        merge_nodes(opposite, 0, 1)
 
 
 def test_reduce_r1_r2_r3_by_hand():
@@ -153,8 +156,8 @@ def test_equivalent_after_symmetries_and_not_after_a_perturbation(seed, d, n_in)
     p, k = annihilating_network(seed, d, n_in)
     assert S.reduce(p).params.width == d                      # generic: irreducible
     if k:
-        assert tuple(range(k)) in S.annihilating_subsets(p, tol=1e-9)
-    moved, how = S.random_symmetry(jax.random.PRNGKey(seed % 1000), p, tol=1e-9)
+        assert tuple(range(k)) in annihilating_subsets(p, tol=1e-9)
+    moved, how = random_symmetry(jax.random.PRNGKey(seed % 1000), p, tol=1e-9)
     assert S.are_equivalent(p, moved, tol=1e-9), how
     assert sampled_gap(p, moved, n_in, seed) < 1e-9
     flat = np.asarray(S.to_flat(moved))
@@ -162,7 +165,7 @@ def test_equivalent_after_symmetries_and_not_after_a_perturbation(seed, d, n_in)
     bumped = flat.copy()
     bumped[coord] += 1e-3 * (1 + abs(flat[coord]))
     other = S.from_flat(jnp.asarray(bumped), d, n_in)
-    assert not S.are_equivalent(p, other, tol=1e-9), S.coordinate_names(d, n_in)[coord]
+    assert not S.are_equivalent(p, other, tol=1e-9), coordinate_names(d, n_in)[coord]
 
 
 def test_are_equivalent_needs_matching_inputs():
@@ -184,8 +187,8 @@ def test_near_misses_are_not_equivalent_in_float32_and_float64():
 
 def test_width_zero_networks():
     z = make_params(np.zeros((0, 2)), [], [], 0.5)
-    assert S.annihilating_subsets(z) == []
+    assert annihilating_subsets(z) == []
     assert S.are_equivalent(z, make_params([[1.0, 0.0]], -1.0, 0.0, 0.5))
     assert S.reduce(petzka_figure_1()).as_two_layer().width == 0
     got = S.classify_phase(z, m_symmetric(3))
-    assert got.label == S.NOT_IN_W0 and got.structure.truth == ((0, 0),) * 3 and got.distance == np.inf
+    assert got.label == NOT_IN_W0 and got.structure.truth == ((0, 0),) * 3 and got.distance == np.inf

@@ -8,11 +8,14 @@ inactive or fully active there and adds excess directions (counted by hand in
 "degenerate" makes node 0 of a generic network degenerate in the named ways of
 :func:`_excess_counts` and checks the excess against the hand count.
 
-Outputs: rank_vs_bound.png, spectrum.png, arrays.npz (spectra), metrics.json.
+Outputs: rank_vs_bound.png, spectrum.png, results.nc (one Dataset along ``point``, its ``label`` and
+``group`` as coordinates: ``spectrum`` and flat ``params``, NaN-padded to the longest, and rank, bound,
+nullity, generator rank, excess, the hand count, rtol per point), metrics.json (the per-group summary
+derived from it).
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal, NamedTuple, Union
 
 import numpy as np
 from pydantic import Field
@@ -21,11 +24,11 @@ from ..config import ConfigError
 from ..fisher import default_rtol, null_accounting
 from ..inputs import UniformBox
 from ..network import TwoLayer, from_flat, init_params, make_params, num_params, to_flat
-from ..plots import rank_vs_bound_figure, save_figure, spectrum_figure
+from ..plots import rank_vs_bound_figure, spectrum_figure
 from ..settings import Section
-from ..truths import m_symmetric
+from ..truths import Example, m_symmetric
 from .common import Experiment, InputsSettings, TruthSettings, example_of, resolve_inputs
-from .kind import Kind, first_line, register_kind
+from .kind import Kind, Output, first_line, register_kind
 
 Width = Annotated[int, Field(ge=1, le=256)]
 
@@ -176,7 +179,27 @@ def generic_crossing_params(key, width: int, n_in: int, half_width: float = 1.0,
     return make_params(w, -(w * anchor).sum(1), q, jax.random.normal(kc, (), dtype), dtype=dtype)
 
 
-def resolve(s: Settings, raw=None) -> dict:
+class Group(NamedTuple):
+    """A [[fisher.points]] group: its settings, its label, the inputs it runs on (its own or the
+    config's) and, for source = "true_set", the box W0 is drawn in."""
+
+    settings: PointGroup
+    label: str
+    inputs: object
+    box: tuple | None = None
+
+
+class Resolved(NamedTuple):
+    """The [fisher] settings, the [truth] example (None without one), the inputs, sigma and the groups."""
+
+    settings: FisherSettings
+    example: Example | None
+    inputs: object
+    sigma: float
+    groups: tuple[Group, ...]
+
+
+def resolve(s: Settings, raw=None) -> Resolved:
     example = example_of(s.truth) if s.truth is not None else None
     if s.inputs is not None:
         inputs = resolve_inputs(s.inputs, example.truth.n_in if example else None)
@@ -188,45 +211,45 @@ def resolve(s: Settings, raw=None) -> dict:
     groups = []
     for i, p in enumerate(s.fisher.points):
         key = f"fisher.points[{i}]"
-        g = {**p.model_dump(exclude={"inputs"}), "label": p.label or p.source,
-             "inputs": resolve_inputs(p.inputs, inputs.n_in) if p.inputs is not None else inputs}
+        g_inputs = resolve_inputs(p.inputs, inputs.n_in) if p.inputs is not None else inputs
+        box = None
         src = p.source
-        if src == "m_symmetric" and g["inputs"].n_in != 2:
+        if src == "m_symmetric" and g_inputs.n_in != 2:
             raise ConfigError(f"{key}.source: expected an input dimension of 2 for m-symmetric truths, got {src!r}")
         if src in ("truth", "true_set") and example is None:
             raise ConfigError(f"{key}.source: expected a [truth] table for source = {src!r}")
         if src == "true_set":
             if example.true_set is None:
                 raise ConfigError(f"{key}.source: expected an example with a known W0 (not {example.name})")
-            g["box"] = [p.x_range, p.y_range]
+            box = (p.x_range, p.y_range)
         if src == "degenerate":
             for case in p.cases:
-                if case.endswith("_on_box") and not isinstance(g["inputs"], UniformBox):
+                if case.endswith("_on_box") and not isinstance(g_inputs, UniformBox):
                     raise ConfigError(f"{key}.cases: expected uniform inputs for {case!r} (a Gaussian has no box), "
                                       f"got {list(p.cases)}")
         vectors = {"path": lambda: {"start": p.start, "end": p.end},
                    "points": lambda: {f"params[{j}]": v for j, v in enumerate(p.params)}}.get(src, dict)()
         for name, vec in vectors.items():
-            D = num_params(p.width, g["inputs"].n_in)
+            D = num_params(p.width, g_inputs.n_in)
             if len(vec) != D:
                 raise ConfigError(f"{key}.{name}: expected {D} numbers (D for width {p.width}, "
-                                  f"n_in {g['inputs'].n_in}), got {len(vec)}")
-        groups.append(g)
-    return {"example": example, "inputs": inputs, "sigma": sigma, "rtol": s.fisher.rtol, "groups": groups}
+                                  f"n_in {g_inputs.n_in}), got {len(vec)}")
+        groups.append(Group(p, p.label or p.source, g_inputs, box))
+    return Resolved(s.fisher, example, inputs, sigma, tuple(groups))
 
 
-def _points(g, s, key):
+def _points(g: Group, r: Resolved, key):
     """Yield (label, params, free mask or None, expected_excess or None) for one group."""
     import jax
 
-    ex, inputs = s["example"], g["inputs"]
+    ex, inputs, p = r.example, g.inputs, g.settings
     dtype = jax.numpy.zeros(()).dtype
-    src = g["source"]
+    src = p.source
     if src == "random":
-        for width in g["widths"]:
-            for i, k in enumerate(jax.random.split(jax.random.fold_in(key, width), g["count"])):
-                if g["placement"] == "iid":
-                    params = init_params(k, width, inputs.n_in, g["scale"], dtype)
+        for width in p.widths:
+            for i, k in enumerate(jax.random.split(jax.random.fold_in(key, width), p.count)):
+                if p.placement == "iid":
+                    params = init_params(k, width, inputs.n_in, p.scale, dtype)
                     expected = box_excess_count(params, inputs.half_width) if isinstance(inputs, UniformBox) else None
                 else:
                     half = inputs.half_width if isinstance(inputs, UniformBox) else inputs.std
@@ -234,28 +257,28 @@ def _points(g, s, key):
                     expected = 0
                 yield f"random d={width} #{i}", params, None, expected
     elif src == "m_symmetric":
-        for m in g["m"]:
-            yield f"{m}-symmetric", m_symmetric(m, g["bias"], g["q"]), None, 0
+        for m in p.m:
+            yield f"{m}-symmetric", m_symmetric(m, p.bias, p.q), None, 0
     elif src == "truth":
         yield ex.name, ex.model.base, ex.model.free, None
     elif src == "true_set":
-        curve = np.concatenate(ex.true_set(tuple(g["box"]), 400))
-        for i, th in enumerate(curve[np.linspace(0, len(curve) - 1, g["count"]).astype(int)]):
+        curve = np.concatenate(ex.true_set(g.box, 400))
+        for i, th in enumerate(curve[np.linspace(0, len(curve) - 1, p.count).astype(int)]):
             yield f"W0 #{i} {np.round(th, 3).tolist()}", ex.model.embed(th), ex.model.free, 0
     elif src == "degenerate":
         counts = _excess_counts(inputs.n_in)
-        for case in g["cases"]:
+        for case in p.cases:
             half = inputs.half_width if isinstance(inputs, UniformBox) else 1.0
-            base = generic_crossing_params(jax.random.fold_in(key, DEGENERATE_CASES.index(case)), g["width"],
+            base = generic_crossing_params(jax.random.fold_in(key, DEGENERATE_CASES.index(case)), p.width,
                                            inputs.n_in, half, dtype)
             yield case, make_degenerate(case, base, inputs), None, counts[case]
     elif src == "path":
-        start, end = np.array(g["start"]), np.array(g["end"])
-        for tau in np.linspace(0, 1, g["steps"]):
-            yield f"path t={tau:.2f}", from_flat((1 - tau) * start + tau * end, g["width"], inputs.n_in), None, None
+        start, end = np.array(p.start), np.array(p.end)
+        for tau in np.linspace(0, 1, p.steps):
+            yield f"path t={tau:.2f}", from_flat((1 - tau) * start + tau * end, p.width, inputs.n_in), None, None
     elif src == "points":
-        for i, vec in enumerate(g["params"]):
-            yield f"point {i}", from_flat(np.array(vec), g["width"], inputs.n_in), None, None
+        for i, vec in enumerate(p.params):
+            yield f"point {i}", from_flat(np.array(vec), p.width, inputs.n_in), None, None
 
 
 def _max_finite(values) -> float | None:
@@ -264,16 +287,64 @@ def _max_finite(values) -> float | None:
     return float(finite.max()) if finite.size else None
 
 
-def run(s: dict, outdir, key, ctx) -> dict:
+def _padded(arrays) -> np.ndarray:
+    """Rows of different lengths as one (rows, longest) float array, NaN-padded."""
+    arrays = [np.asarray(a) for a in arrays]
+    dtype = np.result_type(np.float32, *(a.dtype for a in arrays))
+    out = np.full((len(arrays), max(a.size for a in arrays)), np.nan, dtype)
+    for i, a in enumerate(arrays):
+        out[i, : a.size] = a
+    return out
+
+
+INT_FIELDS = ("width", "D", "bound", "rank", "nullity", "generator_rank", "excess")
+
+
+def _dataset(rows: list, sigma: float):
+    """The points' numbers as one Dataset along ``point`` (module docstring); None -> NaN."""
+    import xarray as xr
+
+    nan = lambda v: np.nan if v is None else v
+    data = {"spectrum": (("point", "eigenvalue"), _padded([r["spectrum"] for r in rows]),
+                         {"long_name": "eigenvalues of I(w), NaN past the point's number of coordinates"}),
+            "params": (("point", "parameter"), _padded([r["params"] for r in rows]),
+                       {"long_name": "flat parameters (w, b, q, c), NaN past the point's D"})}
+    data |= {f: ("point", np.asarray([r[f] for r in rows], np.int64)) for f in INT_FIELDS}
+    data |= {f: ("point", np.asarray([nan(r[f]) for r in rows], np.float64))
+             for f in ("expected_excess", "max_generator_residual", "rtol")}
+    data["expected_excess"] += ({"long_name": "hand count of the excess null directions (NaN: none)"},)
+    return xr.Dataset(data, coords={"point": np.arange(len(rows)), "label": ("point", [r["label"] for r in rows]),
+                                    "group": ("point", [r["group"] for r in rows])},
+                      attrs={"sigma": float(sigma)})
+
+
+def _summary(ds) -> dict:
+    """Per group: its number of points, the fraction at the bound, the fraction matching the hand count."""
+    summary = {}
+    groups = ds["group"].values
+    for g in dict.fromkeys(groups.tolist()):
+        sel = groups == g
+        expected, excess = ds.expected_excess.values[sel], ds.excess.values[sel]
+        checked = ~np.isnan(expected)
+        summary[g] = {
+            "points": int(sel.sum()),
+            "fraction_at_bound": float(np.mean(ds["rank"].values[sel] == ds.bound.values[sel])),
+            "matches_hand_count": float(np.mean(excess[checked] == expected[checked])) if checked.any() else None,
+        }
+    return summary
+
+
+def run(r: Resolved, key, ctx) -> Output:
     import jax
     from tqdm.auto import tqdm
 
+    rtol = r.settings.rtol
     rows = []
     todo = []
-    for gi, g in enumerate(s["groups"]):
-        todo += [(g["label"], g["inputs"], *pt) for pt in _points(g, s, jax.random.fold_in(key, gi))]
+    for gi, g in enumerate(r.groups):
+        todo += [(g.label, g.inputs, *pt) for pt in _points(g, r, jax.random.fold_in(key, gi))]
     for group, inputs, label, params, free, expected in tqdm(todo, desc="fisher", disable=not ctx.progress, leave=False):
-        acc = null_accounting(params, inputs, s["sigma"], s["rtol"], free=free)
+        acc = null_accounting(params, inputs, r.sigma, rtol, free=free)
         D = acc.num_params
         d = params.width
         rows.append({
@@ -282,27 +353,13 @@ def run(s: dict, outdir, key, ctx) -> dict:
             "rank": acc.rank, "nullity": acc.nullity, "generator_rank": acc.generator_rank,
             "excess": acc.excess, "expected_excess": expected,
             "max_generator_residual": _max_finite(acc.generator_residuals),
-            "rtol": s["rtol"] if s["rtol"] is not None else default_rtol(D, acc.spectrum.dtype),
+            "rtol": rtol if rtol is not None else default_rtol(D, acc.spectrum.dtype),
             "spectrum": acc.spectrum, "params": to_flat(params),
         })
-    np.savez_compressed(outdir / "arrays.npz", **{f"spectrum_{i}": r["spectrum"] for i, r in enumerate(rows)},
-                        **{f"params_{i}": np.asarray(r["params"]) for i, r in enumerate(rows)})
-    fig = rank_vs_bound_figure(rows)
-    save_figure(fig, outdir / "rank_vs_bound.png")
-    fig = spectrum_figure(rows)
-    save_figure(fig, outdir / "spectrum.png")
-    summary = {}
-    for g in dict.fromkeys(r["group"] for r in rows):
-        sel = [r for r in rows if r["group"] == g]
-        checked = [r for r in sel if r["expected_excess"] is not None]
-        summary[g] = {
-            "points": len(sel),
-            "fraction_at_bound": float(np.mean([r["rank"] == r["bound"] for r in sel])),
-            "matches_hand_count": (float(np.mean([r["excess"] == r["expected_excess"] for r in checked]))
-                                   if checked else None),
-        }
-    public = [{k: v for k, v in r.items() if k not in ("spectrum", "params")} for r in rows]
-    return {"summary": summary, "points": public}
+    ds = _dataset(rows, r.sigma)
+    figures = {"rank_vs_bound": rank_vs_bound_figure(rows), "spectrum": spectrum_figure(rows)}
+    public = [{k: v for k, v in row.items() if k not in ("spectrum", "params")} for row in rows]
+    return Output({"summary": _summary(ds), "points": public}, ds, figures)
 
 
 def headline(metrics: dict) -> list[str]:

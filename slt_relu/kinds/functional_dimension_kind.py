@@ -5,7 +5,9 @@ paper).  For every cell: the bound (parameters minus hidden neurons), the functi
 bound - dimension per network, the fraction at the bound with a 95% Wilson interval, and the mean
 numbers of hidden neurons that are dead (never active) or always active on the points (two
 mechanisms of hidden symmetries, Grigsby et al. section 6; Petzka et al. Example 2).  Outputs:
-functional_dimension.png, metrics.json, arrays.npz.
+functional_dimension.png, results.nc (one Dataset over (n_in, depth, point_factor, network): the
+functional dimension and the dead and always-active neurons per network, the bound and the number of
+points per cell), metrics.json (its per-cell rows derived from it).
 """
 from __future__ import annotations
 
@@ -13,11 +15,11 @@ import math
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..settings import Section
 from .common import Experiment
-from .kind import Kind, first_line, register_kind
+from .kind import Kind, Output, first_line, register_kind
 
 
 class FunctionalDimensionSettings(Section):
@@ -31,14 +33,23 @@ class FunctionalDimensionSettings(Section):
     bias_std: float = Field(0.1, ge=0, description="biases N(0, bias_std^2)")
     rtol: float | None = Field(None, ge=0, description="rank threshold (default max(shape) * eps)")
 
+    @field_validator("n_in", "depths", "point_factors")
+    @classmethod
+    def _distinct(cls, values):
+        """Each list is an axis of results.nc: each value once."""
+        twice = [v for i, v in enumerate(values) if v in values[:i]]
+        if twice:
+            raise ValueError(f"expected distinct values, got {twice[0]!r} more than once")
+        return values
+
 
 class Settings(Experiment):
     kind: Literal["functional_dimension"]
     functional_dimension: FunctionalDimensionSettings
 
 
-def resolve(s: Settings, raw=None) -> dict:
-    return s.functional_dimension.model_dump()
+def resolve(s: Settings, raw=None) -> FunctionalDimensionSettings:
+    return s.functional_dimension
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -58,48 +69,62 @@ def _fraction_clean(dims, bound, dead, always):
     return float(np.mean(np.array(clean) == bound)) if clean else None
 
 
-def run(s: dict, outdir, key, ctx) -> dict:
+def run(s: FunctionalDimensionSettings, key, ctx) -> Output:
     import jax
+    import xarray as xr
     from tqdm.auto import tqdm
 
     from ..mlp import activation_patterns, init_mlp
-    from ..plots import functional_dimension_figure, save_figure
+    from ..plots import functional_dimension_figure
     from ..regions import functional_dimension, functional_dimension_bound
 
-    cells = [(n, dep) for n in s["n_in"] for dep in s["depths"]]
-    rows, arrays = [], {}
-    for n, dep in tqdm(cells, desc="architectures", disable=not ctx.progress, leave=False):
+    n_ins, depths, factors = list(s.n_in), list(s.depths), list(s.point_factors)
+    shape = (len(n_ins), len(depths), len(factors), s.networks)
+    dims, dead, always = (np.zeros(shape, np.int64) for _ in range(3))
+    bounds, points = np.zeros(shape[:2], np.int64), np.zeros(shape[:3], np.int64)
+    cells = [(i, n, j, dep) for i, n in enumerate(n_ins) for j, dep in enumerate(depths)]
+    for i, n, j, dep in tqdm(cells, desc="architectures", disable=not ctx.progress, leave=False):
         widths = (n,) * dep + (1,)
-        bound = functional_dimension_bound(widths)
-        dims = {f: [] for f in s["point_factors"]}
-        dead = {f: [] for f in s["point_factors"]}
-        always = {f: [] for f in s["point_factors"]}
-        for k in range(s["networks"]):
+        bounds[i, j] = bound = functional_dimension_bound(widths)
+        for k in range(s.networks):
             kp, kz = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, 1000 * n + dep), k))
-            params = init_mlp(kp, widths, bias_std=s["bias_std"])
-            for f in s["point_factors"]:
-                p = math.ceil(f * bound)
+            params = init_mlp(kp, widths, bias_std=s.bias_std)
+            for m, f in enumerate(factors):
+                points[i, j, m] = p = math.ceil(f * bound)
                 z = jax.random.normal(jax.random.fold_in(kz, int(1000 * f)), (p, n))
-                dims[f].append(functional_dimension(params, z, s["rtol"]))
+                dims[i, j, m, k] = functional_dimension(params, z, s.rtol)
                 pats = np.asarray(activation_patterns(params, z))
-                dead[f].append(int(np.sum(~pats.any(0))))
-                always[f].append(int(np.sum(pats.all(0))))
-        for f, d in dims.items():
-            d = np.array(d)
-            at = int(np.sum(d == bound))
-            rows.append({"n_in": n, "depth": dep, "widths": list(widths), "bound": bound, "point_factor": f,
-                         "points": math.ceil(f * bound), "dims": d.tolist(), "deficits": (bound - d).tolist(),
-                         "mean_dim": float(d.mean()), "fraction_at_bound": at / len(d),
-                         "fraction_ci95": wilson_interval(at, len(d)), "max_dim_le_bound": bool(d.max() <= bound),
-                         "mean_dead_neurons": float(np.mean(dead[f])), "mean_always_active_neurons": float(np.mean(always[f])),
-                         "fraction_at_bound_without_dead_or_always_active": _fraction_clean(d, bound, dead[f], always[f])})
-            arrays[f"dims_n{n}_depth{dep}_f{f:g}"] = d
+                dead[i, j, m, k] = int(np.sum(~pats.any(0)))
+                always[i, j, m, k] = int(np.sum(pats.all(0)))
+    net = ("n_in", "depth", "point_factor", "network")
+    ds = xr.Dataset(
+        {"functional_dimension": (net, dims), "dead_neurons": (net, dead, {"long_name": "never active on the points"}),
+         "always_active_neurons": (net, always, {"long_name": "active at every point"}),
+         "bound": (("n_in", "depth"), bounds, {"long_name": "parameters minus hidden neurons"}),
+         "points": (("n_in", "depth", "point_factor"), points)},
+        coords={"n_in": n_ins, "depth": depths, "point_factor": np.asarray(factors, np.float64),
+                "network": np.arange(s.networks)},
+        attrs={"bias_std": s.bias_std, **({"rtol": s.rtol} if s.rtol is not None else {})})
+    rows = [_row(ds, n, dep, f) for n in s.n_in for dep in s.depths for f in factors]
     fig = functional_dimension_figure(
         rows, title="Batch functional dimension of He-initialised ReLU networks (n0, .., n0, 1) at Gaussian points "
                     "(Grigsby et al. 2023)")
-    save_figure(fig, outdir / "functional_dimension.png")
-    np.savez_compressed(outdir / "arrays.npz", **arrays)
-    return {"cells": rows, "all_at_or_below_bound": all(r["max_dim_le_bound"] for r in rows)}
+    metrics = {"cells": rows, "all_at_or_below_bound": all(r["max_dim_le_bound"] for r in rows)}
+    return Output(metrics, ds, {"functional_dimension": fig})
+
+
+def _row(ds, n: int, dep: int, f: float) -> dict:
+    """metrics.json's row of one cell (n0 = n, depth, point factor f), read off the Dataset."""
+    cell = ds.sel(n_in=n, depth=dep, point_factor=f)
+    d, dead, always = (cell[v].values for v in ("functional_dimension", "dead_neurons", "always_active_neurons"))
+    bound = int(cell["bound"])
+    at = int(np.sum(d == bound))
+    return {"n_in": n, "depth": dep, "widths": [n] * dep + [1], "bound": bound, "point_factor": f,
+            "points": int(cell["points"]), "dims": d.tolist(), "deficits": (bound - d).tolist(),
+            "mean_dim": float(d.mean()), "fraction_at_bound": at / len(d),
+            "fraction_ci95": wilson_interval(at, len(d)), "max_dim_le_bound": bool(d.max() <= bound),
+            "mean_dead_neurons": float(np.mean(dead)), "mean_always_active_neurons": float(np.mean(always)),
+            "fraction_at_bound_without_dead_or_always_active": _fraction_clean(d, bound, dead, always)}
 
 
 def headline(metrics: dict) -> list[str]:

@@ -6,19 +6,38 @@ A kind is what a config's ``kind = "..."`` names: a schema and three functions,
         only place the kind's keys, defaults, bounds and meanings are written;
     resolve(settings, raw) -> resolved: the library objects the run needs (truths, models, priors,
         samplers, sweep points), raising ``ConfigError`` for what the schema cannot check;
-    run(resolved, outdir, key, ctx) -> metrics: the computation, writing figures and arrays into
-        ``outdir`` (``ctx``: checkpoint folder, progress, this process's place among the run's
-        processes, ``slt_relu.runner.RunContext``);
+    run(resolved, key, ctx) -> Output: the computation (``key``: the config's seed as a PRNG key; ``ctx``:
+        checkpoint folder, progress, this process's place among the run's processes,
+        ``slt_relu.runner.RunContext``).  A kind writes no file: the runner writes what it returns;
     headline(metrics) -> lines: the numbers printed at the end of a run and by ``slt-relu show``.
 
 ``sweeps``: the run is a sweep whose points the processes of a multi-process run share
-(``slt_relu.distributed``): every process calls ``run``, with ``outdir = None`` on all but the first.
+(``slt_relu.distributed``): every process calls ``run``; all but the first return None once their
+share of the points is checkpointed.
 A kind module ends with ``KIND = register_kind(Kind(...))``; ``slt_relu.kinds`` imports every
 shipped one, and a kind written elsewhere registers the same way (``tests/test_kind.py``).
 """
 from __future__ import annotations
 
 from typing import Callable, NamedTuple
+
+
+class Output(NamedTuple):
+    """What a kind's run returns; the runner writes each part into the results folder.
+
+    Attributes:
+        metrics: ``metrics.json``: the numbers a reader and the reference tests look at, JSON-able
+            (numpy values allowed; NaN becomes null).
+        results: ``results.nc``: the experiment's numbers as one labelled xarray Dataset (or DataTree),
+            or None.
+        figures: {name: matplotlib Figure}, each written as ``NAME.png``.
+        draws: {name: xarray DataTree of ArviZ groups}, each written as ``draws/NAME.nc``.
+    """
+
+    metrics: dict
+    results: object = None
+    figures: dict = {}
+    draws: dict = {}
 
 
 class Kind(NamedTuple):

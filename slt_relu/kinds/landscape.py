@@ -1,11 +1,14 @@
 """Experiment kind ``landscape``: K(w) or L_n(w) over a 2-D slice of parameter space (DSLT3).
 
 Outputs: landscape.png (the slice, W0 where the example knows it, the posterior mass across the
-valley and the restricted Fisher rank along W0), arrays.npz (xs, ys, loss), metrics.json.
+valley and the restricted Fisher rank along W0), results.nc (one Dataset: ``loss`` over (x, y), the
+axes' values as coordinates; the slice's plane; where W0 is drawn, the loss along it, at the markers,
+the valley mass along ``position`` and the Fisher rank along ``fisher_position``), metrics.json
+(derived from it).
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from pydantic import Field
@@ -13,11 +16,12 @@ from pydantic import Field
 from ..config import ConfigError
 from ..fisher import null_accounting
 from ..loss import empirical_loss, loss_slice, population_loss, sample_dataset
-from ..network import coordinate_index, from_flat, num_params, to_flat
-from ..plots import landscape_figure, save_figure
+from ..network import coordinate_index, coordinate_names, from_flat, num_params, to_flat
+from ..plots import landscape_figure
 from ..settings import Section
+from ..truths import Example
 from .common import TruthExperiment, resolve_setup
-from .kind import Kind, first_line, register_kind
+from .kind import Kind, Output, first_line, register_kind
 
 
 class LandscapeSettings(Section):
@@ -43,11 +47,23 @@ class Settings(TruthExperiment):
     landscape: LandscapeSettings
 
 
-def resolve(s: Settings, raw=None) -> dict:
+class Resolved(NamedTuple):
+    """The [landscape] settings with the example, inputs and sigma they run on; axes: the two axis names
+    (coordinate names, or "direction 1", "direction 2"); w0_drawable: the axes are the free coordinates
+    of an example with a known W0."""
+
+    settings: LandscapeSettings
+    example: Example
+    inputs: object
+    sigma: float
+    axes: tuple[str, str]
+    w0_drawable: bool
+
+
+def resolve(s: Settings, raw=None) -> Resolved:
     setup = resolve_setup(s)
     example = setup.example
     t = s.landscape
-    out = {**t.model_dump(), "example": example, "inputs": setup.inputs, "sigma": setup.sigma}
     base = example.model.base
     if t.mode == "coordinates":
         axes = t.axes or (tuple(example.model.free_names) if example.model.num_free == 2 else None)
@@ -59,27 +75,27 @@ def resolve(s: Settings, raw=None) -> dict:
             raise ConfigError(f"landscape.axes: {err}") from None
         if idx[0] == idx[1]:
             raise ConfigError(f"landscape.axes: expected two different coordinates, got {list(axes)}")
-        out["axes"] = [a.replace(" ", "") for a in axes]
+        axes = tuple(a.replace(" ", "") for a in axes)
     else:
-        out["axes"] = ["direction 1", "direction 2"]
+        axes = ("direction 1", "direction 2")
     for i, (lo, hi) in enumerate(t.ranges):
         if not lo < hi:
             raise ConfigError(f"landscape.ranges[{i}]: expected [low, high] with low < high, got {[lo, hi]}")
-    out["w0_drawable"] = (t.mode == "coordinates" and example.true_set is not None
-                          and out["axes"] == example.model.free_names)
-    if t.fisher_points and not out["w0_drawable"]:
+    w0_drawable = (t.mode == "coordinates" and example.true_set is not None
+                   and list(axes) == list(example.model.free_names))
+    if t.fisher_points and not w0_drawable:
         raise ConfigError(f"landscape.fisher_points: expected 0 unless the axes are the example's free coordinates "
                           f"with a known W0, got {t.fisher_points}")
-    return out
+    return Resolved(t, example, setup.inputs, setup.sigma, axes, w0_drawable)
 
 
-def _plane(s, key):
+def _plane(r: Resolved, key):
     """(center TwoLayer, u, v) spanning the slice."""
-    ex = s["example"]
+    ex = r.example
     base = ex.model.base
     D = num_params(base.width, base.n_in)
-    if s["mode"] == "coordinates":
-        i, j = (coordinate_index(a, base.width, base.n_in) for a in s["axes"])
+    if r.settings.mode == "coordinates":
+        i, j = (coordinate_index(a, base.width, base.n_in) for a in r.axes)
         center = from_flat(to_flat(base).at[np.array([i, j])].set(0.0), base.width, base.n_in)
         return center, np.eye(D)[i], np.eye(D)[j]
     import jax
@@ -92,24 +108,25 @@ def _plane(s, key):
     return base, u, v
 
 
-def run(s: dict, outdir, key, ctx) -> dict:
+def run(r: Resolved, key, ctx) -> Output:
     import jax
+    import xarray as xr
     from tqdm.auto import tqdm
 
-    ex, inputs, sigma = s["example"], s["inputs"], s["sigma"]
+    t, ex, inputs, sigma = r.settings, r.example, r.inputs, r.sigma
     key_data, key_dirs = jax.random.split(key)
-    if s["loss"] == "population":
+    if t.loss == "population":
         fn, args = population_loss, (ex.truth, inputs, sigma)
         zlabel = "K(w)"
     else:
-        x, y = sample_dataset(key_data, ex.truth, inputs, s["n"], sigma)
+        x, y = sample_dataset(key_data, ex.truth, inputs, t.n, sigma)
         fn, args = empirical_loss, (x, y, sigma)
-        zlabel = f"L_n(w), n = {s['n']}"
+        zlabel = f"L_n(w), n = {t.n}"
     loss = lambda p: fn(p, *args)                     # one point; the slice passes args to one compiled fn
-    center, u, v = _plane(s, key_dirs)
-    res = s["resolution"]
-    xs = np.linspace(*s["ranges"][0], res)
-    ys = np.linspace(*s["ranges"][1], res)
+    center, u, v = _plane(r, key_dirs)
+    res = t.resolution
+    xs = np.linspace(*t.ranges[0], res)
+    ys = np.linspace(*t.ranges[1], res)
     block = max(1, 4096 // res)
     rows = []
     for start in tqdm(range(0, res, block), desc="landscape", disable=not ctx.progress, leave=False):
@@ -117,35 +134,78 @@ def run(s: dict, outdir, key, ctx) -> dict:
         padded = np.concatenate([chunk, np.full(block - chunk.size, chunk[-1])])
         rows.append(np.asarray(loss_slice(fn, center, u, v, padded, ys, args=args))[: chunk.size])
     Z = np.concatenate(rows)
-    np.savez_compressed(outdir / "arrays.npz", xs=xs, ys=ys, loss=Z)
-
-    imin = np.unravel_index(np.argmin(Z), Z.shape)
-    metrics = {
-        "truth": ex.name, "loss": s["loss"], "axes": s["axes"],
-        "loss_min_on_grid": float(Z[imin]), "argmin_on_grid": [float(xs[imin[0]]), float(ys[imin[1]])],
-        "loss_max_on_grid": float(Z.max()),
-    }
-    curves, markers, along = [], {}, []
-    if s["w0_drawable"]:
-        box = tuple(s["ranges"])
+    base = ex.model.base
+    ds = xr.Dataset(
+        {"loss": (("x", "y"), Z, {"long_name": zlabel}),
+         "plane_origin": ("parameter", np.asarray(to_flat(center))),
+         "plane_basis": (("plane_axis", "parameter"), np.stack([u, v]))},
+        coords={"x": ("x", xs, {"long_name": r.axes[0]}), "y": ("y", ys, {"long_name": r.axes[1]}),
+                "parameter": coordinate_names(base.width, base.n_in), "plane_axis": ["x", "y"]},
+        attrs={"truth": ex.name, "loss": t.loss, "mode": t.mode, "axes": list(r.axes), "sigma": float(sigma),
+               **({"n": t.n} if t.loss == "empirical" else {})})
+    curves, markers = [], {}
+    if r.w0_drawable:
+        box = tuple(t.ranges)
         curves = ex.true_set(box, 400)
         markers = {k: v for k, v in ex.markers.items()
                    if box[0][0] <= v[0] <= box[0][1] and box[1][0] <= v[1] <= box[1][1]}
         model = ex.model
+        ds = ds.assign_coords(free=list(r.axes))
         if curves:
             pts = np.concatenate(curves)
-            losses = np.asarray(jax.vmap(lambda th: loss(model.embed(th)))(pts))
-            metrics["loss_on_true_set_max"] = float(losses.max())
-            metrics["loss_on_true_set_min"] = float(losses.min())
-        metrics["loss_at_markers"] = {k: float(loss(model.embed(np.asarray(p)))) for k, p in markers.items()}
+            ds["true_set_loss"] = ("true_set_point", np.asarray(jax.vmap(lambda th: loss(model.embed(th)))(pts)))
+            ds["true_set_theta"] = (("true_set_point", "free"), pts)
+            ds["true_set_curve"] = ("true_set_point", np.repeat(np.arange(len(curves)), [len(c) for c in curves]))
+        if markers:
+            ds = ds.assign_coords(marker=list(markers))
+            ds["marker_loss"] = ("marker", [float(loss(model.embed(np.asarray(p)))) for p in markers.values()])
+            ds["marker_theta"] = (("marker", "free"), np.asarray(list(markers.values()), np.float64))
         if curves:
-            along += _valley_mass(s, loss, curves[0], metrics)
-        if s["fisher_points"] and curves:
-            along += _fisher_along(s, curves[0], metrics, ctx.progress)
-    title = f"{ex.description}\n{zlabel} over ({s['axes'][0]}, {s['axes'][1]})"
-    fig = landscape_figure(xs, ys, Z, xlabel=s["axes"][0], ylabel=s["axes"][1], title=title,
+            ds = _valley_mass(r, loss, curves[0], ds)
+        if t.fisher_points and curves:
+            ds = _fisher_along(r, curves[0], ds, ctx.progress)
+    metrics = _metrics(ds, r.w0_drawable)
+    along = []
+    if "valley_mass" in ds:
+        along.append((f"mass across the valley, n*beta = {t.n_beta:g}", ds.position.values, ds.valley_mass.values,
+                      "int exp(-n beta L) dt"))
+    if "fisher_rank" in ds:
+        along.append((f"Fisher rank of the restricted model ({ex.model.num_free} free)", ds.fisher_position.values,
+                      ds.fisher_rank.values.tolist(), "rank"))
+    title = f"{ex.description}\n{zlabel} over ({r.axes[0]}, {r.axes[1]})"
+    fig = landscape_figure(xs, ys, Z, xlabel=r.axes[0], ylabel=r.axes[1], title=title,
                            zlabel=zlabel, curves=curves, markers=markers, along=along)
-    save_figure(fig, outdir / "landscape.png")
+    return Output(metrics, ds, {"landscape": fig})
+
+
+def _metrics(ds, w0_drawable: bool) -> dict:
+    """metrics.json's numbers, read off the Dataset."""
+    Z = ds.loss.values
+    imin = np.unravel_index(np.argmin(Z), Z.shape)
+    metrics = {
+        "truth": ds.attrs["truth"], "loss": ds.attrs["loss"], "axes": list(ds.attrs["axes"]),
+        "loss_min_on_grid": float(Z[imin]), "argmin_on_grid": [float(ds.x[imin[0]]), float(ds.y[imin[1]])],
+        "loss_max_on_grid": float(Z.max()),
+    }
+    if not w0_drawable:
+        return metrics
+    if "true_set_loss" in ds:
+        metrics["loss_on_true_set_max"] = float(ds.true_set_loss.values.max())
+        metrics["loss_on_true_set_min"] = float(ds.true_set_loss.values.min())
+    metrics["loss_at_markers"] = ({str(k): float(v) for k, v in zip(ds.marker.values, ds.marker_loss.values)}
+                                  if "marker_loss" in ds else {})
+    if "valley_mass" in ds:
+        mass = ds.valley_mass
+        metrics["valley_mass"] = {"n_beta": mass.attrs["n_beta"], "halfwidth": mass.attrs["halfwidth"],
+                                  "position": ds.position.values, "point": ds.valley_theta.values, "mass": mass.values}
+        mid = mass.values[mass.size // 2]
+        metrics["valley_mass_end_to_middle_ratio"] = [float(mass.values[0] / mid), float(mass.values[-1] / mid)]
+    if "fisher_rank" in ds:
+        metrics["fisher_along_true_set"] = {
+            "num_free": ds.fisher_rank.attrs["num_free"], "position": ds.fisher_position.values,
+            "point": ds.fisher_theta.values, "rank": ds.fisher_rank.values.tolist(),
+            "generator_rank": ds.fisher_generator_rank.values.tolist(), "excess": ds.fisher_excess.values.tolist(),
+        }
     return metrics
 
 
@@ -162,8 +222,9 @@ def _pick(curve, count):
     return curve[idx], pos[idx]
 
 
-def _valley_mass(s, loss_fn, curve, metrics):
-    """Posterior mass across the valley at points p(s) along W0:
+def _valley_mass(r: Resolved, loss_fn, curve, ds):
+    """``ds`` with the posterior mass across the valley at points p(s) along W0 (``valley_mass`` along
+    ``position``, the points ``valley_theta``):
 
         m(s) = int exp(-n_beta L(p(s) + t n(s))) dt,   |t| <= valley_halfwidth,
 
@@ -177,35 +238,38 @@ def _valley_mass(s, loss_fn, curve, metrics):
     tangent = np.gradient(curve, axis=0)[np.searchsorted(_arc_positions(curve), pos).clip(0, len(curve) - 1)]
     normal = np.stack([-tangent[:, 1], tangent[:, 0]], 1)
     normal /= np.linalg.norm(normal, axis=1, keepdims=True)
-    h = s["valley_halfwidth"]
+    h, n_beta = r.settings.valley_halfwidth, r.settings.n_beta
     ts = np.linspace(-h, h, 801)
     thetas = pts[:, None, :] + ts[None, :, None] * normal[:, None, :]
-    model = s["example"].model
+    model = r.example.model
     loss = np.asarray(jax.vmap(jax.vmap(lambda th: loss_fn(model.embed(th))))(thetas))
     floor = float(np.asarray(jax.vmap(lambda th: loss_fn(model.embed(th)))(pts)).min())
-    mass = np.exp(-s["n_beta"] * (loss - floor)).sum(axis=1) * (ts[1] - ts[0])
-    metrics["valley_mass"] = {"n_beta": s["n_beta"], "halfwidth": h, "position": pos, "point": pts, "mass": mass}
-    mid = mass[len(mass) // 2]
-    metrics["valley_mass_end_to_middle_ratio"] = [float(mass[0] / mid), float(mass[-1] / mid)]
-    return [(f"mass across the valley, n*beta = {s['n_beta']:g}", pos, mass, "int exp(-n beta L) dt")]
+    mass = np.exp(-n_beta * (loss - floor)).sum(axis=1) * (ts[1] - ts[0])
+    ds = ds.assign_coords(position=("position", pos, {"long_name": "arc length along W0, 0 to 1"}))
+    ds["valley_mass"] = ("position", mass, {"long_name": "int exp(-n beta L) dt", "n_beta": n_beta, "halfwidth": h})
+    ds["valley_theta"] = (("position", "free"), pts)
+    return ds
 
 
-def _fisher_along(s, curve, metrics, progress):
+def _fisher_along(r: Resolved, curve, ds, progress):
+    """``ds`` with the restricted model's Fisher rank, generator rank and excess at ``fisher_points`` points
+    along W0 (along ``fisher_position``, the points ``fisher_theta``)."""
     from tqdm.auto import tqdm
 
-    ex, inputs, sigma = s["example"], s["inputs"], s["sigma"]
-    pts, pos = _pick(curve, s["fisher_points"])
+    ex = r.example
+    pts, pos = _pick(curve, r.settings.fisher_points)
     ranks, excess, gens = [], [], []
     for th in tqdm(pts, desc="fisher along W0", disable=not progress, leave=False):
-        acc = null_accounting(ex.model.embed(th), inputs, sigma, free=ex.model.free)
+        acc = null_accounting(ex.model.embed(th), r.inputs, r.sigma, free=ex.model.free)
         ranks.append(acc.rank)
         excess.append(acc.excess)
         gens.append(acc.generator_rank)
-    metrics["fisher_along_true_set"] = {
-        "num_free": ex.model.num_free, "position": pos, "point": pts, "rank": ranks,
-        "generator_rank": gens, "excess": excess,
-    }
-    return [(f"Fisher rank of the restricted model ({ex.model.num_free} free)", pos, ranks, "rank")]
+    ds = ds.assign_coords(fisher_position=("fisher_position", pos, {"long_name": "arc length along W0, 0 to 1"}))
+    ds["fisher_rank"] = ("fisher_position", np.asarray(ranks, np.int64), {"num_free": ex.model.num_free})
+    ds["fisher_generator_rank"] = ("fisher_position", np.asarray(gens, np.int64))
+    ds["fisher_excess"] = ("fisher_position", np.asarray(excess, np.int64))
+    ds["fisher_theta"] = (("fisher_position", "free"), pts)
+    return ds
 
 
 def headline(metrics: dict) -> list[str]:

@@ -15,7 +15,8 @@ next to the two-layer point (llc.minimize_loss), not at the point itself, which 
 O(1/sqrt n) and so lowers lambda_hat by n beta (L_n(w*) - L_n(w_hat)).
 
 Outputs: metrics.json ("cases": a list of {name, true_lambda, estimate, se, method, ...}), llc.png
-(estimates against the known values), beta_sweep.png, calibration.png, arrays.npz.
+(estimates against the known values), beta_sweep.png, calibration.png, results.nc (the estimates, the
+SGLD traces and the calibration grid as one labelled Dataset), draws/ (ArviZ data of the SGLD traces).
 """
 from __future__ import annotations
 
@@ -28,24 +29,25 @@ from pydantic import Field, model_validator
 
 from .. import truths
 from ..config import ConfigError
-from ..sampling import NUTSSettings, SGLDSettings
+from ..posterior.llc import LLCSGLDSettings
+from ..sampling import NUTSSettings
 from ..settings import Section, parse
 from ..sweep import Point, fingerprint, run_points
 from .common import TRUTH_SCHEMAS, Experiment
-from .kind import Kind, first_line, register_kind
+from .kind import Kind, Output, first_line, register_kind
 
 Method = Literal["sgld", "beta_sweep", "wbic"]
 
 
-class LLCSGLDSettings(SGLDSettings):
-    """[llc.sgld]: SGLD's settings with the LLC's defaults, and what the estimator adds."""
+class SGLDTable(LLCSGLDSettings):
+    """[llc.sgld]: estimate_llc's settings (posterior.llc.LLCSGLDSettings) with the kind's defaults;
+    passed to estimate_llc as they are."""
 
     num_steps: int = Field(20000, ge=1, description="SGLD steps per chain")
     num_burnin: int = Field(5000, ge=0, description="first steps dropped")
     step_size: float = Field(1e-5, gt=0, description="eps")
     num_chains: int = Field(8, ge=1, description="chains, vmapped in one program")
     localization: float = Field(1.0, ge=0, description="gamma of exp(-n beta L_n - gamma/2 |w - w*|^2)")
-    nbeta: float | None = Field(None, gt=0, description="n beta (default n / log n)")
 
 
 class BetaSweepSettings(NUTSSettings):
@@ -73,7 +75,7 @@ class CalibrationSettings(Section):
 class _Case(Section):
     name: str = Field(description="the case's name")
     methods: tuple[Method, ...] | None = Field(None, min_length=1, description="overrides [llc] methods")
-    sgld: LLCSGLDSettings = LLCSGLDSettings()
+    sgld: SGLDTable = SGLDTable()
     beta_sweep: BetaSweepSettings = BetaSweepSettings()
 
 
@@ -98,7 +100,7 @@ class LLCSettings(Section):
     n: int = Field(10000, ge=10, le=10_000_000, description="data set size")
     methods: tuple[Method, ...] = Field(("sgld", "beta_sweep"), min_length=1, description="estimators")
     refine: bool = Field(True, description="localise at the minimum of L_n next to the point")
-    sgld: LLCSGLDSettings = LLCSGLDSettings()
+    sgld: SGLDTable = SGLDTable()
     beta_sweep: BetaSweepSettings = BetaSweepSettings()
     calibration: CalibrationSettings | None = Field(None, description="estimate_llc over step sizes x "
                                                     "localizations (calibration.png)")
@@ -259,19 +261,17 @@ def _case(c: dict, n: int, refine: bool, key) -> dict:
             star, after = minimize_loss(loss, star, data)
             refined = {"loss_at_point": before, "loss_at_minimum": after}
         if "sgld" in c["methods"]:
-            est = estimate_llc(k_sgld, loss, star, data, num_chains=g.num_chains, num_steps=g.num_steps,
-                               num_burnin=g.num_burnin, thin=g.thin, step_size=g.step_size,
-                               localization=g.localization, nbeta=g.nbeta, batch_size=g.batch_size)
+            est = estimate_llc(k_sgld, loss, star, data, g)
             exact = None
             if cs.model == "monomial" and not cs.theta0 and len(cs.exponents) <= 3:
-                exact = normal_crossing_expectation(cs.exponents, est.nbeta, g.localization)
+                exact = normal_crossing_expectation(cs.exponents, est.n_beta, g.localization)
             rows.append({"name": label, "true_lambda": lam, "estimate": est.estimate, "se": est.se, "method": "sgld",
                          "exact_finite_n": exact, "refined": refined, "per_chain": est.per_chain,
                          "accept_prob": float(np.mean(est.accept_prob)), "rhat": est.rhat,
-                         "rhat_nested": _rhat_nested(est.loss_trace), "nbeta": est.nbeta,
+                         "rhat_nested": _rhat_nested(est.loss_trace), "n_beta": est.n_beta,
                          "step_size": g.step_size, "localization": g.localization, "num_steps": g.num_steps,
                          "warnings": est.warnings})
-            arrays[f"{label} sgld trace"] = est.nbeta * (est.loss_trace.mean(0) - est.init_loss)
+            arrays[f"{label} sgld trace"] = est.n_beta * (est.loss_trace.mean(0) - est.init_loss)
             draws.append({"label": label, **est._asdict()})
         if "beta_sweep" in c["methods"]:
             bs = rlct_from_beta_sweep(k_nuts, loss, star if b.localization else init, data,
@@ -330,11 +330,10 @@ def _calibration(c: dict, s: Settings, key) -> dict:
     label, loss, star, data, lam, _ = _targets(c, s.llc.n, k_data)[0]
     if s.llc.refine and cs.model == "two_layer":
         star, _ = minimize_loss(loss, star, data)
-    g = cs.sgld
-    grid = calibrate_llc(jax.random.fold_in(key, 10_000), loss, star, data, cal.step_sizes, cal.localizations,
-                         num_chains=g.num_chains, num_steps=cal.num_steps or g.num_steps,
-                         num_burnin=g.num_burnin if cal.num_burnin is None else cal.num_burnin, nbeta=g.nbeta,
-                         batch_size=g.batch_size)
+    # every step kept (thin = 1): the traces show burn-in and drift at full resolution
+    g = cs.sgld.replace(num_steps=cal.num_steps or cs.sgld.num_steps, thin=1,
+                        num_burnin=cs.sgld.num_burnin if cal.num_burnin is None else cal.num_burnin)
+    grid = calibrate_llc(jax.random.fold_in(key, 10_000), loss, star, data, cal.step_sizes, cal.localizations, g)
     return {"label": label, "true_lambda": lam, **grid._asdict()}
 
 
@@ -354,16 +353,16 @@ def _ident(pt: Point, s: Settings, seed: int) -> str:
                        bool(jax.config.read("jax_enable_x64")), jax.__version__)
 
 
-def run(r: Resolved, outdir, key, ctx) -> dict:
+def run(r: Resolved, key, ctx):
     from ..posterior.llc import BetaSweep, Calibration
-    from ..plots import beta_sweep_figure, llc_calibration_figure, llc_cases_figure, save_figure
+    from ..plots import beta_sweep_figure, llc_calibration_figure, llc_cases_figure
 
     s = r.settings
     report = run_points(r.points, partial(_run_point, key=key, s=s), ident=partial(_ident, s=s, seed=ctx.seed),
                         checkpoints=ctx.checkpoints, progress=ctx.progress, label="cases", layout=ctx.layout)
     if ctx.layout[0]:                                   # not process 0: its cases are checkpointed, done
         return None
-    rows, sweeps, arrays, draws = [], [], {}, []
+    rows, sweeps, traces, draws = [], [], {}, []
     for pt in r.points:
         res = report.results[pt.index]
         if "calibration" in res:
@@ -372,40 +371,65 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
         draws += [(pt.index, k, d) for k, d in enumerate(res.get("draws", []))]
         sweeps += [(sw["label"], BetaSweep(**{k: sw.get(k) for k in BetaSweep._fields}), sw["lambda"])
                    for sw in res["sweeps"]]
-        arrays.update(res["arrays"])
+        traces.update(res["arrays"])
     warnings = [f"{row['name']} ({row['method']}): {w}" for row in rows for w in row.get("warnings", [])]
     for row in rows:
         if row["estimate"] is not None and isinstance(row["true_lambda"], (int, float)):
             row["relative_error"] = (row["estimate"] - row["true_lambda"]) / row["true_lambda"]
-    metrics = {"n": s.llc.n, "cases": rows, "warnings": warnings, "draws": _save_draws(s.save_draws, draws, outdir)}
-    fig = llc_cases_figure([row for row in rows if row["estimate"] is not None],
-                           title="Learning coefficient")
-    save_figure(fig, outdir / "llc.png")
+    metrics = {"n": s.llc.n, "cases": rows, "warnings": warnings}
+    metrics["draws"], draw_trees = _draws(s.save_draws, draws)
+    figures = {"llc": llc_cases_figure([row for row in rows if row["estimate"] is not None],
+                                       title="Learning coefficient")}
     if sweeps:
-        fig = beta_sweep_figure(sweeps, n=s.llc.n)
-        save_figure(fig, outdir / "beta_sweep.png")
+        figures["beta_sweep"] = beta_sweep_figure(sweeps, n=s.llc.n)
+    grid = None
     if s.llc.calibration is not None:
         cal = report.results[r.points[-1].index]["calibration"]
-        grid = Calibration(**{k: np.asarray(cal[k]) if k not in ("nbeta", "init_loss") else cal[k]
+        grid = Calibration(**{k: np.asarray(cal[k]) if k not in ("n_beta", "init_loss") else cal[k]
                               for k in Calibration._fields})
         metrics["calibration"] = {"case": cal["label"], "true_lambda": cal["true_lambda"],
                                   "step_sizes": grid.step_sizes, "localizations": grid.localizations,
                                   "estimate": grid.estimate, "se": grid.se, "accept_prob": grid.accept,
-                                  "rhat": grid.rhat, "nbeta": grid.nbeta}
-        fig = llc_calibration_figure(grid, true_lambda=cal["true_lambda"],
-                                     title=f"Calibration: {cal['label']}")
-        save_figure(fig, outdir / "calibration.png")
-        arrays["calibration_mean_trace"] = grid.mean_trace
-    np.savez_compressed(outdir / "arrays.npz", **{k.replace(" ", "_"): v for k, v in arrays.items()})
+                                  "rhat": grid.rhat, "n_beta": grid.n_beta}
+        figures["calibration"] = llc_calibration_figure(grid, true_lambda=cal["true_lambda"],
+                                                        title=f"Calibration: {cal['label']}")
     metrics["resumed_cases"] = report.resumed
     metrics["resumed_wall_s"] = report.resumed_wall_s()
-    return metrics
+    return Output(metrics, _dataset(rows, traces, grid), figures, draw_trees)
 
 
-def _save_draws(save: bool | None, draws: list, outdir) -> dict:
-    """Each SGLD estimate's loss traces as ArviZ data (slt_relu.arviz_data.llc_tree) in
-    draws/case-NN-K.nc, when asked or when they take at most 50 MB."""
-    from ..arviz_data import llc_tree, save_draws
+def _dataset(rows: list, traces: dict, grid):
+    """results.nc: every estimate (``estimate``, ``se``, ``true_lambda``, ``relative_error`` along ``row``,
+    with its case's ``name`` and ``method``), the SGLD traces n beta (mean L_n(t) - L_n(w*)) along
+    ``step`` (NaN after a shorter trace's end) and the calibration grid over (``step_size``,
+    ``localization``)."""
+    import xarray as xr
+
+    num = lambda v: float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
+    ds = xr.Dataset({f: ("row", [num(row.get(f)) for row in rows])
+                     for f in ("estimate", "se", "true_lambda", "relative_error")},
+                    coords={"name": ("row", [row["name"] for row in rows]),
+                            "method": ("row", [row["method"] for row in rows])})
+    if traces:
+        T = max(len(t) for t in traces.values())
+        padded = [np.concatenate([np.asarray(t, np.float64), np.full(T - len(t), np.nan)]) for t in traces.values()]
+        ds["sgld_trace"] = xr.DataArray(np.stack(padded), dims=("trace", "step"),
+                                        coords={"trace": [k.removesuffix(" sgld trace") for k in traces]})
+    if grid is not None:
+        cal = {"step_size": np.asarray(grid.step_sizes), "localization": np.asarray(grid.localizations)}
+        for name, v in (("estimate", grid.estimate), ("se", grid.se), ("accept_prob", grid.accept),
+                        ("rhat", grid.rhat)):
+            ds[f"calibration_{name}"] = xr.DataArray(np.asarray(v), dims=tuple(cal), coords=cal)
+        ds["calibration_mean_trace"] = xr.DataArray(np.asarray(grid.mean_trace),
+                                                    dims=("step_size", "localization", "calibration_step"))
+        ds.attrs["calibration_n_beta"] = float(grid.n_beta)
+    return ds
+
+
+def _draws(save: bool | None, draws: list) -> tuple[dict, dict]:
+    """Each SGLD estimate's loss traces as ArviZ data (slt_relu.arviz_data.llc_tree), draws/case-NN-K.nc,
+    when asked or when they take at most 50 MB: (what metrics.json says of them, {name: DataTree})."""
+    from ..arviz_data import llc_tree
     from ..posterior.llc import LLCEstimate
     from .posterior_report import SAVE_DRAWS_MB
 
@@ -413,15 +437,12 @@ def _save_draws(save: bool | None, draws: list, outdir) -> dict:
     if not draws or save is False or (save is None and mb > SAVE_DRAWS_MB):
         why = ("no SGLD estimates" if not draws else "save_draws = false" if save is False
                else f"about {mb:.0f} MB > {SAVE_DRAWS_MB} MB; set save_draws = true")
-        return {"saved": False, "why": why}
-    (outdir / "draws").mkdir(exist_ok=True)
-    files = []
+        return {"saved": False, "why": why}, {}
+    trees = {}
     for index, k, d in draws:
         est = LLCEstimate(**{f: d[f] for f in LLCEstimate._fields})
-        name = f"draws/case-{index:02d}-{k}.nc"
-        save_draws(llc_tree(est, {"case": d["label"]}), outdir / name)
-        files.append(name)
-    return {"saved": True, "files": files, "megabytes": round(mb, 1)}
+        trees[f"case-{index:02d}-{k}"] = llc_tree(est, {"case": d["label"]})
+    return {"saved": True, "files": [f"draws/{name}.nc" for name in trees], "megabytes": round(mb, 1)}, trees
 
 
 def headline(metrics: dict) -> list[str]:

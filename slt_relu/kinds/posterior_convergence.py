@@ -128,12 +128,15 @@ CHAIN_AXIS = ("flat", "loss", "dataset", "potential_energy", "grad_evals", "log_
 
 def pool_runs(first: dict, more: dict) -> dict:
     """One point's results with the runs of ``more`` (other runs on the same data sets) added, sorted by
-    data set; every array with a chain axis is joined, the program counters added."""
+    data set; every array with a chain axis (the sampler's statistics too) is joined, the program
+    counters added."""
     out = dict(first)
-    keys = [k for k in first if k in CHAIN_AXIS or k.startswith("stat_")]
     order = np.argsort(np.concatenate([first["dataset"], more["dataset"]]), kind="stable")
-    for k in keys:
-        out[k] = np.concatenate([np.asarray(first[k]), np.asarray(more[k])])[order]
+    join = lambda a, b: np.concatenate([np.asarray(a), np.asarray(b)])[order]
+    for k in CHAIN_AXIS:
+        if k in first:
+            out[k] = join(first[k], more[k])
+    out["stats"] = {k: join(v, more["stats"][k]) for k, v in first["stats"].items()}
     out["program_ticks"] = first["program_ticks"] + more["program_ticks"]
     out["program_chains"] = first["program_chains"] + more["program_chains"]
     return out

@@ -12,13 +12,14 @@ points that differ only in beta, prior, model or sampler share their data sets, 
 :func:`data_indices`); each chain has its own key too (fold_in(seed, point)), so a point's numbers
 do not depend on which points share its program.
 
-Outputs: metrics.json (per point: masses with standard errors across trials and Monte Carlo
+Outputs: results.nc (the sweep as one labelled Dataset: sweep axes, data set, run and phase as
+dimensions, ``slt_relu.posterior.sweep_results``; the grids of metrics.json and the figures derive from
+it), metrics.json (per point: masses with standard errors across trials and Monte Carlo
 errors, per-trial masses, classify_phase masses and their cross-table with the DSLT4 rule, trial
 filter, diagnostics, SMC's log evidence and free energies; per sweep axis the values and mass
 grids; the crossover and where each phase leads; the [compare] sampler's numbers), phase_mass.png,
 rules_vs_phases.png, free_energy.png and free_energy_scaling.png (SMC), effective_weights.png,
-traces.png, phase_diagram.png (two sweep axes), arrays.npz (per-trial mean losses), and
-draws/[compare-]point-NNNNN.nc (each point's draws as ArviZ data, ``save_draws``).
+traces.png, phase_diagram.png (two sweep axes), and draws/[compare-]point-NNNNN.nc (each point's draws as ArviZ data, ``save_draws``).
 """
 from __future__ import annotations
 
@@ -42,6 +43,11 @@ from .posterior_report import analyze, headline
 SWEEP_TABLES = ("truth", "inputs", "model", "prior", "posterior", "sampler")
 OBSERVED_SMALL = 20_000     # values of a point's x and y at most to be kept with its draws (observed_data)
 RULES = ("radius", "sector", "none")
+# a point's checkpoint (slt_relu.sweep): the dimensions of its arrays; chain: a chain or SMC run, draw: a
+# kept draw or particle, trial: a data set (the analysis's "dataset" is each chain's data set index)
+POINT_DIMS = {"flat": ("chain", "draw", "parameter"), "loss": ("chain", "draw"), "dataset": ("chain",),
+              "potential_energy": ("chain", "draw"), "grad_evals": ("chain",), "log_evidence": ("chain",),
+              "truth_loss": ("trial",), "x": ("trial", "sample", "input"), "y": ("trial", "sample")}
 
 
 class ModelSettings(Section):
@@ -361,7 +367,7 @@ def _sample_program(points: list, key, round_: int) -> list[dict]:
                "truth_loss": truth_loss[k], "program_ticks": d.ticks, "program_chains": len(ps.dataset)}
         if np.size(xs[k]) + np.size(ys[k]) <= OBSERVED_SMALL:          # small data sets go into the draws' file
             res.update(x=np.asarray(xs[k]), y=np.asarray(ys[k]))
-        res.update({f"stat_{name}": np.asarray(v)[sl] for name, v in d.stats.items()})
+        res["stats"] = {name: np.asarray(v)[sl] for name, v in d.stats.items()}
         if d.log_evidence is not None:
             res["log_evidence"] = np.asarray(d.log_evidence)[sl]
         out.append(res)
@@ -372,7 +378,7 @@ def _compare_points(r: Resolved) -> list:
     return [pt._replace(settings=pt.settings._replace(sampler=r.settings.compare, convergence=None)) for pt in r.points]
 
 
-def run(r: Resolved, outdir, key, ctx) -> dict:
+def run(r: Resolved, key, ctx):
     runs = {"sampler": r.points}
     if r.settings.compare is not None:
         runs["compare"] = _compare_points(r)
@@ -383,15 +389,16 @@ def run(r: Resolved, outdir, key, ctx) -> dict:
                                    signature=_signature, batch=r.batch, checkpoints=folder, cost=_cost,
                                    progress=ctx.progress, label="sweep points" + ("" if name == "sampler" else
                                                                                   f" ({r.settings.compare.name})"),
-                                   layout=ctx.layout)
+                                   layout=ctx.layout, dims=POINT_DIMS)
     if ctx.layout[0]:                                   # not process 0: its points are checkpointed, done
         return None
-    metrics = analyze(r, reports["sampler"].results, outdir, runs.get("compare"),
-                      reports["compare"].results if "compare" in reports else None)
+    output = analyze(r, reports["sampler"].results, runs.get("compare"),
+                     reports["compare"].results if "compare" in reports else None)
+    metrics = output.metrics
     metrics["resumed_points"] = reports["sampler"].resumed
     metrics["resumed_wall_s"] = sum(rep.resumed_wall_s() for rep in reports.values())
     metrics["programs"] = [{"points": prog} for prog in reports["sampler"].programs]
-    return metrics
+    return output
 
 
 # a sweep: the processes of a multi-process run share its points

@@ -12,6 +12,7 @@ from functools import partial
 import numpy as np
 
 from ..sampling import NUTSSettings, SMCSettings
+from .kind import Output
 from .posterior_convergence import MIN_EFFECTIVE_RUNS
 from .posterior_figures import posterior_figures
 
@@ -78,7 +79,7 @@ def _rows(r, points, results) -> tuple[list, list, list]:
             if rule is not None:
                 row["cross_table"] = analysis.cross_table(rule[0][:, ::ph.classify_every], rule[1], classified,
                                                           res["dataset"], res["log_evidence"] if smc else None)
-        stats = {k[5:]: v for k, v in res.items() if k.startswith("stat_")}
+        stats = dict(res["stats"])
         where = _where(pt.values)
         if smc:
             d = evidence.smc_diagnostics(stats, res["grad_evals"], p.sampler.symmetry_moves)
@@ -142,24 +143,29 @@ def convergence_warnings(c: dict, where: str) -> list[str]:
             f"({need})" + (": " + "; ".join(parts) if parts else "")]
 
 
-def analyze(r, results: dict, outdir, compare_points: list | None = None, compare: dict | None = None) -> dict:
-    """metrics.json of a posterior sweep from its points' results (and the [compare] sampler's on the
-    same data sets), its figures, arrays.npz and, when asked or small, the draws as netCDF."""
-    from ..posterior import evidence, masses as analysis
+def analyze(r, results: dict, compare_points: list | None = None, compare: dict | None = None):
+    """A posterior sweep's Output (``slt_relu.kinds.kind``) from its points' results (and the [compare]
+    sampler's on the same data sets): metrics.json, results.nc (the sweep as one Dataset,
+    ``slt_relu.posterior.sweep_results``), its figures and, when asked or small, the draws as ArviZ data."""
+    from ..posterior import evidence
+    from ..posterior.sweep_results import by_sampler, grids, sweep_dataset, with_crossover
 
     s, ph = r.settings, r.settings.phases
     rows, warnings, params_per_point = _rows(r, r.points, results)
-    summary = partial(analysis.sweep_summary, r.sweep, crossover_phases=ph.crossover, crossover_axis=ph.crossover_axis)
-    metrics = {"truth": r.points[0].settings.example.name, "rule": ph.rule, "sweep": r.sweep,
-               "sampler": r.points[0].settings.sampler.name}
-    metrics.update(summary(rows))
-    if any("convergence" in row for row in rows):
-        shape = tuple(len(v) for v in r.sweep.values())
-        metrics["converged"] = np.array([row["convergence"]["converged"] for row in rows]).reshape(shape).tolist()
-        metrics["converged_phase"] = {nm: np.array([_phase_converged(row["convergence"], nm) for row in rows]).reshape(
-            shape).tolist() for nm in rows[0]["convergence"]["mass_mcse"]}
-        metrics["runs_per_dataset"] = np.array([row["convergence"]["runs_per_dataset"]
-                                                for row in rows]).reshape(shape).tolist()
+    attrs = {"truth": r.points[0].settings.example.name, "rule": ph.rule, "sampler": r.points[0].settings.sampler.name}
+    def dataset(rows_, attrs_):
+        ds_ = sweep_dataset(r.sweep, rows_, attrs_)
+        return ds_ if ph.crossover is None else with_crossover(ds_, r.sweep, ph.crossover, ph.crossover_axis)
+
+    ds = dataset(rows, attrs)
+    summary = partial(grids, sweep=r.sweep)
+    metrics = {"truth": attrs["truth"], "rule": ph.rule, "sweep": r.sweep, "sampler": attrs["sampler"]}
+    metrics.update(summary(ds))
+    if "converged" in ds:
+        metrics["converged"] = ds["converged"].values.tolist()
+        metrics["converged_phase"] = {nm: ds["converged_phase"].sel(phase=nm).values.tolist()
+                                      for nm in ds["phase"].values.tolist()}
+        metrics["runs_per_dataset"] = ds["runs_per_dataset"].values.tolist()
     metrics["points"] = rows
     metrics["warnings"] = warnings
     metrics["sampler_totals"] = {"grad_evals": sum(row["diagnostics"]["grad_evals"] for row in rows),
@@ -167,27 +173,28 @@ def analyze(r, results: dict, outdir, compare_points: list | None = None, compar
     if "posterior.beta" in r.sweep and "free_energy" in metrics:
         metrics["lambda_from_free_energy"] = evidence.lambda_along_beta(r.sweep, rows)
     runs = [("", r.points, results, params_per_point)]
+    cds = None
     if compare is not None:
         crows, cwarnings, cparams = _rows(r, compare_points, compare)
-        metrics["compare"] = {"sampler": s.compare.name, **summary(crows),
+        cds = dataset(crows, {**attrs, "sampler": s.compare.name})
+        metrics["compare"] = {"sampler": s.compare.name, **summary(cds),
                               "points": [{k: row[k] for k in ("index", "values", "mass", "mass_se", "mass_mcse",
                                                                "mass_per_trial", "classify_phase", "diagnostics")
                                           if k in row} for row in crows],
                               "grad_evals": sum(row["diagnostics"]["grad_evals"] for row in crows)}
         metrics["warnings"] += [f"{s.compare.name} (compare): {w}" for w in cwarnings]
         runs.append(("compare-", compare_points, compare, cparams))
-    metrics["draws"] = save_sweep_draws(s.save_draws, runs, outdir)
-    posterior_figures(r, metrics, rows, params_per_point, results, outdir)
-    np.savez_compressed(outdir / "arrays.npz", **{f"point{row['index']}_mean_loss_per_trial": row["mean_loss_per_trial"]
-                                                  for row in rows})
-    return metrics
+    metrics["draws"], draws = sweep_draws(s.save_draws, runs)
+    figures = posterior_figures(r, ds, cds, metrics, rows, params_per_point, results)
+    return Output(metrics, ds if cds is None else by_sampler(ds, cds), figures, draws)
 
 
-def save_sweep_draws(save: bool | None, runs: list, outdir) -> dict:
-    """Each point's draws as ArviZ data in ``draws/[compare-]point-NNNNN.nc`` (slt_relu.arviz_data)
-    when ``save`` is true, or when it is None (the default) and they take at most SAVE_DRAWS_MB.
-    runs: [(prefix, points, results, params per point)].  Returns what metrics.json says of them."""
-    from ..arviz_data import posterior_tree, save_draws
+def sweep_draws(save: bool | None, runs: list) -> tuple[dict, dict]:
+    """Each point's draws as ArviZ data (slt_relu.arviz_data), ``draws/[compare-]point-NNNNN.nc``, when
+    ``save`` is true, or when it is None (the default) and they take at most SAVE_DRAWS_MB.
+    runs: [(prefix, points, results, params per point)].  Returns (what metrics.json says of them,
+    {name: DataTree})."""
+    from ..arviz_data import posterior_tree
     from ..sampling.nuts import tree_depth
 
     size = sum(np.asarray(res["flat"]).nbytes + np.asarray(res["loss"]).nbytes * 8
@@ -195,14 +202,12 @@ def save_sweep_draws(save: bool | None, runs: list, outdir) -> dict:
     mb = size / 2**20
     if save is False or (save is None and mb > SAVE_DRAWS_MB):
         why = "save_draws = false" if save is False else f"about {mb:.0f} MB > {SAVE_DRAWS_MB} MB; set save_draws = true"
-        return {"saved": False, "why": why}
-    folder = outdir / "draws"
-    folder.mkdir(exist_ok=True)
-    files = []
+        return {"saved": False, "why": why}, {}
+    trees = {}
     for prefix, points, results, params_per_point in runs:
         for pt, params in zip(points, params_per_point):
             p, res = pt.settings, results[pt.index]
-            stats = {k[5:]: v for k, v in res.items() if k.startswith("stat_")}
+            stats = dict(res["stats"])
             if isinstance(p.sampler, NUTSSettings) and "tree_depth" not in stats:      # draws checkpointed before it was kept
                 stats["tree_depth"] = tree_depth(stats["num_steps"])
             C = len(res["dataset"])
@@ -213,10 +218,8 @@ def save_sweep_draws(save: bool | None, runs: list, outdir) -> dict:
                                   attrs={"sampler": p.sampler.name, "point": json.dumps(pt.values),
                                          "truth": p.example.name, "n": p.n, "beta": p.beta, "n_beta": p.n_beta,
                                          "sigma": p.sigma})
-            name = f"{prefix}point-{pt.index:05d}.nc"
-            save_draws(tree, folder / name)
-            files.append(f"draws/{name}")
-    return {"saved": True, "files": files, "megabytes": round(mb, 1)}
+            trees[f"{prefix}point-{pt.index:05d}"] = tree
+    return {"saved": True, "files": [f"draws/{name}.nc" for name in trees], "megabytes": round(mb, 1)}, trees
 
 
 def headline(metrics: dict) -> list[str]:
@@ -242,22 +245,31 @@ def headline(metrics: dict) -> list[str]:
               if row.get("log_evidence") is not None else "")
         flag = "" if conv is None or conv["converged"] else "NOT CONVERGED: "
         lines.append(f"{where}: {flag}" + ", ".join(parts) + lz)
-    for key, value in metrics.items():
-        if key.startswith("crossover_") and not key.endswith(("_se", "_fraction")) and key != "crossover_phases":
-            a, b = metrics.get("crossover_phases", ("?", "?"))
-            lines.append(f"crossover of {a} and {b} along {key[10:]}: {_fmt(value)} +- {_fmt(metrics.get(key + '_se'))}")
+    axis = _crossover_axis(metrics)
+    if axis is not None:
+        a, b = metrics["crossover_phases"]
+        lines.append(f"crossover of {a} and {b} along {axis}: {_fmt(metrics[f'crossover_{axis}'])} +- "
+                     f"{_fmt(metrics.get(f'crossover_{axis}_se'))}")
     lead = metrics.get("lead")
     if lead:
         a, b = lead["phases"]
         at = lead.get(f"{a}_leads_at", [])
         lines.append(f"{a} leads {b} (by two standard errors) at {len(at)} of {len(metrics.get('points', []))} points")
     cm = metrics.get("compare")
-    if cm:
-        for key, value in cm.items():
-            if key.startswith("crossover_") and not key.endswith(("_se", "_fraction")) and key != "crossover_phases":
-                lines.append(f"{cm['sampler']} on the same data sets: crossover along {key[10:]}: {_fmt(value)} +- "
-                             f"{_fmt(cm.get(key + '_se'))}")
+    if cm and axis is not None and f"crossover_{axis}" in cm:
+        lines.append(f"{cm['sampler']} on the same data sets: crossover along {axis}: {_fmt(cm[f'crossover_{axis}'])} "
+                     f"+- {_fmt(cm.get(f'crossover_{axis}_se'))}")
     return lines
+
+
+def _crossover_axis(metrics: dict) -> str | None:
+    """The short name of the axis a sweep's crossover runs along (``crossover_<axis>`` in metrics.json), or None;
+    folders written before ``crossover_axis`` was recorded name it only through that key."""
+    if "crossover_phases" not in metrics:
+        return None
+    if "crossover_axis" in metrics:
+        return metrics["crossover_axis"].split(".")[-1]
+    return next((k.split(".")[-1] for k in metrics.get("sweep", {}) if f"crossover_{k.split('.')[-1]}" in metrics), None)
 
 
 def _fmt(value) -> str:

@@ -5,7 +5,10 @@ dual points and k-means clusters; a wider network trained on XOR data and the af
 the two (Fig. 11); a 3-layer network trained on circle (r < inner) vs annulus (Fig. 5); regions
 along random segments against the number of neurons (Hanin & Rolnick 2019).  Training:
 full-batch Adam (optax) on the squared error to labels +-1.  Outputs: xor_regions.png,
-xor_affine_map.png, annulus_regions.png, annulus_layers.png, lines.png, arrays.npz, metrics.json.
+xor_affine_map.png, annulus_regions.png, annulus_layers.png, lines.png, results.nc (one Dataset: the
+three networks' dual points on the picture grid over (y, x, term), the XOR network's distinct dual
+points, values at the corners and k-means errors, the affine map, the annulus network's zero sets per
+layer, regions along lines per ``lines_width``; the scalars as attributes), metrics.json.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from pydantic import Field, model_validator
 
 from ..settings import Section
 from .common import Experiment
-from .kind import Kind, first_line, register_kind
+from .kind import Kind, Output, first_line, register_kind
 
 XOR_WEIGHTS = ([[1.0, 1.0], [1.0, 1.0]], [1.0, 0.0], [[1.0, -2.0]], [-1.0])
 Positive = Annotated[int, Field(ge=1)]
@@ -74,8 +77,8 @@ class Settings(Experiment):
     regions: RegionsSettings
 
 
-def resolve(s: Settings, raw=None) -> dict:
-    return s.regions.model_dump()
+def resolve(s: Settings, raw=None) -> RegionsSettings:
+    return s.regions
 
 
 def _grid_data(params, half_width, resolution):
@@ -92,17 +95,17 @@ def _grid_data(params, half_width, resolution):
     return pts, np.asarray(pts).reshape(shape + (2,)), pre, pats, vals
 
 
-def run(s: dict, outdir, key, ctx) -> dict:
+def run(s: RegionsSettings, key, ctx) -> Output:
     import jax
     import jax.numpy as jnp
 
     from ..mlp import MLP, Dense, dual_points, init_mlp, mlp_forward, train_mlp
-    from ..plots import affine_map_figure, layer_boundaries_figure, lines_figure, regions_figure, save_figure
+    from ..plots import affine_map_figure, layer_boundaries_figure, lines_figure, regions_figure
     from ..regions import affine_map_between, cluster_affine_maps, count_linear_regions, distinct_patterns
 
-    a, R = s["half_width"], s["resolution"]
+    a, R = s.half_width, s.resolution
     k_xor, k_wide, k_ann, k_lines = jax.random.split(key, 4)
-    arrays, metrics = {}, {}
+    metrics, figures = {}, {}
 
     # --- Sattelberg's XOR network: regions (exact), dual points, clusters
     w1, b1, w2, b2 = (jnp.asarray(v, jnp.zeros(()).dtype) for v in XOR_WEIGHTS)
@@ -110,7 +113,7 @@ def run(s: dict, outdir, key, ctx) -> dict:
     pts, grid, pre, pats, vals = _grid_data(xor, a, R)
     C = np.asarray(dual_points(xor, pts))
     clusters = {}
-    for k in s["clusters"]:
+    for k in s.clusters:
         if k <= len(C):
             got = cluster_affine_maps(jax.random.fold_in(k_xor, k), xor, pts, k)
             clusters[str(k)] = {"rms_error": got.rms_error, "sign_agreement": got.sign_agreement}
@@ -133,22 +136,22 @@ def run(s: dict, outdir, key, ctx) -> dict:
         points=(corners, np.array([-1, -1, 1, 1])),
         extra=("k-means on the dual points: rebuilt f", [int(k) for k in clusters],
                [v["rms_error"] for v in clusters.values()], "clusters k", "rms error of the rebuilt f"))
-    save_figure(fig, outdir / "xor_regions.png")
+    figures["xor_regions"] = fig
 
     # --- a wide network trained on XOR data, and the affine map between the two networks' dual points
-    wx = s["xor_wide"]
+    wx = s.xor_wide
     kx, kn = jax.random.split(k_wide)
     labels = jnp.asarray([-1.0, -1.0, 1.0, 1.0])
-    which = jax.random.randint(kx, (wx["samples"],), 0, 4)
-    xs = jnp.asarray(corners)[which] + 0.1 * jax.random.normal(kn, (wx["samples"], 2))
-    wide, wide_loss = train_mlp(k_wide, (2, wx["width"], 1), xs, labels[which], wx["steps"], wx["learning_rate"])
+    which = jax.random.randint(kx, (wx.samples,), 0, 4)
+    xs = jnp.asarray(corners)[which] + 0.1 * jax.random.normal(kn, (wx.samples, 2))
+    wide, wide_loss = train_mlp(k_wide, (2, wx.width, 1), xs, labels[which], wx.steps, wx.learning_rate)
     C2 = np.asarray(dual_points(wide, pts))
     M, resid = affine_map_between(C, C2)
     Xt = np.concatenate([np.asarray(pts), np.ones((len(C), 1))], 1)
     mapped = np.sum((C @ M) * Xt, 1)
     f2 = np.asarray(mlp_forward(wide, pts))[:, 0]
     metrics["xor_affine_map"] = {
-        "wide_width": wx["width"], "wide_train_loss": wide_loss,
+        "wide_width": wx.width, "wide_train_loss": wide_loss,
         "wide_sign_accuracy_on_corners": float(np.mean(np.sign(np.asarray(mlp_forward(wide, jnp.asarray(corners)))[:, 0])
                                                        == np.asarray(labels))),
         "M": M, "relative_residual": resid, "relative_residual_wide_to_xor": affine_map_between(C2, C)[1],
@@ -156,23 +159,23 @@ def run(s: dict, outdir, key, ctx) -> dict:
         "wide_regions_in_box_exact": count_linear_regions(wide, half_width=a),
     }
     fig = affine_map_figure(C @ M, C2, mapped.reshape(R, R), f2.reshape(R, R), grid, resid)
-    save_figure(fig, outdir / "xor_affine_map.png")
+    figures["xor_affine_map"] = fig
 
     # --- circle vs annulus, trained; regions and layer-by-layer boundaries (Figure 5)
-    an = s["annulus"]
+    an = s.annulus
     k1, k2, k3 = jax.random.split(k_ann, 3)
-    inside = jax.random.bernoulli(k1, 0.5, (an["samples"],))
-    lo, hi = an["annulus"]
-    radius = jnp.where(inside, an["inner"] * jnp.sqrt(jax.random.uniform(k2, (an["samples"],))),
-                       jnp.sqrt(lo ** 2 + (hi ** 2 - lo ** 2) * jax.random.uniform(k2, (an["samples"],))))
-    angle = 2 * jnp.pi * jax.random.uniform(k3, (an["samples"],))
+    inside = jax.random.bernoulli(k1, 0.5, (an.samples,))
+    lo, hi = an.annulus
+    radius = jnp.where(inside, an.inner * jnp.sqrt(jax.random.uniform(k2, (an.samples,))),
+                       jnp.sqrt(lo ** 2 + (hi ** 2 - lo ** 2) * jax.random.uniform(k2, (an.samples,))))
+    angle = 2 * jnp.pi * jax.random.uniform(k3, (an.samples,))
     xa = jnp.stack([radius * jnp.cos(angle), radius * jnp.sin(angle)], 1)
     ya = jnp.where(inside, 1.0, -1.0)
-    net, ann_loss = train_mlp(k_ann, tuple(an["widths"]), xa, ya, an["steps"], an["learning_rate"])
+    net, ann_loss = train_mlp(k_ann, tuple(an.widths), xa, ya, an.steps, an.learning_rate)
     apts, agrid, apre, apats, avals = _grid_data(net, a, R)
     CA = np.asarray(dual_points(net, apts))
     metrics["annulus"] = {
-        "widths": an["widths"], "train_loss": ann_loss,
+        "widths": an.widths, "train_loss": ann_loss,
         "train_accuracy": float(np.mean(np.sign(np.asarray(mlp_forward(net, xa))[:, 0]) == np.asarray(ya))),
         "regions_on_grid": distinct_patterns(apats.reshape(R * R, -1))[0],
         "distinct_dual_points_on_grid": int(len(np.unique(np.round(CA, 9), axis=0))),
@@ -181,30 +184,29 @@ def run(s: dict, outdir, key, ctx) -> dict:
     }
     sub = np.asarray(xa[:300])
     fig = regions_figure(agrid, apats, avals, apre, CA,
-                         title=f"circle vs annulus, widths {an['widths']} trained with Adam: regions, f, dual points",
+                         title=f"circle vs annulus, widths {an.widths} trained with Adam: regions, f, dual points",
                          points=(sub, np.asarray(ya[:300])))
-    save_figure(fig, outdir / "annulus_regions.png")
+    figures["annulus_regions"] = fig
     fig = layer_boundaries_figure(agrid, apre, avals,
                                   title="Sattelberg Fig. 5: zero sets layer by layer (earlier layers in grey); "
                                         "each layer bends only where it meets an earlier boundary")
-    save_figure(fig, outdir / "annulus_layers.png")
-    arrays.update(xor_dual=C, wide_dual=C2, annulus_dual=CA)
+    figures["annulus_layers"] = fig
 
     # --- regions along random lines vs neurons (Hanin & Rolnick)
-    ln = s["lines"]
-    rng_keys = jax.random.split(k_lines, len(ln["widths"]))
+    ln = s.lines
+    rng_keys = jax.random.split(k_lines, len(ln.widths))
     neurons, means, ses = [], [], []
-    for n, kw in zip(ln["widths"], rng_keys):
-        widths = (ln["n_in"],) + (n,) * ln["hidden_layers"] + (1,)
+    for n, kw in zip(ln.widths, rng_keys):
+        widths = (ln.n_in,) + (n,) * ln.hidden_layers + (1,)
         counts = []
-        for j in range(ln["lines"]):
+        for j in range(ln.lines):
             kp, ka, kd = jax.random.split(jax.random.fold_in(kw, j), 3)
-            p = init_mlp(kp, widths, bias_std=ln["bias_std"])
-            centre = np.array(jax.random.normal(ka, (ln["n_in"],)), np.float64)
-            d = np.array(jax.random.normal(kd, (ln["n_in"],)), np.float64)
+            p = init_mlp(kp, widths, bias_std=ln.bias_std)
+            centre = np.array(jax.random.normal(ka, (ln.n_in,)), np.float64)
+            d = np.array(jax.random.normal(kd, (ln.n_in,)), np.float64)
             d /= np.linalg.norm(d)
-            counts.append(count_linear_regions(p, segment=(centre - ln["length"] / 2 * d, centre + ln["length"] / 2 * d)))
-        neurons.append(n * ln["hidden_layers"])
+            counts.append(count_linear_regions(p, segment=(centre - ln.length / 2 * d, centre + ln.length / 2 * d)))
+        neurons.append(n * ln.hidden_layers)
         means.append(float(np.mean(counts)))
         ses.append(float(np.std(counts) / np.sqrt(len(counts))))
     N, m = np.array(neurons, float), np.array(means)
@@ -212,11 +214,56 @@ def run(s: dict, outdir, key, ctx) -> dict:
     metrics["lines"] = {"neurons": neurons, "mean_regions": means, "se": ses, "slope_per_neuron": slope,
                         "regions_per_neuron": list((m - 1) / N)}
     fig = lines_figure(neurons, means, ses, slope,
-                       title=f"regions along random segments of length {ln['length']} (n_in = {ln['n_in']}, "
-                             f"{ln['hidden_layers']} hidden layers, He weights): about linear in N")
-    save_figure(fig, outdir / "lines.png")
-    np.savez_compressed(outdir / "arrays.npz", **arrays)
-    return metrics
+                       title=f"regions along random segments of length {ln.length} (n_in = {ln.n_in}, "
+                             f"{ln.hidden_layers} hidden layers, He weights): about linear in N")
+    figures["lines"] = fig
+    ds = _dataset(metrics, s, corners, {"xor_dual": C, "wide_dual": C2, "annulus_dual": CA})
+    return Output(metrics, ds, figures)
+
+
+def _attrs(prefix: str, section: dict) -> dict:
+    """A metrics section's scalar numbers and strings as attributes PREFIX_KEY (bools as 0 / 1)."""
+    out = {}
+    for k, v in section.items():
+        if hasattr(v, "item") and np.ndim(v) == 0:
+            v = v.item()
+        if isinstance(v, (bool, int, float, str)):
+            out[f"{prefix}_{k}"] = int(v) if isinstance(v, bool) else v
+    return out
+
+
+def _dataset(metrics: dict, s: RegionsSettings, corners, duals: dict):
+    """The run's numbers as one Dataset (module docstring)."""
+    import xarray as xr
+
+    R, a = s.resolution, s.half_width
+    grid = np.linspace(-a, a, R)              # slt_relu.regions.box_grid: x varies fastest
+    terms = ["x", "y", "1"]
+    x, wide, ann, ln = metrics["xor"], metrics["xor_affine_map"], metrics["annulus"], metrics["lines"]
+    data = {name: (("y", "x", "term"), np.asarray(C).reshape(R, R, -1),
+                   {"long_name": "dual point [w, b] of the local affine map f = w . (x, y) + b"})
+            for name, C in duals.items()}
+    data |= {
+        "xor_dual_points": (("xor_dual_point", "term"), np.asarray(x["dual_points"])),
+        "xor_at_corner": ("corner", np.asarray(x["values_at_corners"])),
+        "affine_map": (("term", "wide_term"), np.asarray(wide["M"]),
+                       {"long_name": "M with C_xor M ~= C_wide (rows: the XOR network's dual coordinates)"}),
+        "annulus_neurons_with_a_zero_set_in_box": ("layer", np.asarray(ann["neurons_with_a_zero_set_in_box"])),
+        "lines_neurons": ("lines_width", np.asarray(ln["neurons"])),
+        "lines_mean_regions": ("lines_width", np.asarray(ln["mean_regions"])),
+        "lines_se": ("lines_width", np.asarray(ln["se"])),
+        "lines_regions_per_neuron": ("lines_width", np.asarray(ln["regions_per_neuron"])),
+    }
+    coords = {"x": grid, "y": grid, "term": terms, "wide_term": terms, "corner_x": ("corner", corners[:, 0]),
+              "corner_y": ("corner", corners[:, 1]), "lines_width": list(s.lines.widths),
+              "layer": np.arange(1, len(ann["neurons_with_a_zero_set_in_box"]) + 1)}
+    if x["clusters"]:
+        coords["clusters"] = [int(k) for k in x["clusters"]]
+        data["xor_cluster_rms_error"] = ("clusters", [float(v["rms_error"]) for v in x["clusters"].values()])
+        data["xor_cluster_sign_agreement"] = ("clusters", [float(v["sign_agreement"]) for v in x["clusters"].values()])
+    attrs = {**_attrs("xor", x), "xor_patterns_seen": list(x["patterns_seen"]), **_attrs("xor_affine_map", wide),
+             **_attrs("annulus", ann), "annulus_widths": list(ann["widths"]), **_attrs("lines", ln)}
+    return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
 def headline(metrics: dict) -> list[str]:

@@ -5,12 +5,14 @@ Fisher rank against D - d and the excess null directions (null_accounting); rand
 pi . rho applied to every representative must keep its label (classify_phase), K and the Fisher
 rank (psi^J moves a point to another phase: the orientation labels of J flip).  Outputs:
 true_set_width{d}.png (boundaries with arrows into the active side, DSLT3 style),
-effective_weights_width{d}.png (|q_i| w_i, DSLT4 style; n_in = 2), arrays.npz (the
-representatives, flat), metrics.json.
+effective_weights_width{d}.png (|q_i| w_i, DSLT4 style; n_in = 2), results.nc (one Dataset
+along ``representative``, the widths of all of them, ``width`` and ``label`` as coordinates: K, rank,
+bound, nullity, generator rank, excess, the label's parts, the checks passed, the flat ``params``
+NaN-padded), metrics.json (the per-width summary derived from it).
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 import numpy as np
 from pydantic import Field
@@ -21,11 +23,12 @@ from ..loss import population_loss
 from ..network import num_params, to_flat
 from ..classify import classify_phase
 from ..phases import check_truth, true_set_representatives
-from ..plots import effective_weights_figure, phase_gallery_figure, save_figure
+from ..plots import effective_weights_figure, phase_gallery_figure
 from ..settings import Section
 from ..symmetry import permute, rescale
+from ..truths import Example
 from .common import TruthExperiment, resolve_setup
-from .kind import Kind, first_line, register_kind
+from .kind import Kind, Output, first_line, register_kind
 
 
 class SymmetrySettings(Section):
@@ -40,7 +43,16 @@ class Settings(TruthExperiment):
     symmetry: SymmetrySettings
 
 
-def resolve(s: Settings, raw=None) -> dict:
+class Resolved(NamedTuple):
+    """The [symmetry] settings with the example, inputs and sigma they run on."""
+
+    settings: SymmetrySettings
+    example: Example
+    inputs: object
+    sigma: float
+
+
+def resolve(s: Settings, raw=None) -> Resolved:
     setup = resolve_setup(s)
     try:
         check_truth(setup.example.truth)
@@ -50,67 +62,113 @@ def resolve(s: Settings, raw=None) -> dict:
     if min(s.symmetry.widths) < m:
         raise ConfigError(f"symmetry.widths: expected a non-empty list of widths between m = {m} (the truth's "
                           f"nodes) and 8, got {list(s.symmetry.widths)}")
-    return {**s.symmetry.model_dump(), "example": setup.example, "inputs": setup.inputs, "sigma": setup.sigma}
+    return Resolved(s.symmetry, setup.example, setup.inputs, setup.sigma)
 
 
-def run(s: dict, outdir, key, ctx) -> dict:
+def run(r: Resolved, key, ctx) -> Output:
     import jax
     from tqdm.auto import tqdm
 
-    ex, inputs, sigma = s["example"], s["inputs"], s["sigma"]
+    t, ex, inputs, sigma = r.settings, r.example, r.inputs, r.sigma
     truth = ex.truth
     half = getattr(inputs, "half_width", getattr(inputs, "std", 1.0))
-    widths, arrays = {}, {}
-    for d in s["widths"]:
+    all_rows, figures = [], {}
+    for d in dict.fromkeys(t.widths):
         reps = true_set_representatives(truth, d)
         rows = []
         for k, rep in enumerate(tqdm(reps, desc=f"width {d}", disable=not ctx.progress, leave=False)):
-            acc = null_accounting(rep.params, inputs, sigma, s["rtol"])
+            acc = null_accounting(rep.params, inputs, sigma, t.rtol)
             K = float(population_loss(rep.params, truth, inputs, sigma))
-            own = classify_phase(rep.params, truth, tol=s["tol"])
+            own = classify_phase(rep.params, truth, tol=t.tol)
             kept = 0
-            for c in range(s["checks"]):
+            for c in range(t.checks):
                 k1, k2 = jax.random.split(jax.random.fold_in(key, 1000 * d + 10 * k + c))
                 lambdas = jax.numpy.exp(jax.random.uniform(k1, (d,), minval=-1.0, maxval=1.0))
                 moved = permute(rescale(rep.params, lambdas), np.asarray(jax.random.permutation(k2, d)))
-                again = classify_phase(moved, truth, tol=s["tol"])
+                again = classify_phase(moved, truth, tol=t.tol)
                 K2 = float(population_loss(moved, truth, inputs, sigma))
-                rank2 = null_accounting(moved, inputs, sigma, s["rtol"]).rank
+                rank2 = null_accounting(moved, inputs, sigma, t.rtol).rank
                 kept += int(again.label == rep.label and abs(K2 - K) <= 1e-12 and rank2 == acc.rank)
             D = num_params(d, truth.n_in)
             rows.append({
-                "label": str(rep.label), "kind": rep.label.kind, "truth_groups": rep.label.truth,
+                "width": d, "label": str(rep.label), "kind": rep.label.kind, "truth_groups": rep.label.truth,
                 "hidden": rep.label.hidden, "degenerate": rep.label.degenerate, "reversed_kinks": rep.r,
                 "K": K, "rank": acc.rank, "bound": D - d, "nullity": acc.nullity,
                 "generator_rank": acc.generator_rank, "excess": acc.excess,
-                "classified_as_itself": own.label == rep.label, "symmetry_checks_passed": f"{kept}/{s['checks']}",
-                "params": to_flat(rep.params),
+                "classified_as_itself": own.label == rep.label, "checks_kept": kept,
+                "params": np.asarray(to_flat(rep.params)),
                 "_plot": {"label": str(rep.label), "params": rep.params, "group": own.group,
                           "orientation": own.orientation, "note": f"K={K:.0e}  rank {acc.rank}/{D - d}"},
             })
-        arrays[f"width_{d}"] = np.stack([np.asarray(r["params"]) for r in rows])
-        kinds = {}
-        for r in rows:
-            kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
-        widths[str(d)] = {
-            "num_phases": len(rows),
-            "num_phases_without_hidden_groups": sum(1 for r in rows if not r["hidden"]),
-            "by_kind": kinds,
-            "max_K": max(r["K"] for r in rows),
-            "all_classified_as_themselves": all(r["classified_as_itself"] for r in rows),
-            "representatives": [{k: v for k, v in r.items() if k not in ("params", "_plot")} for r in rows],
-        }
+        all_rows += rows
         title = (f"{ex.name}: phases of W0 for width {d} ({len(rows)}); colour = truth boundary, dashed = reversed, "
                  "black = hidden group")
-        fig = phase_gallery_figure(truth, [r["_plot"] for r in rows], title=title,
+        fig = phase_gallery_figure(truth, [row["_plot"] for row in rows], title=title,
                                    half_width=half)
-        save_figure(fig, outdir / f"true_set_width{d}.png")
+        figures[f"true_set_width{d}"] = fig
         if truth.n_in == 2:
-            fig = effective_weights_figure(truth, [r["_plot"] for r in rows],
+            fig = effective_weights_figure(truth, [row["_plot"] for row in rows],
                                            title=f"{ex.name}, width {d}: effective weights |q_i| w_i (grey: truth)")
-            save_figure(fig, outdir / f"effective_weights_width{d}.png")
-    np.savez_compressed(outdir / "arrays.npz", **arrays)
-    return {"truth": ex.name, "widths": widths}
+            figures[f"effective_weights_width{d}"] = fig
+    ds = _dataset(all_rows, r)
+    widths = {str(d): _width_summary(ds, d, [row for row in all_rows if row["width"] == d])
+              for d in dict.fromkeys(t.widths)}
+    return Output({"truth": ex.name, "widths": widths}, ds, figures)
+
+
+INT_FIELDS = ("rank", "bound", "nullity", "generator_rank", "excess", "degenerate", "checks_kept")
+
+
+def _dataset(rows: list, r: Resolved):
+    """The representatives of every width as one Dataset along ``representative`` (module docstring)."""
+    import xarray as xr
+
+    longest = max(row["params"].size for row in rows)
+    params = np.full((len(rows), longest), np.nan)
+    for i, row in enumerate(rows):
+        params[i, : row["params"].size] = row["params"]
+    data = {f: ("representative", np.asarray([row[f] for row in rows], np.int64)) for f in INT_FIELDS}
+    data |= {
+        "K": ("representative", np.asarray([row["K"] for row in rows], np.float64), {"long_name": "K(w)"}),
+        "kind": ("representative", [row["kind"] for row in rows]),
+        "hidden_groups": ("representative", np.asarray([len(row["hidden"]) for row in rows], np.int64),
+                          {"long_name": "groups of nodes on a boundary that is no truth boundary"}),
+        "truth_nodes": (("representative", "truth_node", "orientation"),
+                        np.asarray([row["truth_groups"] for row in rows], np.int64),
+                        {"long_name": "model nodes on each truth boundary, with its orientation and reversed"}),
+        "reversed_kinks": (("representative", "truth_node"),
+                           np.asarray([np.asarray(row["reversed_kinks"], np.float64) for row in rows])),
+        "classified_as_itself": ("representative", np.asarray([row["classified_as_itself"] for row in rows], bool)),
+        "params": (("representative", "parameter"), params,
+                   {"long_name": "flat parameters (w, b, q, c), NaN past the width's D"}),
+    }
+    data["checks_kept"] += ({"long_name": "random compositions pi . rho that kept label, K and rank",
+                             "checks": r.settings.checks},)
+    return xr.Dataset(data, coords={"representative": np.arange(len(rows)),
+                                    "width": ("representative", np.asarray([row["width"] for row in rows], np.int64)),
+                                    "label": ("representative", [row["label"] for row in rows]),
+                                    "orientation": ["same", "reversed"]},
+                      attrs={"truth": r.example.name, "sigma": float(r.sigma), "checks": r.settings.checks,
+                             "tol": r.settings.tol})
+
+
+def _width_summary(ds, d: int, rows: list) -> dict:
+    """metrics.json's entry of width d: counts and checks read off the Dataset, the representatives' rows."""
+    sub = ds.isel(representative=ds["width"].values == d)
+    kinds = {}
+    for k in sub["kind"].values.tolist():
+        kinds[k] = kinds.get(k, 0) + 1
+    checks = ds.attrs["checks"]
+    return {
+        "num_phases": sub.sizes["representative"],
+        "num_phases_without_hidden_groups": int((sub["hidden_groups"].values == 0).sum()),
+        "by_kind": kinds,
+        "max_K": float(sub["K"].values.max()),
+        "all_classified_as_themselves": bool(sub["classified_as_itself"].values.all()),
+        "representatives": [{k: v for k, v in row.items() if k not in ("params", "_plot", "width", "checks_kept")}
+                            | {"symmetry_checks_passed": f"{n}/{checks}"}
+                            for row, n in zip(rows, sub["checks_kept"].values.tolist())],
+    }
 
 
 def headline(metrics: dict) -> list[str]:

@@ -138,8 +138,8 @@ def free_energy_scaling_figure(panels, *, title: str):
     sets (B,), lambda, lambda_se)})] with G = F_alpha - n beta L_min (Watanabe's expansion restricted to
     the phase: G = lambda_alpha log(n beta) + const + ...), drawn with its least-squares line."""
     fig, axes, nrows = panel_grid(len(panels), 4.6, 3.8)
-    for ax, (label, nb, curves) in zip(axes.flat, panels):
-        t = np.log(np.asarray(nb, float))
+    for ax, (label, n_betas, curves) in zip(axes.flat, panels):
+        t = np.log(np.asarray(n_betas, float))
         for k, (nm, (g, e, lam, lam_se)) in enumerate(curves.items()):
             g, e = np.asarray(g, float), np.asarray(e, float)
             ok = np.isfinite(g)

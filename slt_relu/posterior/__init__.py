@@ -1,7 +1,7 @@
 """Tempered posteriors of two-layer ReLU networks and what is measured on them.
 
 - ``target``: the posterior phi(w) exp(-n beta L_n(w)): its numpyro model, the prior, the potential
-  the samplers run on;
+  the samplers run on; the tempered (optionally localized) target of any loss and prior;
 - ``sample``: many chains (NUTS, HMC) or SMC runs of it, each on its own data set;
 - ``grid``: the exact posterior of one or two free parameters, by quadrature;
 - ``masses``: phase masses with their errors (data sets, runs pooled by their evidence), crossovers;
@@ -11,8 +11,9 @@
 """
 from .grid import GridPosterior, grid_posterior
 from .sample import PosteriorSamples, SMCPosterior, draw_datasets, sample_posterior, smc_posterior
-from .target import GROUPS, PRIOR_KINDS, PosteriorPotential, Prior, Target, posterior_model, resolve_beta, target
+from .target import (GROUPS, PRIOR_KINDS, GaussianPrior, PosteriorPotential, Prior, PriorDensity, Target,
+                     TemperedTarget, posterior_model, resolve_beta, target)
 
-__all__ = ["GROUPS", "GridPosterior", "PRIOR_KINDS", "PosteriorPotential", "PosteriorSamples", "Prior",
-           "SMCPosterior", "Target", "draw_datasets", "grid_posterior", "posterior_model", "resolve_beta",
-           "sample_posterior", "smc_posterior", "target"]
+__all__ = ["GROUPS", "GaussianPrior", "GridPosterior", "PRIOR_KINDS", "PosteriorPotential", "PosteriorSamples",
+           "Prior", "PriorDensity", "SMCPosterior", "Target", "TemperedTarget", "draw_datasets", "grid_posterior",
+           "posterior_model", "resolve_beta", "sample_posterior", "smc_posterior", "target"]

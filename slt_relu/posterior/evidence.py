@@ -152,11 +152,11 @@ def free_energy_slopes(n_beta, phase_free_energy, min_loss):
     n beta).  Per data set and phase the
     least-squares slope of G = F_alpha - n beta L_min against log(n beta).  Returns (mean slope (P,),
     its standard error across data sets (P,), G (B, K, P))."""
-    nb = np.asarray(n_beta, np.float64)
+    n_betas = np.asarray(n_beta, np.float64)
     F = np.asarray(phase_free_energy, np.float64)
     L = np.min(np.asarray(min_loss, np.float64), axis=0)                    # (K, P)
-    G = F - nb[:, None, None] * L[None]
-    t = np.log(nb)
+    G = F - n_betas[:, None, None] * L[None]
+    t = np.log(n_betas)
     t = t - t.mean()
     with np.errstate(invalid="ignore"):
         slopes = np.tensordot(t, G - G.mean(0), axes=(0, 0)) / np.sum(t**2)     # (K, P)
@@ -182,13 +182,13 @@ def lambda_along_beta(sweep: dict, rows) -> list:
         names = list(rows[idx[0]]["free_energy"]["phase_per_trial"])
         F = np.array([[rows[i]["free_energy"]["phase_per_trial"][nm] for nm in names] for i in idx]).transpose(0, 2, 1)
         L = np.array([[rows[i]["min_loss_per_trial"][nm] for nm in names] for i in idx]).transpose(0, 2, 1)
-        nb = [rows[i]["n_beta"] for i in idx]
-        slope, se, G = free_energy_slopes(nb, np.where(np.isfinite(F), F, np.nan), L)
+        n_betas = [rows[i]["n_beta"] for i in idx]
+        slope, se, G = free_energy_slopes(n_betas, np.where(np.isfinite(F), F, np.nan), L)
         K = G.shape[1]
         with np.errstate(invalid="ignore"):
             g_mean, g_se = G.mean(1), G.std(1, ddof=1) / np.sqrt(K) if K > 1 else np.full(G.mean(1).shape, np.nan)
         values = {k: v for k, v in rows[idx[0]]["values"].items() if k != "posterior.beta"}
-        out.append({"values": values, "n_beta": nb, "lambda": dict(zip(names, slope.tolist())),
+        out.append({"values": values, "n_beta": n_betas, "lambda": dict(zip(names, slope.tolist())),
                     "lambda_se": dict(zip(names, se.tolist())),
                     "excess": {nm: g_mean[:, k].tolist() for k, nm in enumerate(names)},
                     "excess_se": {nm: g_se[:, k].tolist() for k, nm in enumerate(names)}})

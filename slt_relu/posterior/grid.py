@@ -17,10 +17,16 @@ from .target import Prior, _free_groups
 class GridPosterior(NamedTuple):
     """p(theta | D_n) on a grid over the k = 1 or 2 free coordinates.
 
-    axes: k arrays of grid values; names: the coordinates; log_density: unnormalised log
-    phi(theta) - n_beta L_n(theta), shape (R,) or (R, R) (axis 0 is the first coordinate);
-    density: normalised so that sum(density) * cell = 1; cell: the grid cell's length / area;
-    edge_mass: the mass in the outermost grid cells (a check that the ranges hold the posterior).
+        log_density = log phi(theta) - n_beta L_n(theta)  (unnormalised)
+
+    Attributes:
+        axes: k arrays of grid values.
+        names: the coordinates.
+        log_density: (R,) or (R, R) the unnormalised log density (axis 0 is the first coordinate).
+        density: normalised so that sum(density) * cell = 1.
+        cell: the grid cell's length / area.
+        edge_mass: the mass in the outermost grid cells (a check that the ranges hold the
+            posterior).
     """
 
     axes: tuple
@@ -54,10 +60,28 @@ def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Pr
                    ranges: Sequence, resolution: int = 401) -> GridPosterior:
     """The exact tempered posterior of a model with k = 1 or 2 free coordinates on a grid.
 
-    x: (n, n_in), y: (n,) one data set; ranges: k pairs (low, high); resolution points per
-    axis.  log p = log phi(theta) - n_beta L_n(theta), normalised by the midpoint rule over
-    the grid (the integrand is smooth between ReLU kinks; halving the spacing changes phase
-    masses by far less than the sampler's error, tests/test_posterior.py).
+        log p = log phi(theta) - n_beta L_n(theta)
+
+    normalised by the midpoint rule over the grid (the integrand is smooth between ReLU kinks;
+    halving the spacing changes phase masses by far less than the sampler's error,
+    tests/test_posterior.py).
+
+    Args:
+        x: (n, n_in) one data set's inputs.
+        y: (n,) its outputs.
+        n_beta: n * beta, positive and finite.
+        model: Restriction with k = 1 or 2 free coordinates.
+        prior: Prior phi of the free coordinates.
+        sigma: the noise standard deviation of L_n, > 0.
+        ranges: k pairs (low, high).
+        resolution: R, grid points per axis (cell midpoints), >= 3.
+
+    Returns:
+        GridPosterior: log_density and density of shape (R,) or (R, R), the axes, the cell size and
+        the edge mass.
+
+    References:
+        DSLT3 Examples 3.2 and 3.4 (the models checked this way).
     """
     k = model.num_free
     if k not in (1, 2):

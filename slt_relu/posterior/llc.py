@@ -35,7 +35,8 @@ calibration at the known value, not a property of the estimator (llc_known_value
 Global estimates on the NUTS runner (slt_relu.sampling.nuts): WBIC = E_beta[n L_n] at beta = 1/log n
 (Watanabe 2013: WBIC = F_n + O_p(sqrt(log n))), and, since E_beta[n L_n] = n L_n(w0) + lambda / beta
 + O_p(sqrt(log n)) (Watanabe 2013, Corollary 3), lambda as the slope of E_beta[n L_n] against 1/beta
-over several beta around 1/log n (:func:`rlct_from_beta_sweep`).
+over several beta around 1/log n (:func:`rlct_from_beta_sweep`).  All run on one tempered target,
+:class:`slt_relu.posterior.target.TemperedTarget` (its chunked ``losses_at`` gives L_n at the draws).
 """
 from __future__ import annotations
 
@@ -46,16 +47,38 @@ from typing import Callable, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from pydantic import Field
 
 from .. import diagnostics as dg
 from ..network import check_count, check_finite, check_number, check_params
-from ..settings import library_settings as _settings
+from ..sampling import HMCSettings, NUTSSettings, SGLDSettings, check_keys, sample, unravel_fn
+from .target import GaussianPrior, TemperedTarget, num_data
+
+
+class LLCSGLDSettings(SGLDSettings):
+    """The settings of :func:`estimate_llc`, validated once when made (pydantic, frozen): SGLD's
+    (num_steps, num_burnin, thin, step_size, batch_size) and what the estimator adds, the chains, the
+    localization gamma and n beta.  The learning coefficient kind's [llc.sgld] table is a subclass
+    with its own defaults."""
+
+    num_chains: int = Field(4, ge=1, description="chains, vmapped in one program")
+    localization: float = Field(100.0, ge=0, description="gamma of exp(-n beta L_n - gamma/2 |w - w*|^2)")
+    n_beta: float | None = Field(None, gt=0, description="n beta (default n / log n)")
+
+    def sampler(self) -> SGLDSettings:
+        """SGLD's own settings: the compiled program's static argument (chains, gamma and n beta are
+        arguments of the program, so a calibration grid over gamma compiles once)."""
+        return SGLDSettings(**self.model_dump(include=set(SGLDSettings.model_fields)))
+
+    def replace(self, **changes):
+        """A copy with ``changes``, validated (pydantic's model_copy does not validate)."""
+        return type(self).model_validate({**self.model_dump(), **changes})
 
 
 class LLCEstimate(NamedTuple):
     """estimate: lambda_hat averaged over chains; se: its standard error across chains (std / sqrt(C));
     per_chain: (C,); loss_trace: (C, T) L_n on all the data at each kept step (also when the
-    steps use mini-batches); init_loss: L_n(w*); nbeta;
+    steps use mini-batches); init_loss: L_n(w*); n_beta;
     accept_prob: (C,) mean MALA acceptance of the SGLD proposals; rhat: split R-hat of the loss
     traces (all chains sample one posterior); warnings: why the estimate may not be trusted."""
 
@@ -64,31 +87,10 @@ class LLCEstimate(NamedTuple):
     per_chain: np.ndarray
     loss_trace: np.ndarray
     init_loss: float
-    nbeta: float
+    n_beta: float
     accept_prob: np.ndarray
     rhat: float
     warnings: list
-
-
-def _num_data(data) -> int:
-    sizes = {int(np.shape(a)[0]) for a in jax.tree.leaves(data)}
-    if len(sizes) != 1:
-        raise ValueError(f"data: expected arrays with one common leading (data) axis, got sizes {sorted(sizes)}")
-    n = sizes.pop()
-    if n < 1:
-        raise ValueError(f"data: expected at least one data point, got a leading axis of {n}")
-    return n
-
-
-class LocalizedPotential(NamedTuple):
-    """U(z) = n beta L(z; data) + (gamma / 2) |z - center|^2 on flat z, from a chain's
-    (data, n beta, gamma, center): the localized tempered posterior of :func:`estimate_llc`."""
-
-    loss_fn: Callable
-    unravel: Callable
-
-    def __call__(self, data, nbeta, gamma, center):
-        return lambda z: nbeta * self.loss_fn(self.unravel(z), data) + 0.5 * gamma * jnp.sum((z - center) ** 2)
 
 
 def _per_chain(C: int, *arrays):
@@ -96,49 +98,58 @@ def _per_chain(C: int, *arrays):
     return tuple(jax.tree.map(lambda a: jnp.broadcast_to(a, (C,) + jnp.shape(a)), a) for a in arrays)
 
 
-def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int = 4, num_steps: int | None = None,
-                 num_burnin: int | None = None, step_size: float | None = None, localization: float = 100.0,
-                 nbeta: float | None = None, batch_size: int | None = None, thin: int | None = None,
+def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSGLDSettings = LLCSGLDSettings(), *,
                  devices=None) -> LLCEstimate:
-    """Local learning coefficient at params_star by SGLD (module docstring; Lau et al. 2023).
+    """Local learning coefficient at params_star by SGLD on the localized tempered posterior
+    (module docstring), :class:`~slt_relu.posterior.target.TemperedTarget` without a prior:
 
-    loss_fn(params, data) -> scalar mean loss L over the data given (any JAX function of a
-    parameter pytree and a data pytree whose leaves share a leading axis n).  params_star: the
-    parameter (pytree) to localise at.  num_chains chains run vmapped in one program, sharded over
-    ``devices`` (default jax.local_devices()).  num_steps SGLD steps per chain, the first num_burnin
-    dropped, then every thin-th loss kept (defaults: :class:`slt_relu.sampling.SGLDSettings`'s).  nbeta: n beta
-    > 0 (default n / log n); localization: gamma >= 0; batch_size: None for full-batch gradients,
-    else mini-batches drawn with replacement at every step.  Sampled by
-    :func:`slt_relu.sampling.sample` with SGLD settings.
+        lambda_hat = n_beta (E[L_n(w)] - L_n(w*)),  p(w) proportional to exp(-n_beta L_n(w) - (gamma/2) |w - w*|^2).
+
+    Args:
+        key: a PRNG key.
+        loss_fn: L_n(params, data) -> scalar mean loss over the data given: any JAX function of a
+            parameter pytree and a data pytree whose leaves share a leading axis n.
+        params_star: the parameters w* (a pytree) to localise at.
+        data: the data pytree.
+        settings: :class:`LLCSGLDSettings`: num_chains chains vmapped in one program; num_steps SGLD
+            steps each, the first num_burnin dropped, then every thin-th kept; step_size eps;
+            localization gamma; n_beta (default n / log n); batch_size None for full-batch gradients,
+            else (<= n) mini-batches drawn with replacement at every step.
+        devices: to shard the chains over (default jax.local_devices()).
+
+    Returns:
+        :class:`LLCEstimate`; its loss_trace (C, T) is L_n on all the data at the kept draws
+        (:meth:`~slt_relu.posterior.target.TemperedTarget.losses_at`, chunked).
+
+    References:
+        Lau, Furman, Wang, Murfet, Wei 2023, "The local learning coefficient"; Welling & Teh 2011
+        (SGLD).
     """
-    from ..sampling import check_keys, sample, unravel_fn
-    from ..sampling import SGLDSettings
-
     key = check_keys(key, "key", batch_ndim=0)
-    n = _num_data(data)
-    check_count(num_chains, "num_chains")
-    check_number(localization, "localization", nonnegative=True)
-    if batch_size is not None and not (isinstance(batch_size, int) and 1 <= batch_size <= n):
-        raise ValueError(f"batch_size: expected None or an integer in [1, n = {n}], got {batch_size!r}")
-    settings = _settings(SGLDSettings, num_steps=num_steps, num_burnin=num_burnin, thin=thin, step_size=step_size,
-                         batch_size=batch_size)
-    if nbeta is None:
+    if not isinstance(settings, LLCSGLDSettings):
+        raise TypeError(f"settings: expected LLCSGLDSettings, got {type(settings).__name__}")
+    s = settings
+    n = num_data(data)
+    if s.batch_size is not None and s.batch_size > n:
+        raise ValueError(f"batch_size: expected None or an integer in [1, n = {n}], got {s.batch_size!r}")
+    n_beta = s.n_beta
+    if n_beta is None:
         if n < 2:
-            raise ValueError("nbeta: the default n / log n needs n >= 2 data points")
-        nbeta = n / math.log(n)
-    check_number(nbeta, "nbeta")
+            raise ValueError("n_beta: the default n / log n needs n >= 2 data points")
+        n_beta = n / math.log(n)
     init_loss = float(loss_fn(params_star, data))
     w_star, unravel = unravel_fn(params_star)
     dt = w_star.dtype
-    C = int(num_chains)
-    args = _per_chain(C, data, jnp.asarray(nbeta, dt), jnp.asarray(localization, dt), w_star)
-    draws = sample(jax.random.split(key, C), LocalizedPotential(loss_fn, unravel),
-                   jnp.broadcast_to(w_star, (C,) + w_star.shape), args, settings, devices=devices)
-    losses = np.asarray(losses_at(loss_fn, unravel, jnp.asarray(draws.z), data))      # L_n at each kept step
+    C = s.num_chains
+    target = TemperedTarget(loss_fn, unravel)
+    args = _per_chain(C, data, jnp.asarray(n_beta, dt), jnp.asarray(s.localization, dt), w_star)
+    draws = sample(jax.random.split(key, C), target, jnp.broadcast_to(w_star, (C,) + w_star.shape), args,
+                   s.sampler(), devices=devices)
+    losses = np.asarray(target.losses_at(draws.z, data))                  # L_n at each kept step
     accept = draws.stats["accept_prob"]
-    per_chain = nbeta * (losses.astype(np.float64).mean(1) - init_loss)
+    per_chain = n_beta * (losses.astype(np.float64).mean(1) - init_loss)
     est = float(per_chain.mean())
-    se = float(per_chain.std(ddof=1) / np.sqrt(num_chains)) if num_chains > 1 else float("nan")
+    se = float(per_chain.std(ddof=1) / np.sqrt(C)) if C > 1 else float("nan")
     rhat = dg.rhat(losses) if losses.shape[1] >= 8 else float("nan")        # too few draws: not computed
     warnings = []
     if not np.all(np.isfinite(losses)):
@@ -154,7 +165,7 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, *, num_chains: int =
     if np.nanmean(accept) < 0.9:                       # on a quadratic, 0.89 already means +28 % (tests)
         warnings.append(f"MALA acceptance {np.nanmean(accept):.2f} < 0.9: the step size biases the estimate "
                         "(use a smaller step)")
-    return LLCEstimate(est, se, per_chain, losses, init_loss, float(nbeta), accept, float(rhat), warnings)
+    return LLCEstimate(est, se, per_chain, losses, init_loss, float(n_beta), accept, float(rhat), warnings)
 
 
 def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300):
@@ -163,8 +174,6 @@ def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300):
     misses the minimiser by O(1/sqrt n), which lowers lambda_hat by n beta (L_n(w*) - L_n(w_hat)),
     about beta chi^2_k / 2 for k regular directions (0.5 for the generic d = m = 3 truth at
     n = 10,000).  Returns (params, L_n at them)."""
-    from ..sampling import unravel_fn
-
     num_steps = check_count(num_steps, "num_steps")
     flat0, unravel = unravel_fn(params)
     w, value = _lbfgs(loss_fn, unravel, num_steps, flat0, data)
@@ -216,7 +225,8 @@ def two_layer_loss(params, data, sigma: float = 1.0):
     return empirical_loss_columns(params, x.T, y, sigma)
 
 
-def llc_two_layer(key, params_star, x, y, *, sigma: float = 1.0, free=None, **kwargs) -> LLCEstimate:
+def llc_two_layer(key, params_star, x, y, settings: LLCSGLDSettings = LLCSGLDSettings(), *, sigma: float = 1.0,
+                  free=None, devices=None) -> LLCEstimate:
     """:func:`estimate_llc` for a TwoLayer at params_star on data (x (n, n_in), y (n,)).
 
     free: optional (D,) bool mask (a Restriction's ``free``): only those coordinates move."""
@@ -225,7 +235,7 @@ def llc_two_layer(key, params_star, x, y, *, sigma: float = 1.0, free=None, **kw
 
     x, y = check_data(x, y, params_star.n_in, "params_star")
     loss, theta_star = restricted_two_layer_loss(params_star, free, sigma)
-    return estimate_llc(key, loss, theta_star, (x, y), **kwargs)
+    return estimate_llc(key, loss, theta_star, (x, y), settings, devices=devices)
 
 
 def restricted_two_layer_loss(params_star, free=None, sigma: float = 1.0):
@@ -254,7 +264,7 @@ class RestrictedLoss(NamedTuple):
         return two_layer_loss(from_flat(self.model.embed_flat(theta), base.width, base.n_in), data, self.sigma)
 
 
-def normal_crossing_expectation(exponents: Sequence[int], nbeta: float, localization: float,
+def normal_crossing_expectation(exponents: Sequence[int], n_beta: float, localization: float,
                                 points: int | None = None) -> float:
     """E[n beta K] for K(w) = prod_i w_i^(2 k_i) under the localized tempered posterior at w* = 0,
     p(w) proportional to exp(-n beta K(w) - localization |w|^2 / 2): the exact finite-n value
@@ -268,7 +278,7 @@ def normal_crossing_expectation(exponents: Sequence[int], nbeta: float, localiza
     k = np.asarray(exponents, np.float64)
     if k.ndim != 1 or not 1 <= k.size <= 3 or np.any(k < 1):
         raise ValueError(f"exponents: expected 1 to 3 positive integers, got {exponents!r}")
-    check_number(nbeta, "nbeta")
+    check_number(n_beta, "n_beta")
     check_number(localization, "localization", nonnegative=True)
     if points is not None:
         check_count(points, "points", minimum=2)
@@ -276,9 +286,9 @@ def normal_crossing_expectation(exponents: Sequence[int], nbeta: float, localiza
     s = np.linspace(-25.0, 4.0, pts)
     grids = np.meshgrid(*([s] * k.size), indexing="ij", sparse=True)
     logK = sum(2 * ki * g for ki, g in zip(k, grids))
-    logw = -nbeta * np.exp(logK) - 0.5 * localization * sum(np.exp(2 * g) for g in grids) + sum(grids)
+    logw = -n_beta * np.exp(logK) - 0.5 * localization * sum(np.exp(2 * g) for g in grids) + sum(grids)
     p = np.exp(logw - logw.max())
-    return float(np.sum(nbeta * np.exp(logK) * p) / np.sum(p))
+    return float(np.sum(n_beta * np.exp(logK) * p) / np.sum(p))
 
 
 # ----------------------------------------------------------------------------------------
@@ -296,15 +306,18 @@ class Calibration(NamedTuple):
     accept: np.ndarray
     rhat: np.ndarray
     mean_trace: np.ndarray
-    nbeta: float
+    n_beta: float
     init_loss: float
 
 
 def calibrate_llc(key, loss_fn, params_star, data, step_sizes: Sequence[float], localizations: Sequence[float],
-                  **kwargs) -> Calibration:
-    """Run :func:`estimate_llc` on a grid of step sizes and localizations (same key, same other
-    settings), to choose settings where lambda_hat stops moving, the MALA acceptance is near 1
-    and the traces are flat; :func:`slt_relu.plots.llc_calibration_figure` draws it."""
+                  settings: LLCSGLDSettings = LLCSGLDSettings(), *, devices=None) -> Calibration:
+    """Run :func:`estimate_llc` on a grid of step sizes and localizations (same key, the other
+    settings from ``settings``), to choose settings where lambda_hat stops moving, the MALA acceptance
+    is near 1 and the traces are flat; :func:`slt_relu.plots.llc_calibration_figure` draws it.
+
+    Returns:
+        :class:`Calibration`: (S, G) arrays over step_sizes (S,) x localizations (G,)."""
     S, G = len(step_sizes), len(localizations)
     if S < 1 or G < 1:
         raise ValueError(f"step_sizes, localizations: expected at least one of each, got {S} and {G}")
@@ -314,13 +327,13 @@ def calibrate_llc(key, loss_fn, params_star, data, step_sizes: Sequence[float], 
     for i, eps in enumerate(step_sizes):
         row = []
         for j, gamma in enumerate(localizations):
-            out = estimate_llc(key, loss_fn, params_star, data, step_size=float(eps), localization=float(gamma),
-                               **kwargs)
+            out = estimate_llc(key, loss_fn, params_star, data,
+                               settings.replace(step_size=float(eps), localization=float(gamma)), devices=devices)
             est[i, j], se[i, j], acc[i, j], rh[i, j] = out.estimate, out.se, float(np.mean(out.accept_prob)), out.rhat
-            row.append(out.nbeta * (out.loss_trace.mean(0) - out.init_loss))
+            row.append(out.n_beta * (out.loss_trace.mean(0) - out.init_loss))
         traces.append(row)
     return Calibration(np.asarray(step_sizes, float), np.asarray(localizations, float), est, se, acc, rh,
-                       np.asarray(traces), out.nbeta, out.init_loss)
+                       np.asarray(traces), out.n_beta, out.init_loss)
 
 
 # ----------------------------------------------------------------------------------------
@@ -344,22 +357,30 @@ class BetaSweep(NamedTuple):
 def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chains_per_beta: int = 4,
                     prior_std: float = 1.0, localization: float = 0.0, settings=None, init_radius: float = 2.0,
                     devices=None) -> np.ndarray:
-    """L_n at NUTS draws of p(w) proportional to N(w; 0, prior_std^2 I) exp(-n beta L_n(w)) for each
-    n beta >= 0 in n_betas (B,), all in one program (chains_per_beta chains each, slt_relu.sampling.nuts).
+    """L_n at NUTS draws of the tempered posterior for each n_beta >= 0 in n_betas (B,), all in one
+    program (chains_per_beta chains each, slt_relu.sampling.nuts), on
+    :class:`~slt_relu.posterior.target.TemperedTarget`:
 
-    loss_fn(params, data) -> L_n as in :func:`estimate_llc`; params_init: a parameter pytree (its
-    structure; chains start uniformly in [-init_radius, init_radius]).  localization gamma > 0
-    samples the localized tempered posterior around w* = params_init instead (Lau et al. 2023,
-    as :func:`estimate_llc`, no prior): exp(-n beta L_n(w) - (gamma / 2) |w - w*|^2), chains
-    starting at w*; its beta sweep measures the local lambda at w* without needing L_n(w*).
-    Returns (B, chains, S)."""
-    from ..sampling import HMCSettings, NUTSSettings, check_keys, sample, unravel_fn
+        p(w) proportional to N(w; 0, prior_std^2 I) exp(-n_beta L_n(w))     (localization = 0),
+        p(w) proportional to exp(-n_beta L_n(w) - (gamma / 2) |w - w*|^2)   (localization gamma > 0).
 
+    The localized one (Lau et al. 2023, as :func:`estimate_llc`, no prior) is centred at
+    w* = params_init, its chains start there, and its beta sweep measures the local lambda at w*
+    without needing L_n(w*); the global one's chains start uniformly in [-init_radius, init_radius].
+
+    Args:
+        loss_fn: L_n(params, data) as in :func:`estimate_llc`; params_init: a parameter pytree.
+        n_betas: (B,) n beta >= 0 (0: the prior, for thermodynamic integration).
+        settings: NUTSSettings or HMCSettings (default NUTSSettings()).
+
+    Returns:
+        (B, chains_per_beta, S) L_n at every kept draw (chunked, :meth:`TemperedTarget.losses_at`).
+    """
     key = check_keys(key, "key", batch_ndim=0)
     settings = NUTSSettings() if settings is None else settings
     if type(settings) not in (NUTSSettings, HMCSettings):
         raise TypeError(f"settings: expected NUTSSettings or HMCSettings, got {type(settings).__name__}")
-    _num_data(data)
+    num_data(data)
     check_number(n_betas, "n_betas", nonnegative=True)          # t = 0: the prior (thermodynamic integration)
     chains_per_beta = check_count(chains_per_beta, "chains_per_beta")
     check_number(prior_std, "prior_std")
@@ -374,32 +395,12 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
         z0 = jnp.broadcast_to(flat0, (C, flat0.size))
     else:
         z0 = jax.random.uniform(k_init, (C, flat0.size), flat0.dtype, -init_radius, init_radius)
-    potential = TemperedPotential(loss_fn, unravel, float(prior_std), float(localization))
-    args = (jnp.repeat(n_betas, chains_per_beta),) + _per_chain(C, flat0, data)
-    out = sample(jax.random.split(k_run, C), potential, z0, args, settings, devices=devices)
-    return np.asarray(losses_at(loss_fn, unravel, jnp.asarray(out.z), data)).reshape(B, chains_per_beta, -1)
-
-
-class TemperedPotential(NamedTuple):
-    """U(z) = |z|^2 / (2 prior_std^2) + n beta L(z; data), or with localization gamma > 0
-    (gamma / 2) |z - center|^2 + n beta L(z; data), from a chain's (n beta, center, data)."""
-
-    loss_fn: Callable
-    unravel: Callable
-    prior_std: float
-    localization: float
-
-    def __call__(self, nb, center, data):
-        L = lambda z: nb * self.loss_fn(self.unravel(z), data)
-        if self.localization:
-            return lambda z: 0.5 * self.localization * jnp.sum((z - center) ** 2) + L(z)
-        return lambda z: 0.5 * jnp.sum((z / self.prior_std) ** 2) + L(z)
-
-
-@partial(jax.jit, static_argnums=(0, 1))
-def losses_at(loss_fn: Callable, unravel: Callable, z, data):
-    """loss_fn(unravel(z), data) at every flat draw z: (C, S, D) -> (C, S)."""
-    return jax.vmap(jax.vmap(lambda w: loss_fn(unravel(w), data)))(z)
+    target = TemperedTarget(loss_fn, unravel, None if localization else GaussianPrior(float(prior_std)))
+    args = _per_chain(C, data) + (jnp.repeat(n_betas, chains_per_beta),)
+    if localization:
+        args += (jnp.full(C, localization, flat0.dtype),) + _per_chain(C, flat0)
+    out = sample(jax.random.split(k_run, C), target, z0, args, settings, devices=devices)
+    return np.asarray(target.losses_at(out.z, data)).reshape(B, chains_per_beta, -1)
 
 
 def rlct_from_beta_sweep(key, loss_fn: Callable, params_init, data, *, betas: Sequence[float] | None = None,
@@ -409,7 +410,7 @@ def rlct_from_beta_sweep(key, loss_fn: Callable, params_init, data, *, betas: Se
     2022).  betas default to (1/log n) x (2/3, 1, 3/2, 2, 3).  kwargs: chains_per_beta, prior_std,
     localization (> 0: the local lambda at params_init, see :func:`tempered_losses`), settings,
     init_radius, devices."""
-    n = _num_data(data)
+    n = num_data(data)
     if betas is None and n < 2:
         raise ValueError("betas: the default (1/log n) x (2/3, ..., 3) needs n >= 2 data points")
     betas = np.asarray(betas if betas is not None else np.array([2 / 3, 1, 1.5, 2, 3]) / math.log(n), np.float64)
@@ -425,7 +426,7 @@ def rlct_from_beta_sweep(key, loss_fn: Callable, params_init, data, *, betas: Se
 def wbic(key, loss_fn: Callable, params_init, data, **kwargs) -> tuple[float, float]:
     """WBIC = E_beta[n L_n] at beta = 1/log n by NUTS (Watanabe 2013: an estimate of the free energy
     F_n), with its Monte Carlo standard error: (value, se).  kwargs as :func:`tempered_losses`."""
-    n = _num_data(data)
+    n = num_data(data)
     if n < 2:
         raise ValueError("data: WBIC's beta = 1/log n needs n >= 2 data points")
     losses = tempered_losses(key, loss_fn, params_init, data, [n / math.log(n)], **kwargs)[0]

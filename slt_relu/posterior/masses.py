@@ -13,8 +13,8 @@ sampler, and shared by every sampler's output.
   axis, with a bootstrap error over trials;
 * :func:`chain_diagnostics`, :func:`sampler_warnings`: R-hat, ESS, divergences and tree depths of
   a point's chains, within data sets (never pooled), and what of them deserves a warning;
-* :func:`point_summary`, :func:`sweep_summary`: the rows and grids of a posterior sweep's
-  ``metrics.json``.
+* :func:`point_summary`: a sweep point's row of ``metrics.json`` (the sweep's grids are
+  ``slt_relu.posterior.sweep_results``).
 
 Log evidences, free energies and SMC runs' diagnostics are in ``slt_relu.posterior.evidence``.
 """
@@ -54,13 +54,29 @@ class PhaseMasses(NamedTuple):
 
 
 def phase_masses(labels, names: Sequence | None = None, dataset=None, log_evidence=None) -> PhaseMasses:
-    """Masses of the phases in labels: (C, S) per-draw phase labels (ints indexing ``names``,
-    or hashable labels such as strings or PhaseLabels, then names default to the sorted
-    distinct labels).  dataset: (C,) data set of each chain (default: each chain its own).
-    log_evidence: (C,) each chain's log Z when the chains are independent SMC runs (their
-    particles equally weighted): a data set's runs are then pooled by :func:`run_weights`
-    (the island estimator) instead of equally, and a data set with a NaN or +inf log Z has NaN
-    masses (so has the mean over data sets)."""
+    """Masses of the phases in labels, per data set and their mean over data sets.
+
+        m_k(alpha) = sum_c w_c (1/S) sum_s [label_{c,s} = alpha]   (c the chains of data set k),
+        mass(alpha) = (1/K) sum_k m_k(alpha),
+
+    with w_c = 1 / (chains of data set k), or for independent SMC runs their evidence weights
+    (:func:`run_weights`, the island estimator).
+
+    Args:
+        labels: (C, S) per-draw phase labels: ints indexing ``names``, or hashable labels such as
+            strings or PhaseLabels (then names default to the sorted distinct labels).
+        names: the P phase names, or None.
+        dataset: (C,) data set of each chain (default: each chain its own).
+        log_evidence: (C,) each chain's log Z when the chains are independent SMC runs (their
+            particles equally weighted); a data set with a NaN or +inf log Z has NaN masses (so has
+            the mean over data sets).
+
+    Returns:
+        :class:`PhaseMasses`: names, mass, se, mcse, mcse_runs, per_dataset (K, P), per_chain (C, P).
+
+    References:
+        DSLT4: phase masses with error bars across trials.
+    """
     labels = np.asarray(labels, dtype=object if names is None else None)
     if labels.ndim != 2:
         raise ValueError(f"labels: expected shape (chains, draws), got {labels.shape}")
@@ -352,96 +368,3 @@ def cross_table(codes, names, labels, dataset, log_evidence=None) -> dict:
             row[str(lab)] = float(np.mean([w[dataset == g] @ per_chain[dataset == g] for g in groups]))
         out[nm] = row
     return out
-
-
-def _grid_index(shape, axis: int, k: int, other) -> int:
-    full = list(other)
-    full.insert(axis, k)
-    return int(np.ravel_multi_index(tuple(full), shape))
-
-
-def sweep_summary(sweep: dict, rows: Sequence[dict], *, crossover_phases=None, crossover_axis=None) -> dict:
-    """The sweep-level part of metrics.json: each axis' values, the masses of every phase on
-    the sweep's grid (axes in the order of ``sweep``), and the crossover of ``crossover_phases``
-    along ``crossover_axis`` for every combination of the other axes (bootstrap over trials)."""
-    axes = list(sweep)
-    shape = tuple(len(v) for v in sweep.values())
-    metrics = {}
-    for key in axes:
-        metrics[key.split(".")[-1]] = sweep[key]
-    if "posterior.beta" in axes or "posterior.n" in axes:
-        metrics["n_beta_per_point"] = [r["n_beta"] for r in rows]
-    if "posterior.beta" in axes:
-        b = axes.index("posterior.beta")
-        metrics["n_beta"] = [rows[_grid_index(shape, b, k, [0] * (len(axes) - 1))]["n_beta"]
-                             for k in range(shape[b])]
-    if rows and "mass" in rows[0]:
-        names = list(rows[0]["mass"])
-        for field in ("mass", "mass_se", "mass_mcse"):
-            metrics[field] = {nm: np.array([r[field][nm] for r in rows]).reshape(shape).tolist() for nm in names}
-    if rows and "classify_phase" in rows[0]:
-        totals: dict = {}
-        for r in rows:
-            for nm, m in r["classify_phase"]["mass"].items():
-                totals[nm] = totals.get(nm, 0.0) + m
-        cnames = sorted(totals, key=lambda nm: -totals[nm])
-        metrics["classify_phase"] = {
-            "names": {nm: next((r["classify_phase"].get("names", {}).get(nm) for r in rows
-                                if nm in r["classify_phase"].get("names", {})), nm) for nm in cnames},
-            "mass": {nm: np.array([r["classify_phase"]["mass"].get(nm, 0.0) for r in rows]).reshape(shape).tolist()
-                     for nm in cnames},
-            **{field: {nm: np.array([r["classify_phase"][field].get(nm, 0.0) for r in rows]).reshape(
-                shape).tolist() for nm in cnames} for field in ("mass_se", "mass_mcse")}}   # no draws at a point: 0
-    if rows and "cross_table" in rows[0]:
-        rule_phases = list(rows[0]["cross_table"])
-        labels = list(dict.fromkeys(lab for r in rows for tab in r["cross_table"].values() for lab in tab))
-        metrics["cross_table"] = {nm: {lab: np.array([r["cross_table"][nm].get(lab, 0.0) for r in rows]).reshape(
-            shape).tolist() for lab in labels} for nm in rule_phases}
-    if rows and "log_evidence" in rows[0]:
-        metrics["log_evidence"] = np.array([r["log_evidence"] for r in rows]).reshape(shape).tolist()
-        metrics["log_evidence_mcse"] = np.array([r["log_evidence_mcse"] for r in rows]).reshape(shape).tolist()
-        for key in ("free_energy", "free_energy_classify_phase"):
-            if key not in rows[0]:
-                continue
-            names = list(dict.fromkeys(nm for r in rows for nm in r[key]["phase"]))
-            grid = lambda field, nm: np.array([r[key][field].get(nm, np.nan) for r in rows]).reshape(shape).tolist()
-            metrics[key] = {"total": np.array([r[key]["total"] for r in rows]).reshape(shape).tolist(),
-                            **{field: {nm: grid(field, nm) for nm in names}
-                               for field in ("phase", "phase_se", "phase_mcse", "relative", "relative_se")}}
-    if crossover_phases is not None:
-        a, b = crossover_phases
-        ax = axes.index(crossover_axis)
-        xs = np.asarray(sweep[crossover_axis], np.float64)
-        rng = np.random.default_rng(0)
-        others = [range(n) for i, n in enumerate(shape) if i != ax]
-        cross, cross_se, cross_frac = [], [], []
-        for other in itertools.product(*others):
-            idx = [_grid_index(shape, ax, k, other) for k in range(len(xs))]
-            c, se, frac = crossover_bootstrap(xs, [rows[i]["mass_per_trial"][a] for i in idx],
-                                              [rows[i]["mass_per_trial"][b] for i in idx], rng)
-            cross.append(c)
-            cross_se.append(se)
-            cross_frac.append(frac)
-        name = crossover_axis.split(".")[-1]
-        scalar = len(cross) == 1
-        metrics[f"crossover_{name}"] = cross[0] if scalar else cross
-        metrics[f"crossover_{name}_se"] = cross_se[0] if scalar else cross_se
-        metrics[f"crossover_{name}_bootstrap_fraction"] = cross_frac[0] if scalar else cross_frac
-        metrics["crossover_phases"] = [a, b]
-        metrics["lead"] = lead(sweep, rows, a, b)
-    return metrics
-
-
-def lead(sweep: dict, rows: Sequence[dict], a: str, b: str) -> dict:
-    """Where phase a holds more mass than phase b: per point the mean over data sets of
-    mass_a - mass_b and its standard error across data sets, on the sweep's grid; the points where
-    a leads by more than two standard errors, and whether a ever leads at all."""
-    shape = tuple(len(v) for v in sweep.values())
-    diff = [np.asarray(r["mass_per_trial"][a], np.float64) - np.asarray(r["mass_per_trial"][b], np.float64)
-            for r in rows]
-    mean = np.array([d.mean() for d in diff])
-    se = np.array([d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else np.nan for d in diff])
-    leads = mean - 2 * np.nan_to_num(se) > 0
-    return {"phases": [a, b], "difference": mean.reshape(shape).tolist(), "difference_se": se.reshape(shape).tolist(),
-            f"{a}_leads_at": [r["values"] for r, yes in zip(rows, leads) if yes],
-            f"{a}_ever_leads": bool(leads.any())}

@@ -19,9 +19,13 @@ from .target import Prior, target
 class PosteriorSamples(NamedTuple):
     """Samples of C chains, S kept draws each.
 
-    params: TwoLayer whose leaves carry leading axes (C, S); loss: (C, S) L_n(w) on the chain's
-    own data set; dataset: (C,) data set index of each chain; n_beta: (C,); draws: the sampler's
-    :class:`~slt_relu.sampling.Draws` (unconstrained draws and the sampler's statistics).
+    Attributes:
+        params: TwoLayer whose leaves carry leading axes (C, S).
+        loss: (C, S) L_n(w) on the chain's own data set.
+        dataset: (C,) data set index of each chain.
+        n_beta: (C,) each chain's n beta.
+        draws: the sampler's :class:`~slt_relu.sampling.Draws` (unconstrained draws and the
+            sampler's statistics).
     """
 
     params: TwoLayer
@@ -57,14 +61,35 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
                      progress=None) -> PosteriorSamples:
     """Sample p(w | D_n) for K data sets, ``chains_per_dataset`` chains each, in one program.
 
-    keys: (K * chains_per_dataset, 2), one PRNG key per chain (chain c samples data set
-    c // chains_per_dataset); x: (K, n, n_in), y: (K, n), finite, K, n >= 1; n_beta: (K,) or a
-    scalar, positive and finite (n * beta of each data set).  settings: a sampler's settings
-    (:class:`~slt_relu.sampling.NUTSSettings` by default, :class:`~slt_relu.sampling.HMCSettings`, or
-    :class:`~slt_relu.sampling.SMCSettings`: then each "chain" is an SMC run whose draws are its particles,
-    started from the prior); any sampler's ``symmetry_moves`` are :class:`~slt_relu.moves.OrientationFlip`.  MCMC chains start uniformly in
-    [-init_radius, init_radius] in unconstrained coordinates (numpyro's ``init_to_uniform``).
-    devices, progress: see :func:`slt_relu.sampling.sample`.  Returns :class:`PosteriorSamples`.
+        p(w | D_n) proportional to phi(w) exp(-n_beta L_n(w))
+
+    MCMC chains start uniformly in [-init_radius, init_radius] in unconstrained coordinates
+    (numpyro's ``init_to_uniform``).
+
+    Args:
+        keys: (K * chains_per_dataset, 2), one PRNG key per chain (chain c samples data set
+            c // chains_per_dataset).
+        x: (K, n, n_in), finite, K, n >= 1.
+        y: (K, n), finite.
+        n_beta: (K,) or a scalar, positive and finite (n * beta of each data set).
+        model: Restriction, the model: its free coordinates are sampled, the others stay at its base.
+        prior: Prior phi(w) of the free coordinates.
+        sigma: the noise standard deviation of L_n, > 0.
+        settings: a sampler's settings (:class:`~slt_relu.sampling.NUTSSettings` by default,
+            :class:`~slt_relu.sampling.HMCSettings`, or :class:`~slt_relu.sampling.SMCSettings`:
+            then each "chain" is an SMC run whose draws are its particles, started from the prior);
+            any sampler's ``symmetry_moves`` are :class:`~slt_relu.moves.OrientationFlip`.
+        chains_per_dataset: chains per data set, >= 1.
+        init_radius: > 0, the half width of the MCMC chains' initial box.
+        devices: see :func:`slt_relu.sampling.sample`.
+        progress: see :func:`slt_relu.sampling.sample`.
+
+    Returns:
+        PosteriorSamples: params (C, S, ...), loss (C, S), dataset (C,), n_beta (C,), draws, with
+        C = K * chains_per_dataset.
+
+    References:
+        DSLT4 (one data set per trial).
     """
     from ..moves import OrientationFlip
 
@@ -96,7 +121,7 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     dataset = np.repeat(np.arange(K), chains_per_dataset)
     x_cols = jnp.swapaxes(x, 1, 2)[dataset]
     yc = y[dataset]
-    nb = n_beta[dataset]
+    n_beta_chain = n_beta[dataset]
     k_init, k_run = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)
     if isinstance(settings, SMCSettings):                           # particles from the prior
         N = settings.num_particles
@@ -104,24 +129,35 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     else:
         z0 = jax.vmap(lambda k: jax.random.uniform(k, (tg.size,), x.dtype, -init_radius, init_radius))(k_init)
     moves = OrientationFlip(tg.potential) if getattr(settings, "symmetry_moves", False) else None
-    out = sample(k_run, tg.potential, z0, (x_cols, yc, nb), settings, moves=moves, devices=devices, progress=progress)
+    out = sample(k_run, tg.potential, z0, (x_cols, yc, n_beta_chain), settings, moves=moves, devices=devices,
+                 progress=progress)
     free_vals = _constrain_all(tg.constrain, jnp.asarray(out.z))
     flat = jax.vmap(jax.vmap(model.embed_flat))(free_vals.astype(x.dtype))          # (C, S, D)
     width, n_in = model.base.width, model.base.n_in
     loss = _losses(flat, x_cols, yc, width, n_in, float(sigma))
     params = jax.tree.map(np.asarray, jax.vmap(jax.vmap(lambda f: from_flat(f, width, n_in)))(flat))
-    return PosteriorSamples(params, np.asarray(loss), dataset, np.asarray(nb), out)
+    return PosteriorSamples(params, np.asarray(loss), dataset, np.asarray(n_beta_chain), out)
 
 
 class SMCPosterior(NamedTuple):
     """K tempered SMC runs (one per data set given), N particles each, equally weighted.
 
-    params: TwoLayer with leading axes (K, N); loss: (K, N) L_n of each particle on its run's data;
-    log_evidence: (K,) log Z = log int phi(w) exp(-n_beta L_n(w)) dw (L_n with its
-    log(sigma sqrt(2 pi)) term; docs/design.md); schedule: (K, M) the tempering lambda after each stage
-    (M = settings.max_stages; stages beyond num_stages are 0); ess, accept_prob: (K, M) the
-    incremental weights' ESS fraction and the moves' mean acceptance at each stage; num_stages:
-    (K,); draws: the sampler's :class:`~slt_relu.sampling.Draws`; n_beta: (K,) each run's n beta."""
+        log Z = log int phi(w) exp(-n_beta L_n(w)) dw
+
+    (L_n with its log(sigma sqrt(2 pi)) term; docs/design.md.)
+
+    Attributes:
+        params: TwoLayer with leading axes (K, N).
+        loss: (K, N) L_n of each particle on its run's data.
+        log_evidence: (K,) log Z.
+        schedule: (K, M) the tempering lambda after each stage (M = settings.max_stages; stages
+            beyond num_stages are 0).
+        ess: (K, M) the incremental weights' ESS fraction at each stage.
+        accept_prob: (K, M) the moves' mean acceptance at each stage.
+        num_stages: (K,).
+        draws: the sampler's :class:`~slt_relu.sampling.Draws`.
+        n_beta: (K,) each run's n beta.
+    """
 
     params: TwoLayer
     loss: np.ndarray
@@ -136,12 +172,30 @@ class SMCPosterior(NamedTuple):
 
 def smc_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = Prior(), sigma: float = 1.0,
                   settings=None, devices=None) -> SMCPosterior:
-    """Adaptive tempered SMC (``slt_relu.sampling.smc``) of p(w | D_n) proportional to phi(w) exp(-n_beta L_n(w)):
-    one run per key, run k on data set k.
+    """Adaptive tempered SMC (``slt_relu.sampling.smc``) of the tempered posterior, one run per key.
 
-    keys: (K, 2); x: (K, n, n_in), y: (K, n) (pass one data set several times for independent runs
-    on it: their spread is the Monte Carlo error); n_beta: (K,) or a scalar; settings:
-    :class:`~slt_relu.sampling.SMCSettings` (default ``SMCSettings()``).  Particles start from the prior.
+        p(w | D_n) proportional to phi(w) exp(-n_beta L_n(w))
+
+    Run k is on data set k; particles start from the prior.
+
+    Args:
+        keys: (K, 2), one PRNG key per run.
+        x: (K, n, n_in) (pass one data set several times for independent runs on it: their spread
+            is the Monte Carlo error).
+        y: (K, n).
+        n_beta: (K,) or a scalar.
+        model: Restriction, the model: its free coordinates are sampled, the others stay at its base.
+        prior: Prior phi(w) of the free coordinates.
+        sigma: the noise standard deviation of L_n, > 0.
+        settings: :class:`~slt_relu.sampling.SMCSettings` (default ``SMCSettings()``).
+        devices: see :func:`slt_relu.sampling.sample`.
+
+    Returns:
+        SMCPosterior: params (K, N, ...), log_evidence (K,), the tempering schedule and its
+        diagnostics.
+
+    References:
+        Del Moral, Doucet & Jasra 2006; Jasra et al. 2011 (the adaptive schedule).
     """
 
     settings = SMCSettings() if settings is None else settings

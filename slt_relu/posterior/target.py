@@ -11,6 +11,18 @@ parameter groups w, b, q, c of N(0, s^2) or uniform on [-a, a] (:class:`Prior`);
 and 3.4).  :func:`posterior_model` is the numpyro model; :func:`target` its potential on flat
 unconstrained coordinates (hashable, a static argument of the samplers' programs), the map back to
 the parameters, and prior draws.
+
+:class:`TemperedTarget` is the same posterior for any loss L and any prior, optionally localized
+(Lau et al. 2023, "The local learning coefficient"),
+
+    U(w) = n beta L(w; D_n) - log phi(w) + (gamma / 2) |w - w*|^2,
+
+with n beta, gamma and w* as a chain's arguments: the learning coefficient's SGLD, beta sweeps and
+WBIC (``slt_relu.posterior.llc``) run on it, and :meth:`TemperedTarget.losses_at` evaluates L at
+their kept draws in chunks of bounded memory.  The two-layer NUTS/SMC posterior keeps numpyro's
+potential (its unconstrained coordinates for uniform priors); on the free coordinates,
+``TemperedTarget(RestrictedLoss(model, sigma), unravel, PriorDensity(prior, model))`` computes the
+same U (tests/test_posterior.py).
 """
 from __future__ import annotations
 
@@ -23,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..loss import check_sigma, empirical_loss_columns
-from ..network import Restriction, from_flat
+from ..network import Restriction, check_count, from_flat
 
 GROUPS = ("w", "b", "q", "c")
 PRIOR_KINDS = ("normal", "uniform")
@@ -43,7 +55,20 @@ def resolve_beta(beta, n: int) -> float:
 
 
 class Prior(NamedTuple):
-    """phi(w): per parameter group, ("normal", s) for N(0, s^2) or ("uniform", a) for U[-a, a]."""
+    """The prior phi(w) of a two-layer network, independent per coordinate and per parameter group.
+
+        phi(w) = prod over groups g in (w, b, q, c) of prod_i p_g(w_i),
+        p_g = N(0, s^2) for ("normal", s), U[-a, a] for ("uniform", a).
+
+    Attributes:
+        w: the input weights' (kind, scale).
+        b: the biases' (kind, scale).
+        q: the output weights' (kind, scale).
+        c: the output bias's (kind, scale).
+
+    References:
+        DSLT4: the posteriors of the phase transition experiments use N(0, 1) priors.
+    """
 
     w: tuple = ("normal", 1.0)
     b: tuple = ("normal", 1.0)
@@ -186,3 +211,127 @@ def target(model: Restriction, prior: Prior = Prior(), sigma: float = 1.0) -> Ta
     potential = PosteriorPotential(model, prior, float(check_sigma(sigma)), str(jnp.zeros(()).dtype))
     pieces = _numpyro_pieces(potential)
     return Target(potential, pieces.constrain, pieces.size, pieces.prior_draw)
+
+
+# ----------------------------------------------------------------------------------------
+# the tempered target of any loss
+
+
+LOSSES_CHUNK_POINTS = 2 ** 22
+"""Loss terms (draws x data points) one chunk of :meth:`TemperedTarget.losses_at` evaluates at most:
+its memory is chunk x n elements per intermediate array, whatever the number of draws."""
+
+
+def num_data(data) -> int:
+    """n, the common leading (data) axis of the arrays of a data pytree (ValueError if they differ or n < 1)."""
+    sizes = {int(np.shape(a)[0]) for a in jax.tree.leaves(data)}
+    if len(sizes) != 1:
+        raise ValueError(f"data: expected arrays with one common leading (data) axis, got sizes {sorted(sizes)}")
+    n = sizes.pop()
+    if n < 1:
+        raise ValueError(f"data: expected at least one data point, got a leading axis of {n}")
+    return n
+
+
+class GaussianPrior(NamedTuple):
+    """N(0, std^2 I) on flat w (D,), as a log density up to its constant -(D/2) log(2 pi std^2), which no
+    sampler needs: log phi(w) = -|w|^2 / (2 std^2) (the beta sweep's and WBIC's prior)."""
+
+    std: float
+
+    def __call__(self, w):
+        return -0.5 * jnp.sum((w / self.std) ** 2)
+
+
+class PriorDensity(NamedTuple):
+    """The log density of a :class:`Prior` on a Restriction's free coordinates theta (k,), flat order:
+
+        log phi(theta) = sum over groups g of sum_i log p_g(theta_i),
+
+    p_g = N(0, s^2) (numpyro's ``log_prob`` of :func:`posterior_model`'s sample site) or U[-a, a]
+    (-log 2a, -inf off its support).  Hashable by value."""
+
+    prior: Prior
+    model: Restriction
+
+    def __call__(self, theta):
+        groups = _free_groups(self.model)
+        parts = jnp.split(theta, [int(i) for i in np.cumsum([idx.size for _, idx in groups])[:-1]])
+        total = 0.0
+        for (g, idx), part in zip(groups, parts):
+            kind, scale = getattr(self.prior, g)
+            if kind == "uniform":
+                lp = jnp.where(jnp.all(jnp.abs(part) <= scale), -idx.size * math.log(2 * scale), -jnp.inf)
+            else:
+                lp = self.prior.distribution(g, idx.size).log_prob(part)
+            total = total + lp
+        return total
+
+
+class TemperedTarget(NamedTuple):
+    """The tempered (optionally localized) posterior of any loss on flat coordinates w (D,):
+
+        p(w) proportional to phi(w) exp(-n_beta L(unravel(w); data) - (gamma / 2) |w - center|^2),
+        U(w) = n_beta L(unravel(w); data) - log phi(w) + (gamma / 2) |w - center|^2.
+
+    A hashable ``potential_gen`` of :func:`slt_relu.sampling.sample`: ``target(data, n_beta, gamma,
+    center)`` -> U, from one chain's slice of ``args`` (data first: SGLD draws its mini-batches from
+    ``args[0]``); n_beta, gamma >= 0 scalars, center (D,); ``args = (data, n_betas)`` leaves gamma and
+    center None: no localization term (the global posterior).  n_beta = n / log n is WBIC's temperature.
+
+    Fields:
+        loss: L(params, data) -> scalar, e.g. the mean negative log-likelihood over the data (a pytree
+            whose leaves share a leading axis n); any JAX function, hashable (a NamedTuple such as
+            ``llc.TwoLayerLoss``, or one function object reused) so that programs are reused.
+        unravel: flat w (D,) -> the params ``loss`` takes (``slt_relu.sampling.unravel_fn``).
+        log_prior: log phi(w) on flat w (:class:`GaussianPrior`, :class:`PriorDensity`, any hashable
+            callable), or None: no prior term (the localized posteriors).
+
+    References:
+        Watanabe 2013, "A widely applicable Bayesian information criterion" (the tempered posterior);
+        Lau, Furman, Wang, Murfet, Wei 2023, "The local learning coefficient" (the localization).
+    """
+
+    loss: Callable
+    unravel: Callable
+    log_prior: Callable | None = None
+
+    def __call__(self, data, n_beta, gamma=None, center=None):
+        def potential(w):
+            # the prior and localization terms first, then n_beta L: the order the beta sweep's and SGLD's
+            # potentials had, so their chains stay the same to the bit
+            u = n_beta * self.loss(self.unravel(w), data)
+            if gamma is not None:
+                u = 0.5 * gamma * jnp.sum((w - center) ** 2) + u
+            if self.log_prior is not None:
+                u = -self.log_prior(w) + u
+            return u
+        return potential
+
+    def losses_at(self, draws, data, chunk: int | None = None) -> jax.Array:
+        """L(unravel(w); data) at every flat draw, ``chunk`` draws at a time in one compiled ``lax.map``.
+
+        Memory: the loss's intermediates for chunk x n data points, never for draws x n (8 chains x
+        40,000 steps on n = 10,000 would be 3.2e9 elements an array).
+
+        Args:
+            draws: (..., D) flat draws, e.g. (C, S, D) from a sampler.
+            data: the data pytree (leading axis n).
+            chunk: draws per chunk (default max(1, LOSSES_CHUNK_POINTS // n)); the same chunk reuses
+                the compiled program.
+
+        Returns:
+            (...,) the loss at each draw.
+        """
+        draws = jnp.asarray(draws)
+        lead = draws.shape[:-1]
+        B = math.prod(lead)
+        chunk = max(1, LOSSES_CHUNK_POINTS // num_data(data)) if chunk is None else check_count(chunk, "chunk")
+        flat = draws.reshape(B, draws.shape[-1])
+        return _losses_at(self.loss, self.unravel, flat, data, min(chunk, max(B, 1))).reshape(lead)
+
+
+@partial(jax.jit, static_argnums=(0, 1, 4))
+def _losses_at(loss: Callable, unravel: Callable, flat, data, chunk: int):
+    """loss(unravel(w), data) for each row w of flat (B, D), vmapped over chunks of ``chunk`` rows: (B,)."""
+    return jax.lax.map(lambda w: loss(unravel(w), data), flat, batch_size=chunk)

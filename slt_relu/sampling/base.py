@@ -37,13 +37,17 @@ from ..settings import Section
 class Draws(NamedTuple):
     """What every sampler returns; C chains (or independent runs), S draws (or particles) each.
 
-    z: (C, S, D) unconstrained draws; potential_energy: (C, S) U at each draw; stats: the
-    sampler's statistics by name, per draw (C, S) or per chain (C, ...) (NUTS: num_steps,
-    tree_depth, accept_prob, diverging, energy (the Hamiltonian at the draw), step_size,
-    inverse_mass_matrix, warmup_divergences; HMC the same but tree_depth); grad_evals:
-    (C,) gradient evaluations of each chain, warmup included; log_evidence: (C,) log Z where the
-    sampler estimates it (SMC), else None; ticks: vmapped gradient evaluations the program ran
-    (the wall-clock work of all chains together); wall_s: seconds, compilation included.
+    Attributes:
+        z: (C, S, D) unconstrained draws.
+        potential_energy: (C, S) U at each draw.
+        stats: the sampler's statistics by name, per draw (C, S) or per chain (C, ...) (NUTS:
+            num_steps, tree_depth, accept_prob, diverging, energy (the Hamiltonian at the draw),
+            step_size, inverse_mass_matrix, warmup_divergences; HMC the same but tree_depth).
+        grad_evals: (C,) gradient evaluations of each chain, warmup included.
+        log_evidence: (C,) log Z where the sampler estimates it (SMC), else None.
+        ticks: vmapped gradient evaluations the program ran (the wall-clock work of all chains
+            together).
+        wall_s: seconds, compilation included.
     """
 
     z: np.ndarray
@@ -154,17 +158,29 @@ def register(settings_type: type, run: Runner, *, particles: bool = False) -> No
 
 def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, moves=None, devices=None,
            progress=None) -> Draws:
-    """Run C chains of the sampler that ``settings``' type is registered for (NUTS, HMC, SGLD, SMC
-    settings) on the potentials ``potential_gen(*args_c)`` (module docstring).
+    """Run C chains of the sampler that ``settings``' type is registered for (module docstring).
 
-    keys: (C, 2) (or typed keys (C,): their key data is used), one per chain: a chain's numbers depend
-    on its key, not on which other chains share the program; init_z: (C, D) (SMC: (C, N, D) prior
-    draws, and the last of ``args`` is the inverse temperature the bridge scales); args: tuple of
-    arrays with a leading axis C; moves: the involution of the symmetry proposals,
-    move(key, z) -> (z', log |det dz'/dz|), hashable (``slt_relu.moves``), used by settings with
-    ``symmetry_moves`` (NUTS, HMC, SMC); devices: to shard the chains over (default
-    ``jax.local_devices()``); progress: called as progress(fraction) between compiled calls where the
-    sampler has them.
+        U_c(z) = potential_gen(*args_c)(z) = -log density_c(z)
+
+    Chain c samples exp(-U_c) with its own slice args_c of ``args``; a chain's numbers depend on
+    its key, not on which other chains share the program.
+
+    Args:
+        keys: (C, 2) (or typed keys (C,): their key data is used), one per chain.
+        potential_gen: hashable; ``potential_gen(*args_c)`` is chain c's potential U(z), z (D,).
+        init_z: (C, D) (SMC: (C, N, D) prior draws, and the last of ``args`` is the inverse
+            temperature the bridge scales).
+        args: tuple of arrays with a leading axis C.
+        settings: NUTS, HMC, SGLD or SMC settings (the type picks the sampler).
+        moves: the involution of the symmetry proposals, move(key, z) -> (z', log |det dz'/dz|),
+            hashable (``slt_relu.moves``), used by settings with ``symmetry_moves`` (NUTS, HMC,
+            SMC).
+        devices: to shard the chains over (default ``jax.local_devices()``).
+        progress: called as progress(fraction) between compiled calls where the sampler has them.
+
+    Returns:
+        Draws: z (C, S, D), potential_energy (C, S), the sampler's statistics, gradient counts and,
+        for SMC, log_evidence (C,).
     """
     sampler = _SAMPLERS.get(type(settings))
     if sampler is None:

@@ -9,12 +9,18 @@ from typing import Literal
 
 from pydantic import Field
 
+from ..settings import document_fields
 from .base import Draws, MCMCSettings, register
 from .lockstep import run_lockstep
 
 
+@document_fields
 class HMCSettings(MCMCSettings):
-    """numpyro's HMC with a fixed number of leapfrog steps, chains in lockstep."""
+    """HMC settings: numpyro's HMC with a fixed number of leapfrog steps, chains in lockstep.
+
+    References:
+        Neal 2011.
+    """
 
     name: Literal["hmc"] = "hmc"
     num_steps: int | None = Field(10, ge=1, description="leapfrog steps (None: trajectory_length / step_size)")

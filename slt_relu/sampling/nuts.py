@@ -9,8 +9,8 @@ run the same code.
 ``schedule="async"`` (NUTS only, the default).  NUTS builds a trajectory tree whose size
 varies from one iteration to the next (Hoffman & Gelman 2014).  Vmapping numpyro's sampler
 runs the tree-building loops in lockstep, so every chain waits for the largest tree among
-all chains at every iteration: on the DSLT4 posteriors, 32 chains wasted 3.4x of their
-gradient evaluations this way and 88 chains 4.5x.  Here the tree is a state machine that
+all chains at every iteration, and the waste grows with the number of chains (docs/notes.md
+has the measurement).  Here the tree is a state machine that
 advances by one leapfrog step per *tick*; all chains tick together (one vmapped gradient)
 but each walks its own tree and starts its next iteration as soon as its tree is done, so
 only the chains that have finished all their iterations idle, at the very end.
@@ -36,9 +36,6 @@ the draw is recorded before it.
 ``schedule="lockstep"``: numpyro's own ``hmc`` kernel vmapped, each chain one ``lax.scan``
 (``slt_relu.sampling.lockstep``): the reference the async schedule is tested against (and how
 HMC runs, ``slt_relu.sampling.hmc``).  Both go through ``slt_relu.sampling.sharding``.
-
-The module is a little over 450 lines on purpose: the tree state machine, the queue of chains and the
-runner are one algorithm whose parts share their state types.
 """
 from __future__ import annotations
 
@@ -51,6 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
+from ..settings import document_fields
 from .base import Draws, MCMCSettings, StaticPartial, register
 from .lockstep import run_lockstep
 from .sharding import chain_mesh, pad_chains, run_blocks
@@ -58,8 +56,13 @@ from .sharding import chain_mesh, pad_chains, run_blocks
 CPU_SLOTS = 16        # default slots per CPU device (benchmarks/bench_posterior.py); accelerators: all chains
 
 
+@document_fields
 class NUTSSettings(MCMCSettings):
-    """NUTS settings: numpyro's algorithm, desynchronised (``schedule="async"``) or numpyro's kernel in lockstep."""
+    """NUTS settings: numpyro's algorithm, desynchronised (``schedule="async"``) or numpyro's kernel in lockstep.
+
+    References:
+        Hoffman & Gelman 2014; Betancourt 2017 (the generalised U-turn criterion).
+    """
 
     name: Literal["nuts"] = "nuts"
     schedule: Literal["async", "lockstep"] = Field("async", description="async: each chain walks its own tree, "

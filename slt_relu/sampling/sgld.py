@@ -22,11 +22,12 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..settings import Section
+from ..settings import Section, document_fields
 from .base import Draws, StaticPartial, register
 from .sharding import run_sharded
 
 
+@document_fields
 class SGLDSettings(Section):
     """SGLD settings (the learning coefficient's [llc.sgld] table adds its localization and n beta)."""
 

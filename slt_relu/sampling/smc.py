@@ -55,13 +55,19 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..settings import Section
+from ..settings import Section, document_fields
 from .base import Draws, StaticPartial, register
 from .sharding import run_sharded
 
 
+@document_fields
 class SMCSettings(Section):
-    """Adaptive tempered SMC settings (module docstring)."""
+    """Adaptive tempered SMC settings (module docstring).
+
+    References:
+        Del Moral, Doucet & Jasra 2006; Jasra et al. 2011 (the adaptive schedule); Dau & Chopin 2022
+        (waste-free SMC).
+    """
 
     name: Literal["smc"] = "smc"
     num_particles: int = Field(1024, ge=8, description="particles per run")

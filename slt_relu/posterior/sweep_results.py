@@ -1,0 +1,266 @@
+"""A posterior sweep's numbers as one labelled ``xarray.Dataset`` (``results.nc``), and what derives from it.
+
+Each sweep point's analysis (``slt_relu.kinds.posterior_report``: masses, trial filter, log evidence,
+free energies) becomes one point of a Dataset whose dimensions are the sweep's keys (in the config's
+order, their values as coordinates), the data set, the independent run and the phase:
+
+    n, beta, n_beta, trials                                      (sweep...)
+    mass, mass_se, mass_mcse [, mass_unfiltered]                 (sweep..., phase)      DSLT4's rule
+    mass_per_trial                                               (sweep..., dataset, phase)
+    mean_loss_per_trial, excess_loss_per_trial, dropped          (sweep..., dataset)
+    classify_mass, classify_mass_se, classify_mass_mcse          (sweep..., label)      classify_phase
+    classify_mass_per_trial                                      (sweep..., dataset, label)
+    cross_table                                                  (sweep..., phase, label)
+    log_evidence, log_evidence_se, log_evidence_mcse             (sweep...)             SMC
+    log_evidence_per_trial (sweep..., dataset), log_evidence_per_run (sweep..., run)
+    free_energy[_se, _mcse], relative_free_energy[_se]           (sweep..., phase)      SMC
+    classify_free_energy[...]                                    (sweep..., label)      SMC
+    min_loss_per_trial                                           (sweep..., dataset, phase)
+    converged, runs_per_dataset (sweep...), converged_phase (sweep..., phase)   SMC's stopping rule
+
+``label`` carries each classify_phase code's name in words (coordinate ``label_name``).  With a
+second sampler on the same data sets (a config's ``[compare]``), ``results.nc`` holds both along a
+leading ``sampler`` dimension (:func:`by_sampler`).  A sweep
+value that is not a number (``posterior.beta = "wbic"``) makes that axis' coordinate strings.
+:func:`grids` derives the sweep-level tables of ``metrics.json`` from the Dataset (the masses on
+the sweep's grid, the crossover of two phases along an axis for every value of the others, who
+leads), and the figures of ``slt_relu.kinds.posterior_figures`` read it too.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .masses import crossover_bootstrap
+
+PHASE_FIELDS = ("mass", "mass_se", "mass_mcse", "mass_unfiltered")
+FREE_ENERGY_FIELDS = {"phase": "free_energy", "phase_se": "free_energy_se", "phase_mcse": "free_energy_mcse",
+                      "relative": "relative_free_energy", "relative_se": "relative_free_energy_se"}
+
+
+FILL = {v: 0.0 for v in ("classify_mass", "classify_mass_se", "classify_mass_mcse", "classify_mass_per_trial",
+                         "cross_table")} | {"dropped": False}      # a label absent at a point has mass 0
+
+
+def axis_values(values: Sequence) -> np.ndarray:
+    """A sweep axis' coordinate: its values as floats, or as strings when one is not a number."""
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return np.asarray(values, np.float64)
+    return np.asarray([str(v) for v in values])
+
+
+def _per_dataset(row: dict, per_trial: Sequence) -> np.ndarray:
+    """A per-trial list of the kept trials (DSLT4's filter may drop some) placed on all K data sets
+    (NaN where dropped)."""
+    out = np.full(row["trials"], np.nan)
+    f = row["trial_filter"]
+    kept = np.setdiff1d(np.arange(row["trials"]), f["dropped_trials"]) if f["applied"] else np.arange(row["trials"])
+    out[kept] = np.asarray(per_trial, np.float64)
+    return out
+
+
+def _float(v) -> float:
+    return np.nan if v is None else float(v)
+
+
+def point_dataset(row: dict):
+    """One point's row of metrics.json as a Dataset (module docstring), without the sweep's axes."""
+    import xarray as xr
+
+    K = row["trials"]
+    data = {"n": ((), row["n"]), "beta": ((), row["beta"]), "n_beta": ((), row["n_beta"]), "trials": ((), K),
+            "mean_loss_per_trial": ("dataset", np.asarray(row["mean_loss_per_trial"], np.float64)),
+            "excess_loss_per_trial": ("dataset", np.asarray(row["excess_loss_per_trial"], np.float64)),
+            "dropped": ("dataset", np.isin(np.arange(K), row["trial_filter"]["dropped_trials"])
+                        & row["trial_filter"]["applied"])}
+    coords = {"dataset": np.arange(K)}
+    if "mass" in row:
+        names = list(row["mass"])
+        coords["phase"] = names
+        for field in PHASE_FIELDS:
+            if field in row:
+                data[field] = ("phase", [_float(row[field][nm]) for nm in names])
+        data["mass_per_trial"] = (("dataset", "phase"), np.stack([_per_dataset(row, row["mass_per_trial"][nm])
+                                                                  for nm in names], -1))
+    if "classify_phase" in row:
+        cp = row["classify_phase"]
+        labels = list(cp["mass"])
+        coords["label"] = labels
+        coords["label_name"] = ("label", [cp.get("names", {}).get(lab, lab) for lab in labels])
+        for field in ("mass", "mass_se", "mass_mcse"):
+            data[f"classify_{field}"] = ("label", [_float(cp[field][lab]) for lab in labels])
+        data["classify_mass_per_trial"] = (("dataset", "label"), np.stack(
+            [_per_dataset(row, cp["mass_per_trial"][lab]) for lab in labels], -1))
+    if "cross_table" in row:                       # its labels are classify_phase's: every classified draw has a rule phase
+        data["cross_table"] = (("phase", "label"), [[row["cross_table"][nm].get(lab, 0.0) for lab in coords["label"]]
+                                                    for nm in coords["phase"]])
+    if row.get("log_evidence") is not None:
+        data.update(log_evidence=((), row["log_evidence"]), log_evidence_se=((), _float(row["log_evidence_se"])),
+                    log_evidence_mcse=((), _float(row["log_evidence_mcse"])),
+                    log_evidence_per_trial=("dataset", np.asarray(row["log_evidence_per_trial"], np.float64)),
+                    log_evidence_per_run=("run", np.asarray(row["log_evidence_per_run"], np.float64)))
+    for key, dim, prefix in (("free_energy", "phase", ""), ("free_energy_classify_phase", "label", "classify_")):
+        if key not in row:
+            continue
+        fe = row[key]
+        for field in ("total", "total_se", "total_mcse"):
+            data[f"{prefix}free_energy_{field}"] = ((), _float(fe[field]))
+        names = coords.get(dim, list(fe["phase"]))
+        coords.setdefault(dim, names)
+        for field, name in FREE_ENERGY_FIELDS.items():
+            data[prefix + name] = (dim, [_float(fe[field].get(nm)) for nm in names])
+    if "min_loss_per_trial" in row:
+        data["min_loss_per_trial"] = (("dataset", "phase"), np.stack(
+            [np.asarray([_float(v) for v in row["min_loss_per_trial"][nm]]) for nm in coords["phase"]], -1))
+    if "convergence" in row:
+        c = row["convergence"]
+        data.update(converged=((), bool(c["converged"])), runs_per_dataset=((), int(c["runs_per_dataset"])))
+        target = c["targets"]["mass_mcse"]
+        data["converged_phase"] = ("phase", [bool(target is None or (np.isfinite(_float(c["mass_mcse"][nm]))
+                                                                      and c["mass_mcse"][nm] <= target))
+                                             for nm in coords["phase"]])
+    return xr.Dataset(data, coords=coords)
+
+
+def sweep_dataset(sweep: dict, rows: Sequence[dict], attrs: dict | None = None):
+    """The Dataset of a sweep (module docstring) from its points' rows (in the sweep's order, the
+    last key varying fastest, as ``slt_relu.sweep.expand`` makes them).  A label absent at a point
+    has mass 0 there; a run that does not exist at a point (the stopping rule gave others more) NaN."""
+    import pandas as pd
+    import xarray as xr
+
+    points = [point_dataset(row) for row in rows]
+    ds = xr.concat(points, dim="point", join="outer", fill_value=FILL, coords="different", compat="equals") \
+        if len(points) > 1 else points[0].expand_dims("point")
+    ds = _one_name_per_label(ds, "point")
+    if "label" in ds.coords:                   # labels ordered by their total mass over the sweep (most first)
+        order = np.argsort(-ds["classify_mass"].sum("point").values, kind="stable") if "classify_mass" in ds \
+            else np.arange(ds.sizes["label"])
+        ds = ds.isel(label=order)
+    if sweep:
+        keys = list(sweep)
+        index = pd.MultiIndex.from_arrays([axis_values([row["values"][k] for row in rows]) for k in keys], names=keys)
+        ds = ds.assign_coords(xr.Coordinates.from_pandas_multiindex(index, "point")).unstack("point")
+        ds = ds.sel({k: axis_values(v) for k, v in sweep.items()}).transpose(*keys, ...)
+    else:
+        ds = ds.isel(point=0, drop=True)
+    ds.attrs.update(attrs or {})
+    return ds
+
+
+def by_sampler(*datasets):
+    """Sweeps of several samplers on the same data sets (a config's [sampler] and [compare]) as one
+    Dataset with a leading ``sampler`` dimension (its coordinate: each Dataset's ``sampler`` attribute);
+    a label or run one of them lacks is filled as in :func:`sweep_dataset`."""
+    import xarray as xr
+
+    names = [d.attrs["sampler"] for d in datasets]
+    if len(set(names)) < len(names):               # the same sampler twice (other settings): number them
+        names = [f"{nm} ({i})" for i, nm in enumerate(names)]
+    out = xr.concat([d.expand_dims(sampler=[nm]) for d, nm in zip(datasets, names)], dim="sampler", join="outer",
+                    fill_value=FILL, coords="different", compat="equals", combine_attrs="drop_conflicts")
+    return _one_name_per_label(out, "sampler")
+
+
+def _one_name_per_label(ds, dim: str):
+    """label_name along ``label`` only: concatenating points (or samplers) that lack a label leaves it
+    NaN there, which makes xarray stack the coordinate along ``dim``; each code has one name."""
+    if "label_name" not in ds.coords or dim not in ds["label_name"].dims:
+        return ds
+    names = [next(str(v) for v in ds["label_name"].sel(label=lab).values if isinstance(v, str))
+             for lab in ds["label"].values]
+    return ds.assign_coords(label_name=("label", names))
+
+
+def _grid(da) -> list:
+    return da.values.tolist()
+
+
+def grids(ds, sweep: dict) -> dict:
+    """The sweep-level tables of metrics.json from the sweep's Dataset: each axis' values, n beta along
+    a beta axis, the masses of every phase and label on the sweep's grid (axes in the order of ``sweep``),
+    the cross-table, log Z and free energies, and the crossover with who leads (:func:`crossover_metrics`)
+    when the Dataset has them."""
+    axes = list(sweep)
+    metrics = {key.split(".")[-1]: sweep[key] for key in axes}
+    if "posterior.beta" in axes or "posterior.n" in axes:
+        metrics["n_beta_per_point"] = ds["n_beta"].values.ravel().tolist()
+    if "posterior.beta" in axes:
+        metrics["n_beta"] = ds["n_beta"].isel({k: 0 for k in axes if k != "posterior.beta"}).values.tolist()
+    if "mass" in ds:
+        names = ds["phase"].values.tolist()
+        for field in ("mass", "mass_se", "mass_mcse"):
+            metrics[field] = {nm: _grid(ds[field].sel(phase=nm)) for nm in names}
+    if "classify_mass" in ds:
+        labels = ds["label"].values.tolist()
+        metrics["classify_phase"] = {"names": dict(zip(labels, ds["label_name"].values.tolist())),
+                                     **{field: {lab: _grid(ds[f"classify_{field}"].sel(label=lab)) for lab in labels}
+                                        for field in ("mass", "mass_se", "mass_mcse")}}
+    if "cross_table" in ds:
+        labels = [lab for lab in ds["label"].values.tolist() if bool(ds["cross_table"].sel(label=lab).any())]
+        metrics["cross_table"] = {nm: {lab: _grid(ds["cross_table"].sel(phase=nm, label=lab)) for lab in labels}
+                                  for nm in ds["phase"].values.tolist()}
+    if "log_evidence" in ds:
+        metrics["log_evidence"] = _grid(ds["log_evidence"])
+        metrics["log_evidence_mcse"] = _grid(ds["log_evidence_mcse"])
+        for key, dim, prefix in (("free_energy", "phase", ""), ("free_energy_classify_phase", "label", "classify_")):
+            if f"{prefix}free_energy" not in ds:
+                continue
+            names = ds[dim].values.tolist()
+            metrics[key] = {"total": _grid(ds[f"{prefix}free_energy_total"]),
+                            **{field: {nm: _grid(ds[prefix + name].sel({dim: nm})) for nm in names}
+                               for field, name in FREE_ENERGY_FIELDS.items()}}
+    if "crossover" in ds:
+        metrics.update(crossover_metrics(ds, sweep))
+    return metrics
+
+
+def with_crossover(ds, sweep: dict, phases, axis: str):
+    """``ds`` with where the masses of ``phases`` = (a, b) cross along the sweep axis ``axis``, for every
+    combination of the other axes: ``crossover``, ``crossover_se`` (a bootstrap over trials,
+    :func:`slt_relu.posterior.masses.crossover_bootstrap`, one generator seeded 0 drawn in the grid's
+    order) and ``crossover_bootstrap_fraction``; and who leads: ``lead_difference`` (sweep...), the mean
+    over data sets of mass_a - mass_b, with ``lead_difference_se`` across data sets (kept trials).
+    attrs ``crossover_phases``, ``crossover_axis``."""
+    a, b = phases
+    xs = np.asarray(ds[axis].values, np.float64)
+    rng = np.random.default_rng(0)
+    mpt = ds["mass_per_trial"]
+    others = [k for k in sweep if k != axis]
+    ta = mpt.sel(phase=a).transpose(*others, axis, "dataset")
+    tb = mpt.sel(phase=b).transpose(*others, axis, "dataset")
+    out = []
+    for x, y in zip(ta.values.reshape(-1, *ta.shape[-2:]), tb.values.reshape(-1, *tb.shape[-2:])):
+        keep = [~np.isnan(t) for t in x]               # dropped trials are NaN
+        out.append(crossover_bootstrap(xs, [t[k] for t, k in zip(x, keep)], [t[k] for t, k in zip(y, keep)], rng))
+    grid = lambda j: (others, np.array([o[j] for o in out]).reshape(ta.shape[:-2]))
+    diff = mpt.sel(phase=a, drop=True) - mpt.sel(phase=b, drop=True)
+    count = diff.notnull().sum("dataset")
+    ds = ds.assign(crossover=grid(0), crossover_se=grid(1), crossover_bootstrap_fraction=grid(2),
+                   lead_difference=diff.mean("dataset"),
+                   lead_difference_se=(diff.std("dataset", ddof=1) / np.sqrt(count)).where(count > 1))
+    ds.attrs.update(crossover_phases=[a, b], crossover_axis=axis)
+    return ds
+
+
+def crossover_metrics(ds, sweep: dict) -> dict:
+    """metrics.json's crossover (``crossover_<axis>``, ``..._se``, ``..._bootstrap_fraction``: a number, or
+    a list over the other axis' values) and ``lead`` (the difference of the masses on the sweep's grid,
+    its standard error, the points where a leads by more than two standard errors and whether it ever
+    does) from a Dataset :func:`with_crossover` made."""
+    a, b = (str(p) for p in ds.attrs["crossover_phases"])
+    name = str(ds.attrs["crossover_axis"]).split(".")[-1]
+    out = {}
+    for suffix in ("", "_se", "_bootstrap_fraction"):
+        v = ds["crossover" + suffix]
+        out[f"crossover_{name}{suffix}"] = float(v) if v.ndim == 0 else v.values.tolist()
+    mean, se = ds["lead_difference"], ds["lead_difference_se"]
+    leads = ((mean - 2 * se.fillna(0.0)) > 0).transpose(*sweep).values
+    out["crossover_phases"] = [a, b]
+    out["crossover_axis"] = str(ds.attrs["crossover_axis"])
+    out["lead"] = {"phases": [a, b], "difference": _grid(mean), "difference_se": _grid(se),
+                   f"{a}_leads_at": [{k: sweep[k][i] for k, i in zip(sweep, idx)} for idx in np.ndindex(leads.shape)
+                                     if leads[idx]],
+                   f"{a}_ever_leads": bool(leads.any())}
+    return out
