@@ -96,7 +96,7 @@ def main():
     from slt_relu.posterior.llc import LLCSGLDSettings, llc_two_layer
 
     if args.cache_dir:
-        from slt_relu.runner import enable_compilation_cache
+        from slt_relu.workflow.runner import enable_compilation_cache
 
         enable_compilation_cache(args.cache_dir)
 

@@ -93,7 +93,7 @@ def _processes(count: int, tmp: Path) -> float:
     over = {"posterior.n": 1000, "posterior.datasets": 4, "sampler.num_warmup": 100, "sampler.num_samples": 100,
             "phases.classify_every": 10, "sweep.truth.t": [1.0, 1.2, 1.4, 1.5], "posterior.points_per_program": 1,
             "plots.trace_points": 0}
-    cmd = [sys.executable, "-m", "slt_relu.cli", "run", str(ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"),
+    cmd = [sys.executable, "-m", "slt_relu.workflow.cli", "run", str(ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"),
            "--out", str(tmp / f"p{count}"), "--no-progress", "--no-cache", "--processes", str(count), "--oversubscribe"]
     cmd += sum((["--set", f"{k}={json.dumps(v)}"] for k, v in over.items()), [])
     env = dict(os.environ, JAX_PLATFORMS="cpu")

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from slt_relu import provenance, runner
+from slt_relu.workflow import provenance, runner
 from slt_relu.posterior.masses import log_evidence_mcse, phase_masses
 from slt_relu.posterior.evidence import logmeanexp
 from slt_relu.kinds.posterior_kind import point_keys

@@ -198,7 +198,7 @@ def to_arviz(result, *, observed=None):
 def save_draws(tree, path) -> Path:
     """Write a DataTree to ``path`` as netCDF (h5netcdf, compressed), atomically.
 
-    The file is written under a temporary name, then renamed.
+    The file is written under a temporary name, then renamed (``slt_relu.netcdf.write_tree``).
 
     Args:
         tree: an ``xarray.DataTree`` (e.g. from :func:`to_arviz`).
@@ -207,12 +207,9 @@ def save_draws(tree, path) -> Path:
     Returns:
         Path: ``path``.
     """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.partial")
-    encoding = {f"/{g}": {v: {"zlib": True, "complevel": 4} for v in tree[g].data_vars} for g in tree.children}
-    tree.to_netcdf(tmp, engine="h5netcdf", encoding=encoding)
-    tmp.replace(path)
-    return path
+    from .netcdf import write_tree
+
+    return write_tree(tree, path)
 
 
 def load_draws(path):
@@ -224,7 +221,6 @@ def load_draws(path):
     Returns:
         xarray.DataTree, loaded.
     """
-    import xarray as xr
+    from .netcdf import read_tree
 
-    with xr.open_datatree(path, engine="h5netcdf") as tree:
-        return tree.load()
+    return read_tree(path)

@@ -8,7 +8,7 @@ Every process runs the same command.  They find each other through ``jax.distrib
 * on one machine with ``slt-relu run CONFIG --processes N``: :func:`launch_local` starts N
   coordinated processes on 127.0.0.1 (each with its own CPU devices) and waits for them.
 
-How the work is spread (``slt_relu.sweep.run_points``): a sweep's points are grouped into programs
+How the work is spread (``slt_relu.workflow.sweep.run_points``): a sweep's points are grouped into programs
 exactly as in a single process (points that share a compiled program, ``points_per_program`` of
 them), and program k runs on process k mod N, its chains vmapped and sharded over that process's
 own devices (``jax.local_devices()``).  Every point checkpoints into the shared checkpoint folder
@@ -125,7 +125,7 @@ def launch_local(args: list[str], processes: int, *, heartbeat_timeout: int = 60
     which; returns 0 when all succeed, else the first failure's exit status (1 for a signal).  The
     processes end when the launcher does, however it ends (:func:`watch_launcher`)."""
     port = free_port()
-    base = [sys.executable, "-m", "slt_relu.cli", "run", *args, "--coordinator", f"127.0.0.1:{port}",
+    base = [sys.executable, "-m", "slt_relu.workflow.cli", "run", *args, "--coordinator", f"127.0.0.1:{port}",
             "--num-processes", str(processes), "--heartbeat-timeout", str(heartbeat_timeout)]
     children = []
     env = dict(os.environ, **{LAUNCHER_VARIABLE: str(os.getpid())})

@@ -20,7 +20,11 @@ from typing import Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .config import ConfigError
+
+
+class ConfigError(ValueError):
+    """A config or command-line mistake; str(err) is one line naming the key (or argument) and
+    what was expected.  The CLI prints it and exits with status 2 before computing anything."""
 
 
 class Section(BaseModel):

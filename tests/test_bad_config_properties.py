@@ -11,8 +11,8 @@ import jax
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from slt_relu import cli, runner
-from slt_relu.config import ConfigError
+from slt_relu.workflow import cli, runner
+from slt_relu.workflow.config import ConfigError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny import TINY  # noqa: E402

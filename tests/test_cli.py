@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from slt_relu import cli, compare, runner
-from slt_relu.config import ConfigError
+from slt_relu.workflow import cli, compare, runner
+from slt_relu.workflow.config import ConfigError
 from slt_relu.netcdf import read_tree
 
 from tiny import LLC_TINY, TINY
@@ -120,12 +120,12 @@ def test_bad_config_one_line_error_no_folder(tmp_path, capsys, text, message):
 
 def test_cli_subprocess_exit_code_and_list(tmp_path):
     path = write(tmp_path, "bogus = 1\n" + GOOD)
-    res = subprocess.run([sys.executable, "-m", "slt_relu.cli", "run", str(path), "--out", str(tmp_path / "o")],
+    res = subprocess.run([sys.executable, "-m", "slt_relu.workflow.cli", "run", str(path), "--out", str(tmp_path / "o")],
                          capture_output=True, text=True)
     assert res.returncode == 2 and res.stderr.strip() == (
         "slt-relu: config error: bogus: unknown key; expected one of description, dtype, inputs, kind, landscape, name, seed, "
         "sigma, truth")
-    res = subprocess.run([sys.executable, "-m", "slt_relu.cli", "list"], capture_output=True, text=True)
+    res = subprocess.run([sys.executable, "-m", "slt_relu.workflow.cli", "list"], capture_output=True, text=True)
     assert res.returncode == 0 and "dslt3_degenerate_node " in res.stdout and "landscape" in res.stdout
 
 
@@ -356,7 +356,7 @@ def test_a_rerun_loads_its_programs_from_the_persistent_cache(tmp_path):
     sets = sum((["--set", f"{k}={json.dumps(v)}"] for k, v in TINY["dslt3_degenerate_node.toml"].items()), [])
 
     def run(out):
-        subprocess.run([sys.executable, "-m", "slt_relu.cli", "run", "dslt3_degenerate_node", "--out", str(out),
+        subprocess.run([sys.executable, "-m", "slt_relu.workflow.cli", "run", "dslt3_degenerate_node", "--out", str(out),
                         "--no-progress", "--cache-dir", str(cache)] + sets, check=True, capture_output=True)
         return {p.name for p in cache.rglob("*") if p.is_file()}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from slt_relu import cli
+from slt_relu.workflow import cli
 from test_cli import GOOD, ROOT
 
 
@@ -88,10 +88,10 @@ def test_config_names_stay_plain_and_seeds_fit_the_prng(tmp_path, capsys, line, 
 
 
 def test_a_closed_pipe_ends_quietly():
-    res = subprocess.run(f"{sys.executable} -m slt_relu.cli list | head -c 10", shell=True, capture_output=True,
+    res = subprocess.run(f"{sys.executable} -m slt_relu.workflow.cli list | head -c 10", shell=True, capture_output=True,
                          text=True, timeout=120)
     assert res.returncode == 0 and "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr
-    proc = subprocess.Popen([sys.executable, "-m", "slt_relu.cli", "list"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "slt_relu.workflow.cli", "list"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     proc.stdout.close()                                     # the reader is gone before anything is written
     assert proc.wait(timeout=120) == 0 and proc.stderr.read() == b""
@@ -126,7 +126,7 @@ def test_workers_end_when_their_launcher_is_killed(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "slt_relu.cli", "run", str(ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"),
+        [sys.executable, "-m", "slt_relu.workflow.cli", "run", str(ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"),
          "--out", str(tmp_path / "res"), "--no-progress", "--no-cache", "--processes", "2", "--oversubscribe",
          *sum((["--set", f"{k}={json.dumps(v)}"] for k, v in over.items()), [])],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,10 +1,10 @@
-"""slt_relu.compare: each kind of number with its own tolerance (exact, deterministic float, statistical,
+"""slt_relu.workflow.compare: each kind of number with its own tolerance (exact, deterministic float, statistical,
 form only), and the machine a result was computed on in its manifest."""
 import math
 
 import pytest
 
-from slt_relu import compare, provenance
+from slt_relu.workflow import compare, provenance
 
 POSTERIOR = {
     "truth": "dslt4_pt1", "n_beta": [37.74783316355097], "sampler": "smc",

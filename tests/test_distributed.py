@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from slt_relu import runner
-from slt_relu.sweep import Point, run_points
+from slt_relu.workflow import runner
+from slt_relu.workflow.sweep import Point, run_points
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"
@@ -25,7 +25,7 @@ VOLATILE = {"program_wall_s", "resumed_points", "resumed_wall_s", "programs", "p
 def cli(args, **kw):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
-    return [sys.executable, "-m", "slt_relu.cli", "run", str(CONFIG), "--no-progress", "--no-cache", *args,
+    return [sys.executable, "-m", "slt_relu.workflow.cli", "run", str(CONFIG), "--no-progress", "--no-cache", *args,
             *sum((["--set", f"{k}={json.dumps(v)}"] for k, v in kw.items()), [])], env
 
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from pydantic import Field
 
-from slt_relu import population_loss, rescale, runner
+from slt_relu import population_loss, rescale
+from slt_relu.workflow import runner
 import xarray as xr
 
 from slt_relu.kinds import KINDS, Kind, Output, register_kind

@@ -1,10 +1,10 @@
 """A run whose arrays cannot fit in this machine's memory is refused before anything is built, with one line
-naming the keys that size them and the estimate (slt_relu.memory); every shipped config fits."""
+naming the keys that size them and the estimate (slt_relu.workflow.memory); every shipped config fits."""
 import jax
 import pytest
 
-from slt_relu import cli, memory, runner
-from slt_relu.config import ConfigError
+from slt_relu.workflow import cli, memory, runner
+from slt_relu.workflow.config import ConfigError
 from test_cli import GOOD, ROOT
 from tiny import TINY
 

@@ -6,7 +6,7 @@ import socket
 
 import numpy as np
 
-from slt_relu import sweep
+from slt_relu.workflow import sweep
 from slt_relu.netcdf import from_tree, read_tree, to_tree, write_tree
 
 

@@ -1,7 +1,7 @@
 """Every shipped config runs with tiny settings (tests/tiny.py) and reproduces its reference
 (tests/reference/NAME.json, written by tests/write_references.py) on any machine: integers, labels and
 strings exactly, deterministic floats to a relative tolerance from the dtype, sampler outputs within their
-spread over independent runs (`slt_relu.compare`).  CI runs this file a second time under another
+spread over independent runs (`slt_relu.workflow.compare`).  CI runs this file a second time under another
 instruction set (`XLA_FLAGS=--xla_cpu_max_isa=...`, `.ci/run`)."""
 import json
 import os
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from slt_relu import compare, runner
+from slt_relu.workflow import compare, runner
 from tiny import TINY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +67,7 @@ def test_the_forced_instruction_set_changes_the_last_bits(tmp_path):
     name = "dslt3_scaling_valley.toml"
     sets = sum((["--set", f"{k}={json.dumps(v)}"] for k, v in TINY[name].items()), [])
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    subprocess.run([sys.executable, "-m", "slt_relu.cli", "run", str(ROOT / "experiments" / name), "--out",
+    subprocess.run([sys.executable, "-m", "slt_relu.workflow.cli", "run", str(ROOT / "experiments" / name), "--out",
                     str(tmp_path / "native"), "--no-progress", "--no-cache"] + sets, check=True, capture_output=True,
                    env=env)
     forced = runner.run_config(ROOT / "experiments" / name, tmp_path / "forced", progress=False, overrides=TINY[name])
@@ -202,7 +202,7 @@ def test_check_reruns_a_results_folder_and_names_what_moved(tmp_path, capsys):
     """`slt-relu check FOLDER` reruns the config its manifest records and lists the numbers outside their
     tolerance: none for an untouched folder (here bitwise equal too: same machine, code and flags), and a
     deterministic float moved beyond its tolerance by name, with exit status 1."""
-    from slt_relu import cli
+    from slt_relu.workflow import cli
 
     name = "dslt3_degenerate_node.toml"
     folder = runner.run_config(ROOT / "experiments" / name, tmp_path / "res", progress=False, overrides=TINY[name])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from slt_relu import cli, runner
+from slt_relu.workflow import cli, runner
 
 from test_cli import GOOD, ROOT
 
@@ -168,7 +168,7 @@ def test_a_second_run_on_the_same_folder_is_refused_while_the_first_runs(tmp_pat
 
 
 def _cli(args, cwd, **kw):
-    return subprocess.Popen([sys.executable, "-m", "slt_relu.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "slt_relu.workflow.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -229,7 +229,7 @@ def test_readme_first_command_leaves_git_status_clean(tmp_path):
     assert run_part.startswith(".venv/bin/slt-relu run ")
     env = dict(os.environ, PYTHONPATH=str(clone), SLT_RELU_CACHE_DIR=str(tmp_path / "cache"))
     args = run_part.split()[1:] + ["--no-progress"]
-    res = subprocess.run([sys.executable, "-m", "slt_relu.cli", *args], cwd=clone, env=env, capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "slt_relu.workflow.cli", *args], cwd=clone, env=env, capture_output=True,
                          text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     assert (clone / "runs" / "dslt3_degenerate_node" / "metrics.json").exists()

@@ -9,8 +9,8 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from slt_relu import runner
-from slt_relu.config import ConfigError
+from slt_relu.workflow import runner
+from slt_relu.workflow.config import ConfigError
 from slt_relu.kinds.posterior_report import headline
 from tiny import TINY
 

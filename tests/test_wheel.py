@@ -26,7 +26,7 @@ def test_wheel_lists_and_runs_the_shipped_configs(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(site)}
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "slt_relu.cli", *args], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "slt_relu.workflow.cli", *args], capture_output=True, text=True,
                               cwd=tmp_path, env=env)
 
     where = subprocess.run([sys.executable, "-c", "import slt_relu; print(slt_relu.__file__)"], capture_output=True,

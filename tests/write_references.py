@@ -4,7 +4,7 @@
     python tests/write_references.py [NAME ...] [--runs R] [--jobs J]
 
 Each file holds the seed-0 run's ``metrics`` and, for a config whose kind samples, the ``spread`` of each
-statistical number (phase masses, log evidences, learning coefficients; `slt_relu.compare.STATISTICAL`)
+statistical number (phase masses, log evidences, learning coefficients; `slt_relu.workflow.compare.STATISTICAL`)
 over R independent runs (a phase label missing from a run counts as mass 0 there): its standard deviation, at
 least the resolution of a mass (the smallest step
 between two values of any mass of the config seen in those runs), since a mass that took one value in every
@@ -36,7 +36,7 @@ from tiny import TINY  # noqa: E402
 
 def run_tiny(name: str, replicate: int) -> tuple[dict, dict]:
     """(metrics, manifest) of config NAME's tiny run number ``replicate`` (0: the config as it is)."""
-    from slt_relu import runner
+    from slt_relu.workflow import runner
     from slt_relu.kinds import posterior_kind
 
     overrides = dict(TINY[f"{name}.toml"])
@@ -64,7 +64,7 @@ def _job(args):
 
 def spread(kind: str, runs: list[dict]) -> dict[str, float]:
     """{dotted path: standard deviation over the runs} of every statistical number of the first run."""
-    from slt_relu import compare
+    from slt_relu.workflow import compare
 
     values: dict[tuple, list[float]] = {}
     for r, metrics in enumerate(runs):
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     names = args.names or sorted(n.removesuffix(".toml") for n in TINY)
     ctx = multiprocessing.get_context("spawn")
-    from slt_relu import compare, provenance
+    from slt_relu.workflow import compare, provenance
 
     with ctx.Pool(args.jobs, maxtasksperchild=1) as pool:
         for name in names:

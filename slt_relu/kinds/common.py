@@ -14,8 +14,7 @@ from typing import Annotated, Literal, NamedTuple, Union
 from pydantic import Field, create_model
 
 from .. import truths
-from ..config import ConfigError
-from ..settings import Section
+from ..settings import ConfigError, Section
 
 DTYPES = ("float64", "float32")
 NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$"       # a plain file name: no separator, no leading dot

@@ -20,12 +20,11 @@ from typing import Annotated, Literal, NamedTuple, Union
 import numpy as np
 from pydantic import Field
 
-from ..config import ConfigError
 from ..fisher import default_rtol, null_accounting
 from ..inputs import UniformBox
 from ..network import TwoLayer, from_flat, init_params, make_params, num_params, to_flat
 from ..plots import rank_vs_bound_figure, spectrum_figure
-from ..settings import Section
+from ..settings import ConfigError, Section
 from ..truths import Example, m_symmetric
 from .common import Experiment, InputsSettings, TruthSettings, example_of, resolve_inputs
 from .kind import Kind, Output, first_line, register_kind

@@ -8,7 +8,7 @@ A kind is what a config's ``kind = "..."`` names: a schema and three functions,
         samplers, sweep points), raising ``ConfigError`` for what the schema cannot check;
     run(resolved, key, ctx) -> Output: the computation (``key``: the config's seed as a PRNG key; ``ctx``:
         checkpoint folder, progress, this process's place among the run's processes,
-        ``slt_relu.runner.RunContext``).  A kind writes no file: the runner writes what it returns;
+        ``slt_relu.workflow.runner.RunContext``).  A kind writes no file: the runner writes what it returns;
     headline(metrics) -> lines: the numbers printed at the end of a run and by ``slt-relu show``.
 
 ``sweeps``: the run is a sweep whose points the processes of a multi-process run share

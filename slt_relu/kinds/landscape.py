@@ -13,12 +13,11 @@ from typing import Literal, NamedTuple
 import numpy as np
 from pydantic import Field
 
-from ..config import ConfigError
 from ..fisher import null_accounting
 from ..loss import empirical_loss, loss_slice, population_loss, sample_dataset
 from ..network import coordinate_index, coordinate_names, from_flat, num_params, to_flat
 from ..plots import landscape_figure
-from ..settings import Section
+from ..settings import ConfigError, Section
 from ..truths import Example
 from .common import TruthExperiment, resolve_setup
 from .kind import Kind, Output, first_line, register_kind

@@ -28,11 +28,10 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from .. import truths
-from ..config import ConfigError
 from ..posterior.llc import LLCSGLDSettings
 from ..sampling import NUTSSettings
-from ..settings import Section, parse
-from ..sweep import Point, fingerprint, run_points
+from ..settings import ConfigError, Section, parse
+from ..workflow.sweep import Point, fingerprint, run_points
 from .common import TRUTH_SCHEMAS, Experiment
 from .kind import Kind, Output, first_line, register_kind
 

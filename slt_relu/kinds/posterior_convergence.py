@@ -25,9 +25,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from ..config import ConfigError
 from ..sampling import SMCSettings
-from ..settings import Section
+from ..settings import ConfigError, Section
 
 
 class ConvergenceSettings(Section):

@@ -1,6 +1,6 @@
 """Experiment kind ``posterior``: tempered posteriors, phase masses and sweeps (DSLT3, DSLT4).
 
-Glue: the schema below, then per sweep point (``slt_relu.sweep``: checkpointed, resumable, points
+Glue: the schema below, then per sweep point (``slt_relu.workflow.sweep``: checkpointed, resumable, points
 that share a compiled program run together) data sets drawn with the point's own key and the
 posterior sampled by the sampler of ``[sampler]`` (``slt_relu.posterior.sample_posterior``);
 the analysis (masses, trial filter, diagnostics, crossovers; ``slt_relu.posterior.masses``,
@@ -29,12 +29,11 @@ from typing import Annotated, Literal, NamedTuple, Union
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..config import ConfigError
 from ..network import Restriction, make_params
 from ..posterior import GROUPS, PRIOR_KINDS, Prior, resolve_beta
 from ..sampling import HMCSettings, NUTSSettings, SMCSettings
-from ..settings import Section, parse
-from ..sweep import Point, expand, fingerprint, flatten_sweep, run_points
+from ..settings import ConfigError, Section, parse
+from ..workflow.sweep import Point, expand, fingerprint, flatten_sweep, run_points
 from .common import TruthExperiment, resolve_setup
 from .kind import Kind, first_line, register_kind
 from .posterior_convergence import ConvergenceSettings, check_convergence, until_runs_agree
@@ -43,7 +42,7 @@ from .posterior_report import analyze, headline
 SWEEP_TABLES = ("truth", "inputs", "model", "prior", "posterior", "sampler")
 OBSERVED_SMALL = 20_000     # values of a point's x and y at most to be kept with its draws (observed_data)
 RULES = ("radius", "sector", "none")
-# a point's checkpoint (slt_relu.sweep): the dimensions of its arrays; chain: a chain or SMC run, draw: a
+# a point's checkpoint (slt_relu.workflow.sweep): the dimensions of its arrays; chain: a chain or SMC run, draw: a
 # kept draw or particle, trial: a data set (the analysis's "dataset" is each chain's data set index)
 POINT_DIMS = {"flat": ("chain", "draw", "parameter"), "loss": ("chain", "draw"), "dataset": ("chain",),
               "potential_energy": ("chain", "draw"), "grad_evals": ("chain",), "log_evidence": ("chain",),

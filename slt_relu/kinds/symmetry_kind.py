@@ -17,14 +17,13 @@ from typing import Annotated, Literal, NamedTuple
 import numpy as np
 from pydantic import Field
 
-from ..config import ConfigError
 from ..fisher import null_accounting
 from ..loss import population_loss
 from ..network import num_params, to_flat
 from ..classify import classify_phase
 from ..phases import check_truth, true_set_representatives
 from ..plots import effective_weights_figure, phase_gallery_figure
-from ..settings import Section
+from ..settings import ConfigError, Section
 from ..symmetry import permute, rescale
 from ..truths import Example
 from .common import TruthExperiment, resolve_setup

@@ -125,7 +125,7 @@ def point_dataset(row: dict):
 
 def sweep_dataset(sweep: dict, rows: Sequence[dict], attrs: dict | None = None):
     """The Dataset of a sweep (module docstring) from its points' rows (in the sweep's order, the
-    last key varying fastest, as ``slt_relu.sweep.expand`` makes them).  A label absent at a point
+    last key varying fastest, as ``slt_relu.workflow.sweep.expand`` makes them).  A label absent at a point
     has mass 0 there; a run that does not exist at a point (the stopping rule gave others more) NaN."""
     import pandas as pd
     import xarray as xr

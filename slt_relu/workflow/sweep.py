@@ -27,7 +27,8 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from .config import ConfigError, apply_overrides
+from ..settings import ConfigError
+from .config import apply_overrides
 
 
 class Point(NamedTuple):
@@ -93,7 +94,7 @@ ID = "__id__"               # the root attribute holding a checkpoint's fingerpr
 def save_result(path: Path, ident: str, result: dict, dims: dict | None = None) -> None:
     """Write one point's result (a mapping of arrays and plain values, ``slt_relu.netcdf.to_tree``;
     ``dims``: the dimension names of its arrays) to ``path`` atomically, with its fingerprint."""
-    from .netcdf import to_tree, write_tree
+    from ..netcdf import to_tree, write_tree
 
     tree = to_tree(result, dims)
     tree.attrs[ID] = json.dumps(ident)
@@ -102,7 +103,7 @@ def save_result(path: Path, ident: str, result: dict, dims: dict | None = None) 
 
 def load_result(path: Path, ident: str) -> dict | None:
     """A saved result with this fingerprint, or None (missing, another config's, unreadable)."""
-    from .netcdf import from_tree, read_tree
+    from ..netcdf import from_tree, read_tree
 
     try:
         tree = read_tree(path)

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from . import provenance
-from .config import ConfigError
+from ..settings import ConfigError
 
 
 def read_folder(folder: Path) -> tuple[dict, dict]:
@@ -33,7 +33,7 @@ def read_folder(folder: Path) -> tuple[dict, dict]:
 
 def headline(kind: str | None, metrics: dict) -> list[str]:
     """The kind's headline lines of its metrics (none for an unknown kind)."""
-    from .kinds import KINDS
+    from ..kinds import KINDS
 
     if kind not in KINDS:
         return []

@@ -5,7 +5,7 @@ XLA compiles each program for the host's instruction set (vector width, FMA cont
 of a reduction's partial sums), so the same config and seed give bitwise-equal numbers only on the
 same machine with the same versions and flags. ``manifest.json`` records all of them so that a
 reader can tell whether a rerun should match a committed result bitwise (same machine) or within
-its error bars (elsewhere; :mod:`slt_relu.compare`).
+its error bars (elsewhere; :mod:`slt_relu.workflow.compare`).
 """
 from __future__ import annotations
 

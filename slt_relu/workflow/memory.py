@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .config import ConfigError
-from .sampling import SMCSettings
+from ..settings import ConfigError
+from ..sampling import SMCSettings
 
 
 class Need(NamedTuple):
@@ -45,7 +45,7 @@ def _width_keys(s) -> str:
 def _truth_size(s) -> tuple[int, int]:
     """(width, n_in) of the model of a config's example ([inputs] n_in where it says one); (1, 1), a lower
     bound, where the example cannot be built (its own one-line error follows when the run resolves it)."""
-    from . import truths
+    from .. import truths
 
     truth, inputs = getattr(s, "truth", None), getattr(s, "inputs", None)
     width, n_in = 1, 1
@@ -169,7 +169,7 @@ def needs(settings) -> list[Need]:
 
 def check(settings, available: int | None = None) -> None:
     """ConfigError naming the keys of the largest array that cannot fit in ``available`` bytes (default: the
-    memory available now, :func:`slt_relu.provenance.available_memory`)."""
+    memory available now, :func:`slt_relu.workflow.provenance.available_memory`)."""
     from .provenance import available_memory
 
     available = available_memory() if available is None else available

@@ -8,7 +8,7 @@
     slt-relu show PATH                                      a results folder's summary: config, versions,
                                                             machine, headline numbers, warnings, plots
     slt-relu check PATH [--out DIR]                         rerun a results folder's config and list the
-                                                            numbers outside their tolerance (slt_relu.compare)
+                                                            numbers outside their tolerance (slt_relu.workflow.compare)
 
 Exit status 2 with one line on stderr for any mistake in the config or the arguments (nothing is
 computed or written); 1 when ``check`` finds numbers outside their tolerance; 130 when interrupted (the checkpoints stay, so a rerun resumes).
@@ -20,7 +20,8 @@ import os
 import signal
 import sys
 
-from .config import ConfigError, parse_override
+from ..settings import ConfigError
+from .config import parse_override
 
 OVERSUBSCRIBE = 4                   # --oversubscribe: at most this many processes per CPU core
 PROCESS_MEMORY = 1 << 30            # bytes a JAX process of a run needs at least (its runtime and programs)
@@ -124,7 +125,7 @@ def _list() -> int:
 
 
 def _settings(kind: str | None, markdown: bool) -> int:
-    from .kinds import KINDS, settings_markdown
+    from ..kinds import KINDS, settings_markdown
 
     if kind is not None and kind not in KINDS:
         raise ConfigError(f"settings {kind}: expected one of {', '.join(sorted(KINDS))}")
@@ -160,7 +161,8 @@ def _interrupt(signum, frame):
 
 
 def _run(args) -> int:
-    from . import distributed, runner
+    from .. import distributed
+    from . import runner
 
     overrides = dict(parse_override(item) for item in args.set)
     _check_processes(args)

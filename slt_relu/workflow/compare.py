@@ -27,7 +27,8 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any, NamedTuple
 
-from .config import ConfigError, apply_overrides
+from ..settings import ConfigError
+from .config import apply_overrides
 
 # (rtol, atol) of a deterministic float per dtype: a result of ~1e3-1e6 operations on inputs of
 # order 1 carries a rounding error of ~1e-13 relative in float64 and ~1e-6 in float32; the margins

@@ -13,7 +13,7 @@
    (``.NAME.partial-PID`` folders, and restores ``.NAME.old-PID`` when the swap below was cut
    short), by name and only for processes that are gone;
 4. computes in ``.NAME.partial-PID`` next to the folder, where the kind writes its files;
-   sweeps checkpoint every finished point in ``.NAME.checkpoints`` (``slt_relu.sweep``);
+   sweeps checkpoint every finished point in ``.NAME.checkpoints`` (``slt_relu.workflow.sweep``);
 5. writes what the kind returns (``metrics.json``, ``results.nc``, figures, draws) and ``manifest.json`` (resolved settings, seed, package versions,
    JAX devices, git commit, wall time, the list of files), then swaps the folder into place:
    the old results folder is renamed aside, the new one renamed in, the old one deleted.  The
@@ -35,10 +35,11 @@ from pathlib import Path
 import numpy as np
 
 from . import memory, provenance
-from .config import ConfigError, load
-from .settings import parse
+from ..settings import ConfigError
+from .config import load
+from ..settings import parse
 
-_HERE = Path(__file__).resolve().parent          # shipped configs: package data in a wheel, else experiments/
+_HERE = Path(__file__).resolve().parent.parent   # the package: shipped configs as package data in a wheel
 EXPERIMENTS_DIR = _HERE / "configs" if (_HERE / "configs").is_dir() else _HERE.parent / "experiments"
 RESULTS_DIR = _HERE.parent / "results"                         # committed results: only in a checkout
 TOOL = "slt_relu"
@@ -66,8 +67,8 @@ def write_json(path: Path, data) -> None:
 
 def write_output(output, folder: Path) -> None:
     """A kind's Output (``slt_relu.kinds.kind``) as files: metrics.json, results.nc, NAME.png, draws/NAME.nc."""
-    from .netcdf import write_tree
-    from .plots import save_figure
+    from ..netcdf import write_tree
+    from ..plots import save_figure
 
     write_json(folder / "metrics.json", output.metrics)
     if output.results is not None:
@@ -109,7 +110,7 @@ class Prepared:
     """A validated and resolved config: its Kind, typed settings, resolved objects, name."""
 
     def __init__(self, path: Path, raw: dict, overrides: dict):
-        from .kinds import KINDS
+        from ..kinds import KINDS
 
         self.path, self.raw, self.overrides = path, raw, overrides
         kind = raw.get("kind")
@@ -343,7 +344,7 @@ def run_prepared(prepared, out, progress: bool = True, cache: bool | str | Path 
 def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) -> Path | None:
     import jax
 
-    from .distributed import layout
+    from ..distributed import layout
 
     out = check_output(default_output(prep.name) if out is None else out)
     lay = layout()

@@ -1,6 +1,6 @@
-"""TOML experiment configs: reading the file, ``--set`` overrides, and the error type.
+"""TOML experiment configs: reading the file and ``--set`` overrides.
 
-Every mistake becomes a :class:`ConfigError` whose message is one line naming the key
+Every mistake becomes a ``slt_relu.settings.ConfigError`` whose message is one line naming the key
 (dotted path, e.g. ``landscape.resolution``) and what was expected.  The CLI prints it
 and exits with status 2 before any results folder exists.  The keys themselves are declared
 once per kind as a typed schema (``slt_relu.settings``, ``slt_relu.kinds``).
@@ -13,10 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-
-class ConfigError(ValueError):
-    """A config or command-line mistake; str(err) is one line naming the key (or argument) and
-    what was expected.  The CLI prints it and exits with status 2 before computing anything."""
+from ..settings import ConfigError
 
 
 def load(path: str | Path, overrides: dict | None = None) -> dict:

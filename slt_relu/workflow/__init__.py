@@ -1,0 +1,15 @@
+"""The experiment layer: a TOML config becomes typed settings, runs as its kind (``slt_relu.kinds``) and
+lands in a results folder.
+
+    config       reading a TOML file, ``--set`` overrides
+    runner       validate, resolve and run a config into a results folder atomically, never destroying data
+    sweep        a config's [sweep] as points; per-point netCDF checkpoints; programs of points; resume
+    report       what a results folder says: the headline numbers, ``slt-relu show``
+    compare      a results folder against a reference, each number with its tolerance
+    memory       configs whose arrays cannot fit, refused before anything is built
+    provenance   versions, machine, git commit for the manifest
+    cli          the ``slt-relu`` command
+
+The typed settings themselves (``slt_relu.settings``), several processes (``slt_relu.distributed``) and
+the netCDF files (``slt_relu.netcdf``) sit beside the library, which uses them too.
+"""
