@@ -42,6 +42,9 @@ inputs), the distance to the assigned phase's part of W0 in effective coordinate
 c), the node groups and orientations, and a name in words (:func:`phase_name`).  Vectorised over
 draws: no Python loop over them.  The phases themselves and DSLT4's rules live in
 ``slt_relu.phases``.
+
+Over ~450 lines on purpose: one concept, the phase of a draw, whose steps (node strengths,
+structure, uncarried truth boundaries, codes, distances) share their arrays.
 """
 from __future__ import annotations
 

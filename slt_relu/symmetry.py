@@ -23,6 +23,9 @@ exactly when the effective weights q_i w_i of J sum to zero.
 All functions here take one concrete parameter (no batch axes) and compute in NumPy float64
 except permute, rescale and flip_orientation, which are jnp functions that also work under jit
 and vmap.
+
+Over ~450 lines on purpose: the group of equioutput transformations is one concept, and each
+operation documents its formula and its conditions.
 """
 from __future__ import annotations
 

@@ -254,21 +254,21 @@ def test_learning_coefficient_cases_resume(tmp_path, monkeypatch, capsys):
 
     cfg = ROOT / "experiments" / "llc_dslt4_phases.toml"
     over = {**LLC_TINY, "llc.sgld.num_steps": 30}
-    real = llc_kind._case
+    real = llc_kind.case_result
     calls = []
 
     def flaky(c, *args):
-        calls.append(c["index"])
+        calls.append(c.index)
         if len(calls) == 2:
             raise KeyboardInterrupt
         return real(c, *args)
 
-    monkeypatch.setattr(llc_kind, "_case", flaky)
+    monkeypatch.setattr(llc_kind, "case_result", flaky)
     with pytest.raises(KeyboardInterrupt):
         runner.run_config(cfg, tmp_path / "res", progress=False, overrides=over)
     calls.clear()
     capsys.readouterr()
-    monkeypatch.setattr(llc_kind, "_case", lambda c, *args: calls.append(c["index"]) or real(c, *args))
+    monkeypatch.setattr(llc_kind, "case_result", lambda c, *args: calls.append(c.index) or real(c, *args))
     out = runner.run_config(cfg, tmp_path / "res", progress=False, overrides=over)
     assert calls == [1, 2] and "resuming: 1 of 3 cases done" in capsys.readouterr().err
     assert json.loads((out / "metrics.json").read_text())["resumed_cases"] == [0]

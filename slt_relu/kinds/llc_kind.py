@@ -20,7 +20,6 @@ SGLD traces and the calibration grid as one labelled Dataset), draws/ (ArviZ dat
 """
 from __future__ import annotations
 
-import math
 from functools import partial
 from typing import Annotated, Literal, NamedTuple, Union
 
@@ -34,6 +33,7 @@ from ..settings import ConfigError, Section, parse
 from ..workflow.sweep import Point, fingerprint, run_points
 from .common import TRUTH_SCHEMAS, Experiment
 from .kind import Kind, Output, first_line, register_kind
+from .llc_cases import Case, calibration_result, case_result
 
 Method = Literal["sgld", "beta_sweep", "wbic"]
 
@@ -147,7 +147,7 @@ def resolve(s: Settings, raw=None) -> Resolved:
         raise ConfigError(f"cases: expected distinct names, got {names}")
     cases = []
     for i, c in enumerate(s.cases):
-        case = {"index": i, "settings": c, "methods": c.methods or s.llc.methods}
+        example = width = None
         if c.model == "two_layer":
             spec = parse(TRUTH_SCHEMAS[c.truth], {"name": c.truth, **c.truth_options}, prefix=f"cases[{i}].truth_options")
             try:
@@ -160,12 +160,11 @@ def resolve(s: Settings, raw=None) -> Resolved:
             if ex.model.num_free != len(ex.model.free) and width != ex.model.base.width:
                 raise ConfigError(f"cases[{i}].width: expected the example's (restricted) model width "
                                   f"{ex.model.base.width}, got {width}")
-            case.update(example=ex, width=width)
-            case["true_lambda"] = c.true_lambda
+            example, true_lambda = ex, c.true_lambda
         else:
-            case["true_lambda"] = 0.5 if c.theta0 else 1.0 / (2 * max(c.exponents))
-        cases.append(case)
-    points = [Point(i, {"case": c["settings"].name}, c) for i, c in enumerate(cases)]
+            true_lambda = 0.5 if c.theta0 else 1.0 / (2 * max(c.exponents))
+        cases.append(Case(i, c, tuple(c.methods or s.llc.methods), true_lambda, example, width))
+    points = [Point(i, {"case": c.settings.name}, c) for i, c in enumerate(cases)]
     cal = s.llc.calibration
     if cal is not None:
         if cal.case not in names:
@@ -174,181 +173,19 @@ def resolve(s: Settings, raw=None) -> Resolved:
     return Resolved(s, points)
 
 
-class MonomialLoss(NamedTuple):
-    """L(w; (x, y)) = mean (y - prod_i w_i^k_i x)^2 + log(pi) / 2: the monomial case's L_n at sigma^2 = 1/2
-    (``loss.gaussian_nll`` with sigma = sqrt(1/2) in closed form: through sqrt, 2 sigma^2 rounds to 1 + 2e-16,
-    which moves the SGLD chains' last bits and the committed results with them)."""
-
-    exponents: tuple
-
-    def __call__(self, w, d):
-        import jax.numpy as jnp
-
-        k = jnp.asarray(self.exponents, w.dtype)
-        return jnp.mean((d[1] - jnp.prod(w ** k) * d[0]) ** 2) + 0.5 * jnp.log(jnp.pi)
-
-
-def _targets(c: dict, n: int, key):
-    """[(label, loss_fn, params_star, data, true_lambda, global params_init)] for one case."""
-    import jax
-    import jax.numpy as jnp
-
-    from ..posterior.llc import restricted_two_layer_loss, two_layer_loss_for
-    from ..loss import sample_dataset
-    from ..network import make_params, num_params
-
-    cs = c["settings"]
-    if cs.model == "monomial":
-        dtype = jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
-        kx, ke = jax.random.split(key)
-        x = jax.random.uniform(kx, (n,), dtype, -math.sqrt(3.0), math.sqrt(3.0))       # E x^2 = 1
-        y = cs.theta0 * x + jax.random.normal(ke, (n,), dtype) / math.sqrt(2.0)     # sigma^2 = 1/2
-        p = len(cs.exponents)
-        if cs.theta0:
-            star = jnp.full(p, cs.theta0 ** (1.0 / float(sum(cs.exponents))), dtype)
-        else:
-            star = jnp.zeros(p, dtype)
-        return [(cs.name, MonomialLoss(tuple(cs.exponents)), star, (x, y), c["true_lambda"], jnp.zeros(p, dtype))]
-    ex = c["example"]
-    truth = ex.truth
-    x, y = sample_dataset(key, truth, ex.inputs, n, ex.sigma)
-    sigma = ex.sigma
-    restricted = ex.model.num_free != len(ex.model.free)
-    out = []
-    if cs.at == "truth":
-        pad = c["width"] - truth.width
-        star = truth if not pad else make_params(jnp.concatenate([truth.w, jnp.zeros((pad, truth.n_in))]),
-                                                 jnp.concatenate([truth.b, jnp.zeros(pad)]),
-                                                 jnp.concatenate([truth.q, jnp.zeros(pad)]), truth.c)
-        if restricted:
-            star = ex.model.base
-        points = [(cs.name, star)]
-    else:
-        from ..phases import reduced_truth, true_set_representatives
-
-        reps = true_set_representatives(reduced_truth(truth), c["width"])
-        points = [(f"{cs.name}: {rep.label}", rep.params.__class__(*(jnp.asarray(a, x.dtype) for a in rep.params)))
-                  for rep in reps]
-    for label, star in points:
-        lam = c["true_lambda"]
-        if lam == "regular":
-            lam = (num_params(star.width, star.n_in) - star.width) / 2          # (D - d) / 2
-        if restricted:
-            loss, theta = restricted_two_layer_loss(star, ex.model.free, sigma)
-            theta = jnp.asarray(theta, x.dtype)
-            out.append((label, loss, theta, (x, y), lam, jnp.zeros_like(theta)))
-        else:
-            out.append((label, two_layer_loss_for(float(sigma)), star, (x, y), lam, star))
-    return out
-
-
-def _case(c: dict, n: int, refine: bool, key) -> dict:
-    """One case: its rows, its beta sweeps and its arrays."""
-    import jax
-
-    from ..posterior.llc import estimate_llc, minimize_loss, normal_crossing_expectation, rlct_from_beta_sweep, wbic
-
-    cs = c["settings"]
-    rows, sweeps, arrays, draws = [], [], {}, []
-    k_data, k_sgld, k_nuts = jax.random.split(jax.random.fold_in(key, c["index"]), 3)
-    g, b = cs.sgld, cs.beta_sweep
-    nuts = NUTSSettings(**b.model_dump(include=set(NUTSSettings.model_fields)))
-    for label, loss, star, data, lam, init in _targets(c, n, k_data):
-        refined = None
-        if refine and cs.model == "two_layer":
-            before = float(loss(star, data))
-            star, after = minimize_loss(loss, star, data)
-            refined = {"loss_at_point": before, "loss_at_minimum": after}
-        if "sgld" in c["methods"]:
-            est = estimate_llc(k_sgld, loss, star, data, g)
-            exact = None
-            if cs.model == "monomial" and not cs.theta0 and len(cs.exponents) <= 3:
-                exact = normal_crossing_expectation(cs.exponents, est.n_beta, g.localization)
-            rows.append({"name": label, "true_lambda": lam, "estimate": est.estimate, "se": est.se, "method": "sgld",
-                         "exact_finite_n": exact, "refined": refined, "per_chain": est.per_chain,
-                         "accept_prob": float(np.mean(est.accept_prob)), "rhat": est.rhat,
-                         "rhat_nested": _rhat_nested(est.loss_trace), "n_beta": est.n_beta,
-                         "step_size": g.step_size, "localization": g.localization, "num_steps": g.num_steps,
-                         "warnings": est.warnings})
-            arrays[f"{label} sgld trace"] = est.n_beta * (est.loss_trace.mean(0) - est.init_loss)
-            draws.append({"label": label, **est._asdict()})
-        if "beta_sweep" in c["methods"]:
-            bs = rlct_from_beta_sweep(k_nuts, loss, star if b.localization else init, data,
-                                      betas=np.asarray(b.factors) / math.log(n), chains_per_beta=b.chains_per_beta,
-                                      prior_std=b.prior_std, localization=b.localization, settings=nuts)
-            rhats = [_rhat(chains) for chains in bs.losses]
-            nested = [_rhat_nested(chains) for chains in bs.losses]
-            bad = [f"{beta:.3g}" for beta, r in zip(bs.betas, rhats) if r is not None and r > 1.05]
-            undefined = [f"{beta:.3g}" for beta, r in zip(bs.betas, rhats) if r is not None and np.isnan(r)]
-            warns = [f"R-hat of L_n above 1.05 at beta {', '.join(bad)} (NUTS chains disagree: E_beta[n L_n] is "
-                     "doubtful)"] if bad else []
-            if undefined:                           # NaN > 1.05 is False: said apart
-                warns.append(f"R-hat of L_n is NaN at beta {', '.join(undefined)}: undefined (non-finite or "
-                             "constant L_n)")
-            rows.append({"name": label, "true_lambda": lam, "estimate": bs.slope, "se": bs.slope_se,
-                         "method": "beta_sweep", "localization": b.localization, "betas": bs.betas,
-                         "expected_nl": bs.expected_nl, "expected_nl_se": bs.se, "intercept": bs.intercept,
-                         "rhat": rhats, "rhat_nested": nested, "warnings": warns})
-            sweeps.append({"label": label, "lambda": lam, **{k: v for k, v in bs._asdict().items() if k != "losses"}})
-        if "wbic" in c["methods"]:
-            v, se = wbic(k_nuts, loss, init, data, chains_per_beta=b.chains_per_beta, prior_std=b.prior_std,
-                         settings=nuts)
-            rows.append({"name": label, "true_lambda": lam, "estimate": None, "se": None, "method": "wbic",
-                         "wbic": v, "wbic_se": se})
-    return {"rows": rows, "sweeps": sweeps, "arrays": arrays, "draws": draws}
-
-
-def _rhat(trace) -> float | None:
-    """Rank-normalised split R-hat of L_n traces (chains, draws), None with fewer than 2 chains."""
-    from ..diagnostics import rhat
-
-    trace = np.asarray(trace)
-    return rhat(trace) if trace.shape[0] >= 2 and trace.shape[1] >= 4 else None
-
-
-def _rhat_nested(trace) -> float | None:
-    """Nested R-hat of SGLD's L_n traces (slt_relu.diagnostics.rhat_nested), each chain its own superchain:
-    the chains all start at w*, so any grouping is faithful; with one chain per superchain it compares
-    the chains' means with their halves' spread."""
-    from ..diagnostics import rhat_nested
-
-    trace = np.asarray(trace)
-    if trace.shape[0] < 2 or trace.shape[1] < 8:
-        return None
-    return rhat_nested(trace, np.arange(trace.shape[0]))
-
-
-def _calibration(c: dict, s: Settings, key) -> dict:
-    """estimate_llc over the calibration grid at the case's first point (refined as the case's)."""
-    import jax
-
-    from ..posterior.llc import calibrate_llc, minimize_loss
-
-    cal, cs = s.llc.calibration, c["settings"]
-    k_data = jax.random.split(jax.random.fold_in(key, c["index"]), 3)[0]
-    label, loss, star, data, lam, _ = _targets(c, s.llc.n, k_data)[0]
-    if s.llc.refine and cs.model == "two_layer":
-        star, _ = minimize_loss(loss, star, data)
-    # every step kept (thin = 1): the traces show burn-in and drift at full resolution
-    g = cs.sgld.replace(num_steps=cal.num_steps or cs.sgld.num_steps, thin=1,
-                        num_burnin=cs.sgld.num_burnin if cal.num_burnin is None else cal.num_burnin)
-    grid = calibrate_llc(jax.random.fold_in(key, 10_000), loss, star, data, cal.step_sizes, cal.localizations, g)
-    return {"label": label, "true_lambda": lam, **grid._asdict()}
-
-
 def _run_point(points: list, key, s: Settings) -> list[dict]:
     (pt,) = points
     if "calibration" in pt.values:
-        return [{"calibration": _calibration(pt.settings, s, key)}]
-    return [_case(pt.settings, s.llc.n, s.llc.refine, key)]
+        return [{"calibration": calibration_result(pt.settings, s.llc, key)}]
+    return [case_result(pt.settings, s.llc.n, s.llc.refine, key)]
 
 
 def _ident(pt: Point, s: Settings, seed: int) -> str:
     import jax
 
     extra = s.llc.calibration.model_dump() if "calibration" in pt.values else None
-    return fingerprint("learning_coefficient", pt.index, pt.settings["settings"].model_dump(),
-                       list(pt.settings["methods"]), s.llc.n, s.llc.refine, extra, seed,
+    return fingerprint("learning_coefficient", pt.index, pt.settings.settings.model_dump(),
+                       list(pt.settings.methods), s.llc.n, s.llc.refine, extra, seed,
                        bool(jax.config.read("jax_enable_x64")), jax.__version__)
 
 

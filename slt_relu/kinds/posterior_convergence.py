@@ -11,10 +11,8 @@ R r^2: it gets the missing runs (new keys, the same data sets), pooled with the 
 ``max_particles`` the rule grows the runs instead: the point's runs are replaced by as many runs with
 2^ceil(log2 r) times the particles (at least twice).  Where the runs disagree because the share of a
 mode in a run rests on few ancestors (resampling), the spread can fall as 1 / particles, faster than
-1 / sqrt(runs): on one data set of DSLT4 PT2 v = 1, 4,096 particles per run spread the "other" mass
-4x less than 1,024 (sd 0.021 against 0.08, log Z 0.08 against 0.35 nats), so there r = 4 costs 4x
-the particles where more runs would cost 16x; on another (``benchmarks/bench_smc.py --pt2``) the
-spread did not fall at all, and more runs were the cheaper growth.  Where the spread falls only as
+1 / sqrt(runs), and then r = 4 costs 4x the particles where more runs would cost 16x (on some data
+sets it does not fall at all: docs/notes.md).  Where the spread falls only as
 1 / sqrt(particles) the growth falls short and the next round grows again.  A pool whose data set rests on one run (fewer
 than MIN_EFFECTIVE_RUNS effective runs, ``analysis.effective_runs``) is not converged whatever its
 errors: its mass errors then vanish because the others' spread no longer enters them.  A point still above a target after MAX_ROUNDS rounds or at its bound is

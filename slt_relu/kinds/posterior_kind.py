@@ -259,10 +259,8 @@ def resolve(s: Settings, raw: dict) -> Resolved:
 
 def _batch(setting, p: PointSpec) -> int:
     """Points per program: the setting, or with "auto" as many points as make twice the sampler's
-    slots in chains (CPU_SLOTS per CPU device): on this 2-core CPU a 16-point PT1 sweep ran at
-    0.55x, 0.87x, 0.95x the one-program speed with 1, 4, 8 points (16, 32 chains) per program
-    (benchmarks/bench_posterior.py --sweep-points 16), so 8 keeps 95% of the speed and checkpoints
-    PT1's 22 points three times.  Accelerators: 512 chains per program (not measured here)."""
+    slots in chains (CPU_SLOTS per CPU device; the measurement behind it: docs/notes.md), and 512 chains
+    per program on accelerators."""
     import jax
 
     from ..sampling.nuts import CPU_SLOTS

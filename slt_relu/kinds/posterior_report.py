@@ -147,8 +147,7 @@ def analyze(r, results: dict, compare_points: list | None = None, compare: dict 
     """A posterior sweep's Output (``slt_relu.kinds.kind``) from its points' results (and the [compare]
     sampler's on the same data sets): metrics.json, results.nc (the sweep as one Dataset,
     ``slt_relu.posterior.sweep_results``), its figures and, when asked or small, the draws as ArviZ data."""
-    from ..posterior import evidence
-    from ..posterior.sweep_results import by_sampler, grids, sweep_dataset, with_crossover
+    from ..posterior.sweep_results import by_sampler, grids, lambda_along_beta, sweep_dataset, with_crossover
 
     s, ph = r.settings, r.settings.phases
     rows, warnings, params_per_point = _rows(r, r.points, results)
@@ -171,7 +170,7 @@ def analyze(r, results: dict, compare_points: list | None = None, compare: dict 
     metrics["sampler_totals"] = {"grad_evals": sum(row["diagnostics"]["grad_evals"] for row in rows),
                                  "draws": int(sum(np.size(results[pt.index]["loss"]) for pt in r.points))}
     if "posterior.beta" in r.sweep and "free_energy" in metrics:
-        metrics["lambda_from_free_energy"] = evidence.lambda_along_beta(r.sweep, rows)
+        metrics["lambda_from_free_energy"] = lambda_along_beta(ds, r.sweep)
     runs = [("", r.points, results, params_per_point)]
     cds = None
     if compare is not None:

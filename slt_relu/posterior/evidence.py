@@ -12,7 +12,6 @@ independent runs on one data set are kept apart (``*_se``, ``*_mcse``).
 """
 from __future__ import annotations
 
-import itertools
 from typing import NamedTuple
 
 import numpy as np
@@ -163,36 +162,6 @@ def free_energy_slopes(n_beta, phase_free_energy, min_loss):
     K = slopes.shape[0]
     se = slopes.std(0, ddof=1) / np.sqrt(K) if K > 1 else np.full(slopes.shape[1], np.nan)
     return slopes.mean(0), se, G
-
-
-def lambda_along_beta(sweep: dict, rows) -> list:
-    """:func:`free_energy_slopes` along a sweep's posterior.beta axis (its points share their data sets),
-    for every value of the other sweep axes: [{values, n_beta, lambda: {phase: slope}, lambda_se,
-    excess: {phase: mean over data sets of G = F_alpha - n beta L_min per n beta}, excess_se}]."""
-    axes = list(sweep)
-    shape = tuple(len(v) for v in sweep.values())
-    b = axes.index("posterior.beta")
-    out = []
-    for other in itertools.product(*[range(n) for i, n in enumerate(shape) if i != b]):
-        idx = []
-        for k in range(shape[b]):
-            full = list(other)
-            full.insert(b, k)
-            idx.append(int(np.ravel_multi_index(tuple(full), shape)))
-        names = list(rows[idx[0]]["free_energy"]["phase_per_trial"])
-        F = np.array([[rows[i]["free_energy"]["phase_per_trial"][nm] for nm in names] for i in idx]).transpose(0, 2, 1)
-        L = np.array([[rows[i]["min_loss_per_trial"][nm] for nm in names] for i in idx]).transpose(0, 2, 1)
-        n_betas = [rows[i]["n_beta"] for i in idx]
-        slope, se, G = free_energy_slopes(n_betas, np.where(np.isfinite(F), F, np.nan), L)
-        K = G.shape[1]
-        with np.errstate(invalid="ignore"):
-            g_mean, g_se = G.mean(1), G.std(1, ddof=1) / np.sqrt(K) if K > 1 else np.full(G.mean(1).shape, np.nan)
-        values = {k: v for k, v in rows[idx[0]]["values"].items() if k != "posterior.beta"}
-        out.append({"values": values, "n_beta": n_betas, "lambda": dict(zip(names, slope.tolist())),
-                    "lambda_se": dict(zip(names, se.tolist())),
-                    "excess": {nm: g_mean[:, k].tolist() for k, nm in enumerate(names)},
-                    "excess_se": {nm: g_se[:, k].tolist() for k, nm in enumerate(names)}})
-    return out
 
 
 def evidence_summary(res: dict, rule, classified) -> dict:

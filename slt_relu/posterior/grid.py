@@ -3,16 +3,17 @@ answer samplers are checked against (DSLT3's Examples 3.2 and 3.4).
 """
 from __future__ import annotations
 
-from functools import partial
 from typing import NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..loss import check_data, check_sigma, empirical_loss_columns
-from ..network import Restriction, check_count, check_number, from_flat
-from .target import Prior, _free_groups
+from ..loss import check_data, check_sigma
+from ..network import Restriction, check_count, check_number
+from .llc import RestrictedLoss
+from .target import Prior, PriorDensity, TemperedTarget
+
 
 class GridPosterior(NamedTuple):
     """p(theta | D_n) on a grid over the k = 1 or 2 free coordinates.
@@ -47,13 +48,9 @@ class GridPosterior(NamedTuple):
         return float(np.sum(self.density[np.asarray(mask, bool)]) * self.cell)
 
 
-@partial(jax.jit, static_argnums=(3, 4, 5))
-def _grid_losses(flat, x, y, width: int, n_in: int, sigma: float):
-    """L_n at every flat parameter (B, D) on one data set x (n, n_in), y (n,) -> (B,): the
-    posterior model's own L_n (:func:`~slt_relu.loss.empirical_loss_columns`)."""
-    x_cols = x.T
-    return jax.lax.map(lambda th: empirical_loss_columns(from_flat(th, width, n_in), x_cols, y, sigma), flat,
-                       batch_size=256)
+def _identity(theta):
+    """The free coordinates are the target's flat coordinates."""
+    return theta
 
 
 def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Prior(), sigma: float = 1.0,
@@ -95,17 +92,12 @@ def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Pr
     x, y = check_data(x, y, model.base.n_in, "the model's parameters")
     axes = tuple(lo + (np.arange(resolution) + 0.5) * (hi - lo) / resolution for lo, hi in ranges)  # cell midpoints
     pts = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, k)
-    flat = jax.vmap(model.embed_flat)(jnp.asarray(pts, x.dtype))                        # (B, D)
-    loss = np.asarray(_grid_losses(flat, x, y, model.base.width, model.base.n_in, float(sigma)), np.float64)
-    logp = -float(n_beta) * loss
-    for (g, idx) in _free_groups(model):
-        cols = [int(np.flatnonzero(np.flatnonzero(model.free) == i)[0]) for i in idx]
-        kind, scale = getattr(prior, g)
-        v = pts[:, cols]
-        if kind == "normal":
-            logp += np.sum(-0.5 * (v / scale) ** 2 - np.log(scale * np.sqrt(2 * np.pi)), axis=1)
-        else:
-            logp += np.where(np.all(np.abs(v) <= scale, axis=1), -len(cols) * np.log(2 * scale), -np.inf)
+    theta = jnp.asarray(pts, x.dtype)
+    # the tempered target's pieces (posterior.target): L_n at every point, in bounded chunks, and the prior's
+    # log density; summed in float64, since n_beta L_n is large and the density is exp of its differences
+    loss = TemperedTarget(RestrictedLoss(model, float(sigma)), _identity).losses_at(theta, (x, y))
+    log_prior = jax.vmap(PriorDensity(prior, model))(theta)
+    logp = -float(n_beta) * np.asarray(loss, np.float64) + np.asarray(log_prior, np.float64)
     shape = (resolution,) * k
     logp = logp.reshape(shape)
     cell = float(np.prod([a[1] - a[0] for a in axes]))

@@ -19,18 +19,13 @@ sampled by SGLD (Welling & Teh 2011),
 
 Two biases, both visible in :func:`calibrate_llc`: the localization confines directions whose
 curvature n beta h is not large against gamma (a quadratic direction contributes
-(1/2) n beta h / (n beta h + gamma) instead of 1/2, so a large gamma underestimates: the issue's
-2.1 instead of 5 at gamma = 100 on the 3-symmetric truth), and the Euler step inflates the
-stationary variance of a direction of curvature a = n beta h by 1 / (1 - eps a / 4) (an
-overestimate unless eps a << 1) while small steps mix slowly along flat directions (relaxation
-time ~ 2 / (eps a)).  The MALA acceptance of the SGLD proposal (computed at no extra gradient)
-measures the step size bias: near 1 it is small.  A third effect is not the sampler's: at
-n = 10,000 the tempered posterior of a ReLU network is not yet in its asymptotic regime, and the
-less it is confined the larger the measured lambda.  On the generic d = m = 3 truth (lambda = 5)
-the localized NUTS beta sweep gave 5.15 +- 0.06, 5.70 +- 0.07, 5.98 +- 0.09 at gamma = 3, 1, 0.3 and
-the global one (prior N(0, 1)) about 7.6; SGLD agrees (5.1 at gamma = 3, the issue's 5.5-5.7 at
-gamma = 1).  gamma = 3 is where the confinement bias and this one cancel at this n beta: a
-calibration at the known value, not a property of the estimator (llc_known_values.toml).
+(1/2) n beta h / (n beta h + gamma) instead of 1/2, so a large gamma underestimates), and the Euler
+step inflates the stationary variance of a direction of curvature a = n beta h by
+1 / (1 - eps a / 4) (an overestimate unless eps a << 1) while small steps mix slowly along flat
+directions (relaxation time ~ 2 / (eps a)).  The MALA acceptance of the SGLD proposal (computed at
+no extra gradient) measures the step size bias: near 1 it is small.  A third effect is not the
+sampler's: at finite n the tempered posterior of a ReLU network need not be in its asymptotic
+regime, and the less it is confined the larger the measured lambda (the measurements: docs/notes.md).
 
 Global estimates on the NUTS runner (slt_relu.sampling.nuts): WBIC = E_beta[n L_n] at beta = 1/log n
 (Watanabe 2013: WBIC = F_n + O_p(sqrt(log n))), and, since E_beta[n L_n] = n L_n(w0) + lambda / beta

@@ -20,7 +20,6 @@ Log evidences, free energies and SMC runs' diagnostics are in ``slt_relu.posteri
 """
 from __future__ import annotations
 
-import itertools
 from typing import NamedTuple, Sequence
 
 import numpy as np

@@ -14,6 +14,7 @@ order, their values as coordinates), the data set, the independent run and the p
     log_evidence, log_evidence_se, log_evidence_mcse             (sweep...)             SMC
     log_evidence_per_trial (sweep..., dataset), log_evidence_per_run (sweep..., run)
     free_energy[_se, _mcse], relative_free_energy[_se]           (sweep..., phase)      SMC
+    free_energy_per_trial                                        (sweep..., dataset, phase)
     classify_free_energy[...]                                    (sweep..., label)      SMC
     min_loss_per_trial                                           (sweep..., dataset, phase)
     converged, runs_per_dataset (sweep...), converged_phase (sweep..., phase)   SMC's stopping rule
@@ -32,6 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .evidence import free_energy_slopes
 from .masses import crossover_bootstrap
 
 PHASE_FIELDS = ("mass", "mass_se", "mass_mcse", "mass_unfiltered")
@@ -110,6 +112,8 @@ def point_dataset(row: dict):
         coords.setdefault(dim, names)
         for field, name in FREE_ENERGY_FIELDS.items():
             data[prefix + name] = (dim, [_float(fe[field].get(nm)) for nm in names])
+        data[f"{prefix}free_energy_per_trial"] = (("dataset", dim), np.stack(
+            [np.asarray([_float(v) for v in fe["phase_per_trial"][nm]]) for nm in names], -1))
     if "min_loss_per_trial" in row:
         data["min_loss_per_trial"] = (("dataset", "phase"), np.stack(
             [np.asarray([_float(v) for v in row["min_loss_per_trial"][nm]]) for nm in coords["phase"]], -1))
@@ -263,4 +267,28 @@ def crossover_metrics(ds, sweep: dict) -> dict:
                    f"{a}_leads_at": [{k: sweep[k][i] for k, i in zip(sweep, idx)} for idx in np.ndindex(leads.shape)
                                      if leads[idx]],
                    f"{a}_ever_leads": bool(leads.any())}
+    return out
+
+
+def lambda_along_beta(ds, sweep: dict) -> list:
+    """Each phase's lambda from the slope of its free energy along the sweep's ``posterior.beta`` axis
+    (:func:`slt_relu.posterior.evidence.free_energy_slopes`; the points of that axis share their data
+    sets), for every value of the other sweep axes: [{values, n_beta, lambda: {phase: slope}, lambda_se,
+    excess: {phase: mean over data sets of G = F_alpha - n beta L_min per n beta}, excess_se}]."""
+    others = [k for k in sweep if k != "posterior.beta"]
+    order = (*others, "posterior.beta", "dataset", "phase")
+    F = ds["free_energy_per_trial"].transpose(*order).values
+    L = ds["min_loss_per_trial"].transpose(*order).values
+    n_beta = ds["n_beta"].transpose(*others, "posterior.beta").values
+    names = ds["phase"].values.tolist()
+    out = []
+    for idx in np.ndindex(n_beta.shape[:-1]):
+        slope, se, G = free_energy_slopes(n_beta[idx], np.where(np.isfinite(F[idx]), F[idx], np.nan), L[idx])
+        K = G.shape[1]
+        with np.errstate(invalid="ignore"):
+            g_mean, g_se = G.mean(1), G.std(1, ddof=1) / np.sqrt(K) if K > 1 else np.full(G.mean(1).shape, np.nan)
+        out.append({"values": {k: sweep[k][i] for k, i in zip(others, idx)}, "n_beta": n_beta[idx].tolist(),
+                    "lambda": dict(zip(names, slope.tolist())), "lambda_se": dict(zip(names, se.tolist())),
+                    "excess": {nm: g_mean[:, k].tolist() for k, nm in enumerate(names)},
+                    "excess_se": {nm: g_se[:, k].tolist() for k, nm in enumerate(names)}})
     return out

@@ -36,6 +36,9 @@ the draw is recorded before it.
 ``schedule="lockstep"``: numpyro's own ``hmc`` kernel vmapped, each chain one ``lax.scan``
 (``slt_relu.sampling.lockstep``): the reference the async schedule is tested against (and how
 HMC runs, ``slt_relu.sampling.hmc``).  Both go through ``slt_relu.sampling.sharding``.
+
+Over ~450 lines on purpose: the tree state machine, the queue of chains and the runner are one
+algorithm whose parts share their state types.
 """
 from __future__ import annotations
 

@@ -111,7 +111,7 @@ def _main(args) -> int:
 
 
 def _list() -> int:
-    from . import runner
+    from . import report, runner
     from .config import read_toml
 
     for path in runner.shipped_configs():
@@ -119,7 +119,7 @@ def _list() -> int:
             data = read_toml(path)
         except ConfigError:
             data = {}
-        print(f"{path.stem:36s} {data.get('kind', '?'):21s} {runner.expected_runtime(path):>8s}  "
+        print(f"{path.stem:36s} {data.get('kind', '?'):21s} {report.expected_runtime(path):>8s}  "
               f"{data.get('description', '')}")
     return 0
 

@@ -88,3 +88,22 @@ def show(folder) -> str:
         out.append(f"draws: {len(draws) - len(present)} netCDF files the run wrote are not here (results/ does not "
                    "commit draws/; rerun the config to get them)")
     return "\n".join(out)
+
+
+def expected_runtime(path: Path) -> str:
+    """The committed results' wall time of a shipped config (``results/NAME/manifest.json``, plus the
+    time its resumed points took when they were computed, ``resumed_wall_s`` of its metrics)."""
+    from . import runner
+
+    try:
+        m = json.loads((runner.RESULTS_DIR / path.stem / "manifest.json").read_text())
+        s = float(m["wall_time_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "?"
+    try:
+        s += float(json.loads((runner.RESULTS_DIR / path.stem / "metrics.json").read_text()).get("resumed_wall_s") or 0.0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    backend = m.get("jax_backend", "cpu")
+    text = f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
+    return text + ("" if backend == "cpu" else f" ({backend})")

@@ -34,10 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..settings import ConfigError, parse
 from . import memory, provenance
-from ..settings import ConfigError
 from .config import load
-from ..settings import parse
+from .sweep import alive
 
 _HERE = Path(__file__).resolve().parent.parent   # the package: shipped configs as package data in a wheel
 EXPERIMENTS_DIR = _HERE / "configs" if (_HERE / "configs").is_dir() else _HERE.parent / "experiments"
@@ -235,16 +235,6 @@ def check_output(out: str | Path) -> Path:
     return out
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _pid_of(path: Path, marker: str) -> int | None:
     tail = path.name.rsplit(marker, 1)[-1]
     return int(tail) if tail.isdigit() else None
@@ -258,7 +248,7 @@ def clean_stale(out: Path) -> list[Path]:
     for marker in (".partial-", ".old-"):
         for entry in out.parent.glob(f".{out.name}{marker}*"):
             pid = _pid_of(entry, marker)
-            if pid is None or _alive(pid) or not entry.is_dir():
+            if pid is None or alive(pid) or not entry.is_dir():
                 continue
             if marker == ".old-" and not out.exists():
                 entry.rename(out)                      # the swap was cut short: keep the old results
@@ -283,7 +273,7 @@ class _Lock:
                     pid = int(self.path.read_text().strip() or 0)
                 except (OSError, ValueError):
                     pid = 0
-                if pid and _alive(pid) and pid != os.getpid():
+                if pid and alive(pid) and pid != os.getpid():
                     raise ConfigError(f"--out {self.path.parent / self.path.name[1:-5]}: another run (pid {pid}) "
                                       "is writing this folder") from None
                 self.path.unlink(missing_ok=True)
@@ -447,20 +437,3 @@ def enable_compilation_cache(folder: str | Path | None = None) -> Path:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return folder
-
-
-def expected_runtime(path: Path) -> str:
-    """The committed results' wall time of a shipped config (``results/NAME/manifest.json``, plus the
-    time its resumed points took when they were computed, ``resumed_wall_s`` of its metrics)."""
-    try:
-        m = json.loads((RESULTS_DIR / path.stem / "manifest.json").read_text())
-        s = float(m["wall_time_s"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return "?"
-    try:
-        s += float(json.loads((RESULTS_DIR / path.stem / "metrics.json").read_text()).get("resumed_wall_s") or 0.0)
-    except (OSError, ValueError, TypeError, AttributeError):
-        pass
-    backend = m.get("jax_backend", "cpu")
-    text = f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
-    return text + ("" if backend == "cpu" else f" ({backend})")

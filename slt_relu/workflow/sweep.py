@@ -124,13 +124,14 @@ def remove_temporary(folder: Path) -> None:
     host = socket.gethostname()
     for f in folder.glob("*.tmp-*"):
         owner, _, pid = f.name.split(".tmp-", 1)[1].rpartition("-")
-        if owner == host and pid.isdigit() and _alive(int(pid)):
+        if owner == host and pid.isdigit() and alive(int(pid)):
             continue                                   # another process of this run is writing it
         if owner in (host, "") or not pid.isdigit():
             f.unlink(missing_ok=True)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether a process ``pid`` of this host exists (one we may not signal exists too)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

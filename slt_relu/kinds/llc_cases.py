@@ -1,0 +1,188 @@
+"""The learning coefficient kind's cases (``slt_relu.kinds.llc_kind``): the losses and points a case
+estimates lambda at, and one case's estimates by SGLD, the NUTS beta sweep and WBIC, and the SGLD
+calibration grid, as plain rows and arrays (checkpointed per case by ``slt_relu.workflow.sweep``).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..sampling import NUTSSettings
+
+
+class Case(NamedTuple):
+    """One [[cases]] entry resolved: its index, settings (a two-layer or monomial case), the methods it
+    runs, its known lambda (a number, or "regular": (D - d) / 2 at each point), and for a two-layer case
+    its example (``slt_relu.truths``) and model width."""
+
+    index: int
+    settings: object
+    methods: tuple
+    true_lambda: float | str
+    example: object = None
+    width: int | None = None
+
+
+class MonomialLoss(NamedTuple):
+    """L(w; (x, y)) = mean (y - prod_i w_i^k_i x)^2 + log(pi) / 2: the monomial case's L_n at sigma^2 = 1/2
+    (``loss.gaussian_nll`` with sigma = sqrt(1/2) in closed form: through sqrt, 2 sigma^2 rounds to 1 + 2e-16,
+    which moves the SGLD chains' last bits and the committed results with them)."""
+
+    exponents: tuple
+
+    def __call__(self, w, d):
+        import jax.numpy as jnp
+
+        k = jnp.asarray(self.exponents, w.dtype)
+        return jnp.mean((d[1] - jnp.prod(w ** k) * d[0]) ** 2) + 0.5 * jnp.log(jnp.pi)
+
+
+def targets(c: Case, n: int, key):
+    """[(label, loss_fn, params_star, data, true_lambda, global params_init)] for one case."""
+    import jax
+    import jax.numpy as jnp
+
+    from ..posterior.llc import restricted_two_layer_loss, two_layer_loss_for
+    from ..loss import sample_dataset
+    from ..network import make_params, num_params
+
+    cs = c.settings
+    if cs.model == "monomial":
+        dtype = jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
+        kx, ke = jax.random.split(key)
+        x = jax.random.uniform(kx, (n,), dtype, -math.sqrt(3.0), math.sqrt(3.0))       # E x^2 = 1
+        y = cs.theta0 * x + jax.random.normal(ke, (n,), dtype) / math.sqrt(2.0)     # sigma^2 = 1/2
+        p = len(cs.exponents)
+        if cs.theta0:
+            star = jnp.full(p, cs.theta0 ** (1.0 / float(sum(cs.exponents))), dtype)
+        else:
+            star = jnp.zeros(p, dtype)
+        return [(cs.name, MonomialLoss(tuple(cs.exponents)), star, (x, y), c.true_lambda, jnp.zeros(p, dtype))]
+    ex = c.example
+    truth = ex.truth
+    x, y = sample_dataset(key, truth, ex.inputs, n, ex.sigma)
+    sigma = ex.sigma
+    restricted = ex.model.num_free != len(ex.model.free)
+    out = []
+    if cs.at == "truth":
+        pad = c.width - truth.width
+        star = truth if not pad else make_params(jnp.concatenate([truth.w, jnp.zeros((pad, truth.n_in))]),
+                                                 jnp.concatenate([truth.b, jnp.zeros(pad)]),
+                                                 jnp.concatenate([truth.q, jnp.zeros(pad)]), truth.c)
+        if restricted:
+            star = ex.model.base
+        points = [(cs.name, star)]
+    else:
+        from ..phases import reduced_truth, true_set_representatives
+
+        reps = true_set_representatives(reduced_truth(truth), c.width)
+        points = [(f"{cs.name}: {rep.label}", rep.params.__class__(*(jnp.asarray(a, x.dtype) for a in rep.params)))
+                  for rep in reps]
+    for label, star in points:
+        lam = c.true_lambda
+        if lam == "regular":
+            lam = (num_params(star.width, star.n_in) - star.width) / 2          # (D - d) / 2
+        if restricted:
+            loss, theta = restricted_two_layer_loss(star, ex.model.free, sigma)
+            theta = jnp.asarray(theta, x.dtype)
+            out.append((label, loss, theta, (x, y), lam, jnp.zeros_like(theta)))
+        else:
+            out.append((label, two_layer_loss_for(float(sigma)), star, (x, y), lam, star))
+    return out
+
+
+def case_result(c: Case, n: int, refine: bool, key) -> dict:
+    """One case: its rows, its beta sweeps and its arrays."""
+    import jax
+
+    from ..posterior.llc import estimate_llc, minimize_loss, normal_crossing_expectation, rlct_from_beta_sweep, wbic
+
+    cs = c.settings
+    rows, sweeps, arrays, draws = [], [], {}, []
+    k_data, k_sgld, k_nuts = jax.random.split(jax.random.fold_in(key, c.index), 3)
+    g, b = cs.sgld, cs.beta_sweep
+    nuts = NUTSSettings(**b.model_dump(include=set(NUTSSettings.model_fields)))
+    for label, loss, star, data, lam, init in targets(c, n, k_data):
+        refined = None
+        if refine and cs.model == "two_layer":
+            before = float(loss(star, data))
+            star, after = minimize_loss(loss, star, data)
+            refined = {"loss_at_point": before, "loss_at_minimum": after}
+        if "sgld" in c.methods:
+            est = estimate_llc(k_sgld, loss, star, data, g)
+            exact = None
+            if cs.model == "monomial" and not cs.theta0 and len(cs.exponents) <= 3:
+                exact = normal_crossing_expectation(cs.exponents, est.n_beta, g.localization)
+            rows.append({"name": label, "true_lambda": lam, "estimate": est.estimate, "se": est.se, "method": "sgld",
+                         "exact_finite_n": exact, "refined": refined, "per_chain": est.per_chain,
+                         "accept_prob": float(np.mean(est.accept_prob)), "rhat": est.rhat,
+                         "rhat_nested": _rhat_nested(est.loss_trace), "n_beta": est.n_beta,
+                         "step_size": g.step_size, "localization": g.localization, "num_steps": g.num_steps,
+                         "warnings": est.warnings})
+            arrays[f"{label} sgld trace"] = est.n_beta * (est.loss_trace.mean(0) - est.init_loss)
+            draws.append({"label": label, **est._asdict()})
+        if "beta_sweep" in c.methods:
+            bs = rlct_from_beta_sweep(k_nuts, loss, star if b.localization else init, data,
+                                      betas=np.asarray(b.factors) / math.log(n), chains_per_beta=b.chains_per_beta,
+                                      prior_std=b.prior_std, localization=b.localization, settings=nuts)
+            rhats = [_rhat(chains) for chains in bs.losses]
+            nested = [_rhat_nested(chains) for chains in bs.losses]
+            bad = [f"{beta:.3g}" for beta, r in zip(bs.betas, rhats) if r is not None and r > 1.05]
+            undefined = [f"{beta:.3g}" for beta, r in zip(bs.betas, rhats) if r is not None and np.isnan(r)]
+            warns = [f"R-hat of L_n above 1.05 at beta {', '.join(bad)} (NUTS chains disagree: E_beta[n L_n] is "
+                     "doubtful)"] if bad else []
+            if undefined:                           # NaN > 1.05 is False: said apart
+                warns.append(f"R-hat of L_n is NaN at beta {', '.join(undefined)}: undefined (non-finite or "
+                             "constant L_n)")
+            rows.append({"name": label, "true_lambda": lam, "estimate": bs.slope, "se": bs.slope_se,
+                         "method": "beta_sweep", "localization": b.localization, "betas": bs.betas,
+                         "expected_nl": bs.expected_nl, "expected_nl_se": bs.se, "intercept": bs.intercept,
+                         "rhat": rhats, "rhat_nested": nested, "warnings": warns})
+            sweeps.append({"label": label, "lambda": lam, **{k: v for k, v in bs._asdict().items() if k != "losses"}})
+        if "wbic" in c.methods:
+            v, se = wbic(k_nuts, loss, init, data, chains_per_beta=b.chains_per_beta, prior_std=b.prior_std,
+                         settings=nuts)
+            rows.append({"name": label, "true_lambda": lam, "estimate": None, "se": None, "method": "wbic",
+                         "wbic": v, "wbic_se": se})
+    return {"rows": rows, "sweeps": sweeps, "arrays": arrays, "draws": draws}
+
+
+def _rhat(trace) -> float | None:
+    """Rank-normalised split R-hat of L_n traces (chains, draws), None with fewer than 2 chains."""
+    from ..diagnostics import rhat
+
+    trace = np.asarray(trace)
+    return rhat(trace) if trace.shape[0] >= 2 and trace.shape[1] >= 4 else None
+
+
+def _rhat_nested(trace) -> float | None:
+    """Nested R-hat of SGLD's L_n traces (slt_relu.diagnostics.rhat_nested), each chain its own superchain:
+    the chains all start at w*, so any grouping is faithful; with one chain per superchain it compares
+    the chains' means with their halves' spread."""
+    from ..diagnostics import rhat_nested
+
+    trace = np.asarray(trace)
+    if trace.shape[0] < 2 or trace.shape[1] < 8:
+        return None
+    return rhat_nested(trace, np.arange(trace.shape[0]))
+
+
+def calibration_result(c: Case, llc, key) -> dict:
+    """estimate_llc over the calibration grid of ``llc.calibration`` (the kind's [llc] table) at the case's
+    first point (refined as the case's)."""
+    import jax
+
+    from ..posterior.llc import calibrate_llc, minimize_loss
+
+    cal, cs = llc.calibration, c.settings
+    k_data = jax.random.split(jax.random.fold_in(key, c.index), 3)[0]
+    label, loss, star, data, lam, _ = targets(c, llc.n, k_data)[0]
+    if llc.refine and cs.model == "two_layer":
+        star, _ = minimize_loss(loss, star, data)
+    # every step kept (thin = 1): the traces show burn-in and drift at full resolution
+    g = cs.sgld.replace(num_steps=cal.num_steps or cs.sgld.num_steps, thin=1,
+                        num_burnin=cs.sgld.num_burnin if cal.num_burnin is None else cal.num_burnin)
+    grid = calibrate_llc(jax.random.fold_in(key, 10_000), loss, star, data, cal.step_sizes, cal.localizations, g)
+    return {"label": label, "true_lambda": lam, **grid._asdict()}
