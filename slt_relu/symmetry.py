@@ -342,7 +342,7 @@ def reduce(params: TwoLayer, tol: float | None = None) -> Irreducible:
             vectors (w, b)/|(w, b)| to within tol.
 
     Returns:
-        Irreducible(params, linear): nodes with |w_i| = 1 (q_i is the kink size), in order of first
+        Irreducible: (params, linear); params: nodes with |w_i| = 1 (q_i is the kink size), in order of first
         appearance; linear: (n_in,) the slope alpha.
 
     References:
