@@ -274,11 +274,11 @@ def test_learning_coefficient_cases_resume(tmp_path, monkeypatch, capsys):
     assert json.loads((out / "metrics.json").read_text())["resumed_cases"] == [0]
 
 
-def test_settings_tables_in_readme_are_the_schemas():
-    """README's settings section is generated from the schemas (`slt-relu settings --markdown`)."""
+def test_settings_tables_in_the_docs_are_the_schemas():
+    """The site's settings page is generated from the schemas (`slt-relu settings --markdown`)."""
     from slt_relu.kinds import KINDS, settings_markdown
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "settings.md").read_text()
     begin, end = "<!-- settings: begin (slt-relu settings --markdown) -->\n", "\n<!-- settings: end -->"
     assert begin in readme and end in readme
     assert readme.split(begin)[1].split(end)[0] == settings_markdown(sorted(KINDS))

@@ -11,6 +11,6 @@ __all__ = ["KINDS", "Kind", "Output", "register_kind", "settings_markdown"]
 
 
 def settings_markdown(kinds) -> str:
-    """README's settings section: one table per kind, generated from the schemas."""
-    return "\n\n".join(f"#### `kind = \"{k}\"`\n\n{KINDS[k].description}\n\n{settings_table(KINDS[k].settings)}"
+    """The site's settings page (docs/settings.md): one table per kind, generated from the schemas."""
+    return "\n\n".join(f"## `kind = \"{k}\"`\n\n{KINDS[k].description}\n\n{settings_table(KINDS[k].settings)}"
                        for k in kinds)

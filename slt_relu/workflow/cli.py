@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
     settings = sub.add_parser("settings", help="print the settings (keys, types, defaults) of each kind")
     settings.add_argument("kind", nargs="?", default=None)
-    settings.add_argument("--markdown", action="store_true", help="markdown tables (README's settings section)")
+    settings.add_argument("--markdown", action="store_true", help="markdown tables (the site's settings page, docs/settings.md)")
     return parser
 
 
@@ -170,8 +170,11 @@ def _run(args) -> int:
         if args.coordinator is not None:
             raise ConfigError("--processes: expected either --processes (this machine) or --coordinator, not both")
         prep = runner.prepare(args.config, overrides)          # config mistakes before any process starts
-        runner.check_output(runner.default_output(prep.name) if args.out is None else args.out)
-        return distributed.launch_local(_forwarded(args), args.processes, heartbeat_timeout=args.heartbeat_timeout)
+        out = runner.check_output(runner.default_output(prep.name) if args.out is None else args.out)
+        code = distributed.launch_local(_forwarded(args), args.processes, heartbeat_timeout=args.heartbeat_timeout)
+        if code:                       # a process the launcher had to kill (busy in a compiled program) left its
+            runner.clean_stale(out)    # partial folder and lock: nothing of the run stays but its checkpoints
+        return code
     distributed.watch_launcher()                          # a process launch_local started ends with the launcher
     try:
         lay = distributed.initialize(args.coordinator, args.num_processes, args.process_id, args.heartbeat_timeout)

@@ -242,9 +242,18 @@ def _pid_of(path: Path, marker: str) -> int | None:
 
 def clean_stale(out: Path) -> list[Path]:
     """Remove ``.NAME.partial-PID`` folders of dead processes; restore ``.NAME.old-PID`` when its
-    process died between renaming the old folder aside and the new one in (else remove it).
-    Only this tool's own names are touched.  Returns what was removed."""
+    process died between renaming the old folder aside and the new one in (else remove it); remove a
+    ``.NAME.lock`` whose process is dead.  Only this tool's own names are touched.  Returns what was
+    removed."""
     removed = []
+    lock = out.parent / f".{out.name}.lock"
+    try:
+        pid = int(lock.read_text().strip() or 0)
+    except (OSError, ValueError):
+        pid = None
+    if pid and not alive(pid):                 # (an empty lock is being written: left to _Lock)
+        lock.unlink(missing_ok=True)
+        removed.append(lock)
     for marker in (".partial-", ".old-"):
         for entry in out.parent.glob(f".{out.name}{marker}*"):
             pid = _pid_of(entry, marker)
