@@ -366,3 +366,19 @@ def test_a_rerun_loads_its_programs_from_the_persistent_cache(tmp_path):
     drop = lambda m: {k: v for k, v in m.items() if k not in compare.VOLATILE}
     metrics = [json.loads((tmp_path / d / "metrics.json").read_text()) for d in "ab"]
     assert drop(metrics[0]) == drop(metrics[1])
+
+
+def test_an_axis_with_a_value_twice_is_refused_in_one_line():
+    """A sweep list and a functional_dimension axis are coordinates of results.nc: each value once."""
+    import jax
+
+    x64 = jax.config.read("jax_enable_x64")
+    try:                                       # prepare sets the config's dtype before the sweep is expanded
+        with pytest.raises(runner.ConfigError, match=r"^sweep\.truth\.t: expected distinct values, got 1\.0 more "
+                                                     r"than once$"):
+            runner.prepare(ROOT / "experiments" / "dslt4_pt1_smc.toml", {"sweep.truth.t": [1.0, 1.2, 1.0]})
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+    with pytest.raises(runner.ConfigError, match=r"^functional_dimension\.depths: .*expected distinct values, got 2"):
+        runner.prepare(ROOT / "experiments" / "functional_dimension_depth_width.toml",
+                       {"functional_dimension.depths": [2, 3, 2]})

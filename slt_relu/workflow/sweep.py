@@ -25,8 +25,6 @@ import time
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
-import numpy as np
-
 from ..settings import ConfigError
 from .config import apply_overrides
 
