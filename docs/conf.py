@@ -1,11 +1,21 @@
 """Sphinx configuration of the slt_relu documentation site (build: README's docs command)."""
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+from sphinx import addnodes
+
 import slt_relu
+
+sys.path.insert(0, str(Path(__file__).parent / "_ext"))   # the site's own Sphinx extensions
 
 project = "slt_relu"
 author = "the slt_relu developers"
 release = slt_relu.__version__
-extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax"]
-source_suffix = {".md": "markdown"}
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax"]
+extensions.append("experiment_results")   # docs/_ext: the experiment pages read their numbers from results/
+source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}     # myst-nb reads MyST Markdown and notebooks
 exclude_patterns = ["_build"]
 html_theme = "furo"
 html_title = "slt_relu"
@@ -14,6 +24,25 @@ autodoc_member_order = "bysource"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 myst_heading_anchors = 3
+myst_enable_extensions = ["dollarmath", "amsmath"]
+
+# The tutorials (docs/tutorials/NAME.ipynb, links to notebooks/NAME.ipynb) show the outputs stored in the notebooks:
+# the site runs no code; tests/test_notebooks.py checks that the stored outputs are what the code prints now.
+nb_execution_mode = "off"
+nb_output_stderr = "remove"      # warnings name the writer's paths; the test ignores stderr too
+
+# Every cross-reference must resolve (-W makes a broken one fail the build).  A reference to an slt_relu object
+# resolves to the entry that documents it under its curated name (slt_relu.sampling.NUTSSettings is
+# slt_relu.NUTSSettings), or, for an object the API reference does not document, renders unlinked;
+# a name that slt_relu does not have still fails (resolve_slt_relu below).  Only types from other packages are
+# ignored: the site fetches no inventory (no intersphinx), so they have no target here.
+nitpicky = True
+EXTERNAL = r"(jax|jaxlib|numpy|np|jnp|xarray|pydantic|optax|numpyro|blackjax|arviz_base|arviz_stats|h5netcdf|h5py|" \
+           r"matplotlib|scipy|tqdm|pathlib|collections|typing|typing_extensions|types|builtins|os|enum|fractions)"
+nitpick_ignore_regex = [
+    (r"py:.*", EXTERNAL + r"(\..+)?"),               # jax.Array (jax.jaxlib._jax.Array), numpy.ndarray, ...
+    (r"py:class", r"Path|PathLike|NoneType|optional|callable|array-like|array_like|pytree|PyTree"),
+]
 
 # Docstrings are written as plain text that reads well in help(): a formula sits in an indented block,
 # |x| is a norm, psi_ a subscript.  Before napoleon reads them, the summary's indented blocks become
@@ -51,8 +80,97 @@ def plain_text_docstring(app, what, name, obj, options, lines):
             out[-1:] = ["", "::", ""]
             literal = base
         out.append(line if literal is not None else _escape(line))
+    for k in range(1, len(out)):                 # "Returns: (x, y): ..." names a tuple's parts: not a type
+        if out[k - 1].strip() == "Returns:":
+            out[k] = RETURNED_TUPLE.sub(r"\1 --", out[k])
     lines[:] = out
+
+
+RETURNED_TUPLE = re.compile(r"^(\s*\(\w+(?:, \w+)+\)):(?=\s)")
+
+
+def _lookup(path: str, scope=None):
+    """The object a dotted path names: from ``scope``'s attributes when given, else imported (slt_relu only)."""
+    parts = path.split(".")
+    if scope is not None:
+        obj = scope
+    else:
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ImportError:
+                continue
+            parts = parts[i:]
+            break
+        else:
+            return None
+    for part in parts:
+        obj = getattr(obj, part, _MISSING)
+        if obj is _MISSING:
+            return None
+    return obj
+
+
+_MISSING = object()
+
+
+def _is_slt_relu(obj) -> bool:
+    if inspect.ismodule(obj):
+        return obj.__name__.split(".")[0] == "slt_relu"
+    if inspect.isclass(obj) or callable(obj):
+        return (getattr(obj, "__module__", None) or "").split(".")[0] == "slt_relu"
+    return True                                     # data found in an slt_relu scope (a constant)
+
+
+def _enclosing_scopes(node):
+    """The classes and modules that define the objects whose API entries (desc, innermost first) hold node."""
+    scopes = []
+    while node is not None:
+        if isinstance(node, addnodes.desc):
+            sig = next(node.findall(addnodes.desc_signature), None)
+            if sig is not None and sig.get("module", "").startswith("slt_relu") and sig.get("fullname"):
+                owner = _lookup(sig["module"] + "." + sig["fullname"])
+                if inspect.isclass(owner):
+                    scopes.append(owner)
+                if inspect.isclass(owner) or inspect.isroutine(owner):
+                    scopes.append(sys.modules.get(owner.__module__))
+        node = node.parent
+    return scopes
+
+
+def resolve_slt_relu(app, env, node, contnode):
+    """missing-reference: an slt_relu name, full (slt_relu.a.B) or short in the scope of the docstring it is in
+    (PhaseMasses in slt_relu.posterior.masses.phase_masses), links to the API entry of the same object, or renders
+    unlinked when the reference does not document that object; an unknown name is left to warn."""
+    if node.get("refdomain") != "py":
+        return None
+    target = node["reftarget"]
+    obj = None
+    if target.split(".")[0] == "slt_relu":
+        obj = _lookup(target)
+    else:
+        scopes = []                                 # the reST context (py:module, py:class), then the definitions
+        context = ".".join(filter(None, [node.get("py:module"), node.get("py:class")]))
+        if context.startswith("slt_relu"):
+            scopes += [_lookup(context), _lookup(node["py:module"])]
+        for scope in filter(None, scopes + _enclosing_scopes(node)):
+            obj = _lookup(target, scope)
+            if obj is not None:
+                break
+    if obj is None or not _is_slt_relu(obj):
+        return None
+    if not hasattr(app, "_slt_relu_entries"):      # documented slt_relu classes and functions by identity
+        app._slt_relu_entries = {}
+        for name in env.get_domain("py").objects:
+            entry = _lookup(name) if name.startswith("slt_relu.") else None
+            if inspect.isclass(entry) or inspect.isroutine(entry):
+                app._slt_relu_entries.setdefault(id(entry), name)
+    name = app._slt_relu_entries.get(id(obj)) if inspect.isclass(obj) or inspect.isroutine(obj) else None
+    if name is None:
+        return contnode
+    return env.get_domain("py").resolve_xref(env, node["refdoc"], app.builder, "obj", name, node, contnode)
 
 
 def setup(app):
     app.connect("autodoc-process-docstring", plain_text_docstring, priority=400)
+    app.connect("missing-reference", resolve_slt_relu)

@@ -7,8 +7,8 @@ and paper.  Everything else is importable from the module that defines it, e.g.
 the modules and subpackages are attributes of the package (``slt_relu.sampling``,
 ``slt_relu.posterior``; ``slt_relu.plots`` is imported on first use, since it imports matplotlib).
 """
-from . import (arviz_data, classify, diagnostics, fisher, inputs, loss, mlp, moves, network, phases, posterior, regions,
-               sampling, symmetry, truths)
+from . import (arviz_data, classify, diagnostics, fisher, inputs, known_lambda, loss, mlp, moves, network, phases,
+               posterior, regions, sampling, symmetry, truths)
 from .arviz_data import load_draws, save_draws, to_arviz
 from .classify import classify_phase
 from .diagnostics import ess_bulk, rhat
@@ -20,6 +20,7 @@ from .mlp import MLP, init_mlp, mlp_forward
 from .network import Restriction, TwoLayer, forward, from_flat, init_params, make_params, num_params, to_flat
 from .posterior import (GridPosterior, PosteriorSamples, Prior, SMCPosterior, grid_posterior, sample_posterior,
                         smc_posterior)
+from .posterior.free_energy_curve import fit_learning_coefficient, smc_free_energy_curve
 from .posterior.llc import estimate_llc
 from .posterior.masses import phase_masses
 from .regions import count_linear_regions, functional_dimension
@@ -44,8 +45,8 @@ __all__ = [
     "GridPosterior", "phase_masses",
     # samplers: one interface, many chains sharded over the devices
     "sample", "Draws", "NUTSSettings", "HMCSettings", "SGLDSettings", "SMCSettings",
-    # the local learning coefficient (Lau et al. 2023)
-    "estimate_llc",
+    # the learning coefficient: local (Lau et al. 2023), from the free-energy curve, and the known values
+    "estimate_llc", "smc_free_energy_curve", "fit_learning_coefficient", "known_lambda",
     # diagnostics and ArviZ data
     "rhat", "ess_bulk", "to_arviz", "save_draws", "load_draws",
 ]

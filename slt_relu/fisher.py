@@ -241,6 +241,9 @@ def null_accounting(params: TwoLayer, inputs, sigma=1.0, rtol=None, free=None) -
         DSLT3 Appendix 1.
     """
     A = weighted_jacobian(params, inputs, sigma, free)
+    if not np.all(np.isfinite(np.asarray(A))):
+        raise ValueError("params: expected parameters at which the Fisher information is finite, got a Jacobian with "
+                         "inf or NaN (a weight so large that its products overflow)")
     k = A.shape[1]
     s, vt = _svd_values_vectors(A)
     spectrum = np.asarray(s) ** 2

@@ -1,7 +1,17 @@
+import os
+from pathlib import Path
+
 import jax
 import pytest
 
 jax.config.update("jax_enable_x64", True)
+
+# The CLI turns JAX's persistent compilation cache on by default (~/.cache/slt_relu/jax).  The tests keep theirs in
+# the checkout (.pytest-jax-cache/, ignored by git), one folder per xdist worker: no two test processes write one
+# folder at once (a worker once segfaulted reading the shared cache), the user's home is left alone,
+# and a rerun of the suite compiles less.
+_CACHE = Path(__file__).resolve().parent.parent / ".pytest-jax-cache" / os.environ.get("PYTEST_XDIST_WORKER", "main")
+os.environ["SLT_RELU_CACHE_DIR"] = str(_CACHE)
 
 
 @pytest.fixture

@@ -274,14 +274,81 @@ def test_learning_coefficient_cases_resume(tmp_path, monkeypatch, capsys):
     assert json.loads((out / "metrics.json").read_text())["resumed_cases"] == [0]
 
 
-def test_settings_tables_in_the_docs_are_the_schemas():
-    """The site's settings page is generated from the schemas (`slt-relu settings --markdown`)."""
-    from slt_relu.kinds import KINDS, settings_markdown
+def _settings(capsys, *args):
+    code = cli.main(["settings", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
+
+def _keys(text, markdown):
+    """The keys a `slt-relu settings` output lists, in order (a table row's first cell, or a line's key)."""
+    pattern = r"^\| `([^`]+)` \|" if markdown else r"^([a-z_][\w.\[\]]*): "
+    return re.findall(pattern, text, flags=re.M)
+
+
+def test_settings_tables_in_the_docs_are_the_schemas(capsys):
+    """The site's settings page is generated from the schemas: its block is `slt-relu settings --markdown`."""
     readme = (ROOT / "docs" / "settings.md").read_text()
     begin, end = "<!-- settings: begin (slt-relu settings --markdown) -->\n", "\n<!-- settings: end -->"
     assert begin in readme and end in readme
-    assert readme.split(begin)[1].split(end)[0] == settings_markdown(sorted(KINDS))
+    code, out, _ = _settings(capsys, "--markdown")
+    assert code == 0 and readme.split(begin)[1].split(end)[0] + "\n" == out
+
+
+@pytest.mark.parametrize("markdown", [False, True])
+def test_settings_of_a_kind_list_each_key_once(capsys, markdown):
+    from slt_relu.kinds import KINDS
+
+    flag = ["--markdown"] if markdown else []
+    for kind in sorted(KINDS):
+        code, out, _ = _settings(capsys, kind, *flag)
+        keys = _keys(out, markdown)
+        assert code == 0 and len(keys) > 5 and len(keys) == len(set(keys)), kind
+    code, out, _ = _settings(capsys, "posterior", *flag)
+    keys = _keys(out, markdown)
+    assert keys.count("truth.theta0") == 1 and "truth.t" in keys
+    assert "sampler.max_tree_depth" in keys and "sampler.num_particles" not in keys   # the default sampler: NUTS
+    assert "compare.name" in keys and not any(k.startswith("compare.") and k != "compare.name" for k in keys)
+    # every kind at once: each sampler in a section of its own, each key once per section
+    code, out, _ = _settings(capsys, *flag)
+    sections = re.split(r"^(?:## |### )?`?(?:kind = |\[sampler\] name = )", out, flags=re.M)
+    assert code == 0 and len(sections) == len(KINDS) + 3 + 1
+    for section in sections:
+        keys = _keys(section, markdown)
+        assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize("markdown", [False, True])
+def test_settings_show_the_chosen_samplers_keys(capsys, markdown):
+    flag = ["--markdown"] if markdown else []
+    code, out, _ = _settings(capsys, "posterior", "--sampler", "smc", *flag)
+    keys = _keys(out, markdown)
+    assert code == 0 and len(keys) == len(set(keys))
+    assert {"sampler.num_particles", "sampler.waste_free", "sampler.max_stages"} <= set(keys)
+    assert not {"sampler.max_tree_depth", "sampler.slots", "sampler.num_warmup", "sampler.trajectory_length"} & set(keys)
+    assert 'name = "smc"' in out
+    # a config picks its sampler, truth (and --sampler overrides its sampler)
+    code, out, _ = _settings(capsys, "dslt4_pt2_smc", *flag)
+    keys = _keys(out, markdown)
+    assert code == 0 and "sampler.num_particles" in keys and "sampler.max_tree_depth" not in keys
+    assert "truth.v" in keys and "truth.t" not in keys and "truth.theta0" not in keys
+    code, out, _ = _settings(capsys, str(ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"), *flag)
+    keys = _keys(out, markdown)
+    assert code == 0 and "sampler.max_tree_depth" in keys and "sampler.num_particles" not in keys and "truth.t" in keys
+    code, out, _ = _settings(capsys, "dslt4_pt1_smc", "--sampler", "hmc", *flag)
+    keys = _keys(out, markdown)
+    assert code == 0 and "sampler.trajectory_length" in keys and "sampler.num_particles" not in keys
+
+
+@pytest.mark.parametrize("args, message", [
+    (["posterior", "--sampler", "sgld"], "settings --sampler: expected one of nuts, hmc, smc, got 'sgld'"),
+    (["landscape", "--sampler", "smc"], "kind 'landscape' has no [sampler] table (kinds with one: posterior)"),
+    (["--sampler", "smc"], "settings --sampler: expected a kind or a config too"),
+    (["posteriors"], "settings posteriors: expected a kind (fisher, "),
+])
+def test_settings_bad_choice_is_one_line(capsys, args, message):
+    code, out, err = _settings(capsys, *args)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err and "Traceback" not in err
 
 
 def test_kept_checkpoints_are_reanalysed_without_sampling(tmp_path, monkeypatch, capsys):
@@ -382,3 +449,15 @@ def test_an_axis_with_a_value_twice_is_refused_in_one_line():
     with pytest.raises(runner.ConfigError, match=r"^functional_dimension\.depths: .*expected distinct values, got 2"):
         runner.prepare(ROOT / "experiments" / "functional_dimension_depth_width.toml",
                        {"functional_dimension.depths": [2, 3, 2]})
+
+
+def test_overrides_leave_their_values_alone():
+    """A key that sets inside a table an earlier override put there changes the config, not the override's value
+    (the tests reuse tests/tiny.py's overrides across runs)."""
+    from slt_relu.workflow.config import apply_overrides
+
+    cases = [{"name": "a", "k": [1]}]
+    overrides = {"cases": cases, "cases[0].name": "b"}
+    out = apply_overrides({"cases": []}, overrides)
+    assert out["cases"][0]["name"] == "b"
+    assert cases == [{"name": "a", "k": [1]}] and overrides["cases"] is cases

@@ -146,3 +146,13 @@ def test_null_space_is_orthonormal_and_null():
     np.testing.assert_allclose(N.T @ N, np.eye(3), atol=1e-12)
     I = np.asarray(S.fisher_information(t, GAUSS))
     assert np.abs(I @ N).max() < 1e-12 * np.abs(I).max()
+
+
+def test_null_accounting_refuses_parameters_whose_fisher_overflows():
+    """A weight so large that its products overflow gives an inf / NaN Jacobian: one ValueError naming params,
+    not numpy's 'SVD did not converge' (the property tests found q = 2.3e307)."""
+    ex = S.truths.get("dslt3_example_3_2", theta0=0.2)
+    huge = ex.truth._replace(q=jnp.full_like(ex.truth.q, 1.7e308))          # q x overflows for |x| > 1.06
+    with pytest.raises(ValueError, match="params: expected parameters at which the Fisher information is finite"):
+        S.null_accounting(huge, ex.inputs, ex.sigma)
+    assert S.null_accounting(ex.truth, ex.inputs, ex.sigma).rank >= 1

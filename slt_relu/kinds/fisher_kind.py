@@ -341,9 +341,13 @@ def run(r: Resolved, key, ctx) -> Output:
     rows = []
     todo = []
     for gi, g in enumerate(r.groups):
-        todo += [(g.label, g.inputs, *pt) for pt in _points(g, r, jax.random.fold_in(key, gi))]
-    for group, inputs, label, params, free, expected in tqdm(todo, desc="fisher", disable=not ctx.progress, leave=False):
-        acc = null_accounting(params, inputs, r.sigma, rtol, free=free)
+        todo += [(gi, g.label, g.inputs, *pt) for pt in _points(g, r, jax.random.fold_in(key, gi))]
+    for gi, group, inputs, label, params, free, expected in tqdm(todo, desc="fisher", disable=not ctx.progress,
+                                                                 leave=False):
+        try:
+            acc = null_accounting(params, inputs, r.sigma, rtol, free=free)
+        except ValueError as err:
+            raise ConfigError(f"fisher.points[{gi}] ({label}): {err}") from None
         D = acc.num_params
         d = params.width
         rows.append({

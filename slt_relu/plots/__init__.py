@@ -7,9 +7,11 @@ backend.
 - ``phases``: W0's phases in the input plane, effective weights;
 - ``regions``: linear regions, zero sets, dual points, functional dimension;
 - ``posterior``: phase masses, local free energies, rules against classify_phase, phase diagrams;
-- ``llc``: learning coefficients, beta sweeps, SGLD calibration.
+- ``llc``: learning coefficients, beta sweeps, SGLD calibration;
+- ``free_energy_curve``: lambda read off tempered SMC's free-energy curves.
 """
 from ._style import save_figure
+from .free_energy_curve import lambda_curve_figure
 from .landscape import landscape_figure, rank_vs_bound_figure, spectrum_figure
 from .llc import beta_sweep_figure, llc_calibration_figure, llc_cases_figure
 from .phases import effective_weights_figure, phase_gallery_figure
@@ -19,7 +21,7 @@ from .regions import (affine_map_figure, functional_dimension_figure, layer_boun
                       regions_figure)
 
 __all__ = ["affine_map_figure", "beta_sweep_figure", "cross_table_figure", "effective_weights_figure",
-           "free_energy_figure", "free_energy_scaling_figure", "functional_dimension_figure", "landscape_figure",
-           "layer_boundaries_figure", "lines_figure", "llc_calibration_figure", "llc_cases_figure",
+           "free_energy_figure", "free_energy_scaling_figure", "functional_dimension_figure", "lambda_curve_figure",
+           "landscape_figure", "layer_boundaries_figure", "lines_figure", "llc_calibration_figure", "llc_cases_figure",
            "phase_diagram_figure", "phase_gallery_figure", "phase_mass_figure", "posterior_traces_figure",
            "rank_vs_bound_figure", "regions_figure", "save_figure", "spectrum_figure", "weights_facets_figure"]

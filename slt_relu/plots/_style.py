@@ -1,17 +1,40 @@
 """What the figures share: new figures that belong to no pyplot state (so importing the package never
 touches matplotlib's backend, and a figure nobody keeps is freed), panel grids, the colours of phases
-and of a node's group and orientation, and saving."""
+and of a node's group and orientation, and saving.
+
+Layout rules every figure follows (``tests/test_figure_layout.py`` checks them on every figure the
+shipped kinds draw, from matplotlib's own layout after drawing):
+
+- figures use ``layout="constrained"``: titles, labels, colorbars and legends get their room, no
+  ``tight_layout`` and no hand-tuned margins;
+- a legend never sits on the data: :func:`legend_right` puts an axes' legend outside it, on its right;
+  :func:`figure_legend` puts one legend for several panels below them all;
+- every panel that shows data names its axes (or shares the axis, and its label, with the panel
+  next to it: :func:`label_grid`);
+- long titles are wrapped to the width they have (:func:`wrap`, :func:`suptitle`);
+- log axes over less than a few decades get their ticks at the plotted values (:func:`log_ticks`), so that
+  matplotlib's minor labels (2 x 10^3, 3 x 10^3, ...) cannot run into each other.
+"""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+
+def new_figure(figsize=None) -> Figure:
+    """A figure outside pyplot, laid out by matplotlib's constrained layout."""
+    return Figure(figsize=figsize, layout="constrained")
 
 
 def subplots(nrows: int = 1, ncols: int = 1, *, figsize=None, **kwargs):
-    """(fig, axes) like ``pyplot.subplots``, on a :class:`~matplotlib.figure.Figure` outside pyplot."""
-    fig = Figure(figsize=figsize)
+    """(fig, axes) like ``pyplot.subplots``, on a constrained-layout :class:`~matplotlib.figure.Figure`
+    outside pyplot."""
+    fig = new_figure(figsize)
     return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
@@ -22,21 +45,94 @@ def figure_axes(ax, figsize):
     return ax.figure, ax
 
 
-def panel_grid(n: int, width: float, height: float):
-    """A figure with n panels, at most 6 per row; unused panels switched off.  Returns (fig, axes, nrows)."""
+def own_figure(fig, ax) -> bool:
+    """Whether ax is the only axes of fig (a figure the plotting function made, not a host's)."""
+    return fig.axes == [ax]
+
+
+def wrap(text: str, width_in: float, fontsize: float) -> str:
+    """text wrapped (each of its lines) to about width_in inches at fontsize points."""
+    chars = max(12, int(width_in * 72 / (0.6 * fontsize)))
+    return "\n".join(textwrap.fill(line, chars) or line for line in str(text).split("\n"))
+
+
+def suptitle(fig, title: str, fontsize: float = 10):
+    """The figure's title, wrapped to the figure's width."""
+    fig.suptitle(wrap(title, 0.92 * fig.get_figwidth(), fontsize), fontsize=fontsize)
+    return fig
+
+
+def panel_grid(n: int, width: float, height: float, *, share: bool = False):
+    """A figure with n panels, at most 6 per row; unused panels switched off.  share: the panels
+    share both axes (same limits; their labels go on the outer panels, :func:`label_grid`).
+    Returns (fig, axes, nrows)."""
     cols = min(6, max(n, 1))
     nrows = -(-n // cols)
-    fig, axes = subplots(nrows, cols, figsize=(width * cols, height * nrows), squeeze=False)
+    fig, axes = subplots(nrows, cols, figsize=(width * cols, height * nrows + 0.5), squeeze=False,
+                         sharex=share, sharey=share)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     return fig, axes, nrows
 
 
-def finish_panels(fig, title: str, nrows: int):
-    """The panel grid's title and layout (room for the title above nrows rows); returns fig."""
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / (2.7 * nrows)))
-    return fig
+def label_grid(axes, n: int, xlabel: str, ylabel: str, fontsize: float = 8):
+    """Axis labels on the outer panels of a grid of n panels sharing both axes: x on the lowest used
+    panel of each column, y on the first of each row."""
+    rows, cols = axes.shape
+    for c in range(cols):
+        used = [r for r in range(rows) if r * cols + c < n]
+        if used:
+            axes[used[-1], c].set_xlabel(xlabel, fontsize=fontsize)
+    for r in range(rows):
+        if r * cols < n:
+            axes[r, 0].set_ylabel(ylabel, fontsize=fontsize)
+
+
+def finish_panels(fig, title: str, nrows: int | None = None):
+    """The panel grid's title (wrapped to the figure's width); returns fig.  (nrows: unused, kept for
+    callers; constrained layout makes the room.)"""
+    return suptitle(fig, title)
+
+
+def legend_right(ax, fontsize: float = 7, wrap_at: int = 34, **kwargs):
+    """ax's legend outside the axes, to its right, top-aligned (constrained layout makes the room);
+    long labels wrapped at wrap_at characters.  None when ax has nothing labelled."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    labels = [textwrap.fill(lab, wrap_at) for lab in labels]
+    return ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+                     fontsize=fontsize, **kwargs)
+
+
+def figure_legend(fig, handles=None, labels=None, *, axes=None, ncol: int | None = None, fontsize: float = 7,
+                  wrap_at: int = 48):
+    """One legend for several panels, below them all (``outside lower center``): the given handles,
+    or the distinct labels of ``axes`` (default: all of fig's).  None when there is nothing labelled."""
+    if handles is None:
+        handles, labels = [], []
+        for ax in (fig.axes if axes is None else axes):
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                if lab not in labels:
+                    handles.append(h)
+                    labels.append(lab)
+    if not handles:
+        return None
+    labels = [textwrap.fill(lab, wrap_at) for lab in labels]
+    ncol = ncol or min(len(labels), max(1, int(fig.get_figwidth() // 3.2)))
+    return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=fontsize)
+
+
+def log_ticks(ax, values, axis: str = "x", fmt: str = "{:.4g}"):
+    """A log axis over few decades: major ticks at the plotted values, no minor labels."""
+    values = np.unique(np.asarray(values, float)[np.isfinite(values)])
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    if len(values) == 0 or values.min() <= 0:
+        return
+    target.set_major_locator(FixedLocator(values))
+    target.set_major_formatter(matplotlib.ticker.FixedFormatter([fmt.format(v) for v in values]))
+    target.set_minor_locator(NullLocator())
+    target.set_minor_formatter(NullFormatter())
 
 
 def group_style(group: int, orient: float, m: int):
@@ -53,7 +149,16 @@ PHASE_COLOURS = {"degenerate": "tab:red", "non_degenerate": "tab:blue", "true_or
                   "reversed": "tab:red", "other": "tab:gray"}
 
 
+def settle(fig):
+    """Lay fig out once before it is drawn for real: constrained layout's first pass misplaces the
+    labels of fixed-aspect panels without ticks (matplotlib 3.11), its second pass is right."""
+    fig.draw_without_rendering()
+    return fig
+
+
 def save_figure(fig, path: Path, dpi: int = 120) -> Path:
-    """Write fig as a PNG at path (the runner's one way of saving a figure); returns path."""
+    """Write fig as a PNG at path (the runner's one way of saving a figure: laid out twice,
+    :func:`settle`); returns path."""
+    settle(fig)
     fig.savefig(path, dpi=dpi)
     return Path(path)

@@ -2,12 +2,10 @@
 scaling bound D - d, Fisher spectra."""
 from __future__ import annotations
 
-import textwrap
-
 import matplotlib
 import numpy as np
 
-from ._style import subplots, figure_axes
+from ._style import figure_axes, figure_legend, legend_right, subplots, wrap
 
 
 def landscape_figure(xs, ys, Z, *, xlabel, ylabel, title, zlabel="K(w)", curves=(), markers=None,
@@ -39,13 +37,13 @@ def landscape_figure(xs, ys, Z, *, xlabel, ylabel, title, zlabel="K(w)", curves=
     ax.set_ylim(ys[0], ys[-1])
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title("\n".join(textwrap.fill(line, 60) for line in title.split("\n")), fontsize=9)
-    if curves or markers:
-        ax.legend(loc="upper right", fontsize=7, framealpha=0.8)
+    ax.set_title(wrap(title, 5.0, 9), fontsize=9)
+    if curves or markers:                                 # below the panels: the heat map fills its axes
+        figure_legend(fig, axes=[ax], fontsize=8)
     for k, (ptitle, s, values, ylab) in enumerate(along, start=1):
         a = axes[0, k]
         a.plot(s, values, "o-", ms=3)
-        a.set_title(ptitle, fontsize=10)
+        a.set_title(wrap(ptitle, 3.8, 10), fontsize=10)
         a.set_xlabel("position along W0 (fraction of arc length)")
         a.set_ylabel(ylab)
         a.grid(alpha=0.3)
@@ -53,13 +51,12 @@ def landscape_figure(xs, ys, Z, *, xlabel, ylabel, title, zlabel="K(w)", curves=
             top = int(np.max(values))
             a.set_ylim(-0.3, top + 1.3)
             a.set_yticks(range(0, top + 2))
-    fig.tight_layout()
     return fig
 
 
 def rank_vs_bound_figure(rows):
     """Fisher rank against the generic bound D - d, one marker style per group of points."""
-    fig, (ax, ax2) = subplots(1, 2, figsize=(11, 4.8))
+    fig, (ax, ax2) = subplots(1, 2, figsize=(13, 5.0))
     groups = sorted({r["group"] for r in rows}, key=[r["group"] for r in rows].index)
     markers = "osD^v<>p*h"
     top = max(r["bound"] for r in rows)
@@ -70,7 +67,7 @@ def rank_vs_bound_figure(rows):
     ax.set_xlabel("D - d (parameters minus hidden nodes)")
     ax.set_ylabel("numerical rank of I(w)")
     ax.set_title("Fisher rank vs the scaling bound D - d")
-    ax.legend(fontsize=7)
+    legend_right(ax, wrap_at=26)
     ax.grid(alpha=0.3)
     sel = [r for r in rows if r["excess"] > 0 or (r["expected_excess"] or 0) > 0]
     labels = [r["label"] for r in sel]
@@ -79,20 +76,22 @@ def rank_vs_bound_figure(rows):
         ax2.bar(x - 0.2, [r["excess"] for r in sel], 0.4, label="measured excess")
         exp = [r["expected_excess"] if r["expected_excess"] is not None else np.nan for r in sel]
         ax2.bar(x + 0.2, exp, 0.4, label="hand count")
-        ax2.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
+        ax2.set_xticks(x, labels, rotation=90, fontsize=7)       # vertical: side by side, never overlapping
+        ax2.set_xlabel("point")
         ax2.set_ylabel("excess null directions")
-        ax2.legend(fontsize=8)
+        legend_right(ax2)
     else:
         ax2.text(0.5, 0.5, "no excess null directions", ha="center", va="center", transform=ax2.transAxes)
+        ax2.set_xticks([])
+        ax2.set_yticks([])
     ax2.set_title("null directions beyond the scaling generators")
-    fig.tight_layout()
     return fig
 
 
 def spectrum_figure(rows, max_lines: int = 60, *, ax=None):
     """Eigenvalues of I(w) / lambda_max (log scale) with the rank threshold, per point.
     ax: draw into this axes (its figure is returned) instead of a new figure."""
-    fig, ax = figure_axes(ax, (7.5, 4.8))
+    fig, ax = figure_axes(ax, (9.5, 4.8))
     groups = sorted({r["group"] for r in rows}, key=[r["group"] for r in rows].index)
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     floor = 1e-32
@@ -107,8 +106,6 @@ def spectrum_figure(rows, max_lines: int = 60, *, ax=None):
     ax.set_xlabel("eigenvalue index j")
     ax.set_ylabel("lambda_j / lambda_max (floored at 1e-32)")
     ax.set_title("Fisher spectra; | marks the rank cut at rtol")
-    ax.legend(fontsize=7, loc="lower left")
+    legend_right(ax, wrap_at=26)
     ax.grid(alpha=0.3)
-    if fig.axes == [ax]:                                  # its own figure: lay it out
-        fig.tight_layout()
     return fig

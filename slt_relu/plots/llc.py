@@ -6,7 +6,8 @@ import textwrap
 
 import numpy as np
 
-from ._style import subplots, figure_axes, panel_grid, finish_panels
+from ._style import (figure_axes, figure_legend, finish_panels, legend_right, log_ticks, panel_grid, subplots,
+                     suptitle, wrap)
 
 
 def llc_cases_figure(rows, *, title: str, ax=None):
@@ -20,7 +21,8 @@ def llc_cases_figure(rows, *, title: str, ax=None):
     names = list(dict.fromkeys(r["name"] for r in rows))
     methods = list(dict.fromkeys(method(r) for r in rows))
     known = all(isinstance(r["true_lambda"], (int, float)) for r in rows)
-    fig, ax = figure_axes(ax, (max(6.0, 1.2 * len(names) + 2), 4.8))
+    fig, ax = figure_axes(ax, (max(6.0, 1.2 * len(names) + 2) + 2.0, 4.8))
+    exact_labelled = False
     for k, m in enumerate(methods):
         first = True
         for r in rows:
@@ -32,7 +34,8 @@ def llc_cases_figure(rows, *, title: str, ax=None):
                         label=m if first else None)
             if known and r.get("exact_finite_n"):
                 ax.hlines(r["exact_finite_n"] / scale, i - 0.12, i + 0.12, color="gray", lw=3,
-                          label="exact finite-n value" if first else None)
+                          label=None if exact_labelled else "exact finite-n value")
+                exact_labelled = True
             first = False
     if known:
         ax.axhline(1.0, color="k", lw=1.5, label="known lambda")
@@ -41,31 +44,32 @@ def llc_cases_figure(rows, *, title: str, ax=None):
     else:
         ax.set_ylabel("lambda_hat")
     ax.set_xticks(range(len(names)), ["\n".join(textwrap.wrap(nm, 20)) for nm in names], fontsize=7)
+    ax.set_xlabel("case")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    legend_right(ax, fontsize=8)
     ax.set_title(title + " (error bars: 2 standard errors)", fontsize=10)
-    if fig.axes == [ax]:                                  # its own figure: lay it out
-        fig.tight_layout()
     return fig
 
 
 def beta_sweep_figure(sweeps, *, n: int):
     """E_beta[n L_n] against 1/beta per case with the weighted least-squares line (slope = lambda)."""
-    fig, axes, nrows = panel_grid(len(sweeps), 3.6, 3.2)
+    fig, axes, nrows = panel_grid(len(sweeps), 3.6, 3.4)
     for ax, (label, bs, lam) in zip(axes.flat, sweeps):
         t = 1 / np.asarray(bs.betas)
         v = np.asarray(bs.expected_nl) - bs.intercept
-        ax.errorbar(t, v, yerr=2 * np.asarray(bs.se), fmt="o", capsize=3)
+        ax.errorbar(t, v, yerr=2 * np.asarray(bs.se), fmt="o", capsize=3, color="C0", label="E_beta[n L_n] +- 2 se")
         tt = np.linspace(0, t.max() * 1.05, 50)
-        ax.plot(tt, bs.slope * tt, "-", label=f"slope {bs.slope:.3f} +- {bs.slope_se:.3f}")
+        ax.plot(tt, bs.slope * tt, "-", color="C1", label="weighted least squares (slope = lambda_hat)")
+        known = ""
         if isinstance(lam, (int, float)):
-            ax.plot(tt, lam * tt, "k--", lw=1, label=f"lambda = {lam:.4g}")
+            ax.plot(tt, lam * tt, "k--", lw=1, label="known lambda")
+            known = f", known {lam:.4g}"
         ax.axvline(math.log(n), color="gray", ls=":", lw=1)
         ax.set_xlabel("1 / beta (dotted: log n)")
         ax.set_ylabel("E_beta[n L_n] - intercept")
-        ax.set_title("\n".join(textwrap.wrap(label, 40)), fontsize=8)
-        ax.legend(fontsize=7)
+        ax.set_title(wrap(label, 3.4, 8) + f"\nslope {bs.slope:.3f} +- {bs.slope_se:.3f}{known}", fontsize=8)
         ax.grid(alpha=0.3)
+    figure_legend(fig, axes=axes.flat)
     return finish_panels(fig, f"beta sweep: E_beta[n L_n] = n L_n(w0) + lambda / beta (n = {n})", nrows)
 
 
@@ -73,19 +77,21 @@ def llc_calibration_figure(grid, *, true_lambda, title: str):
     """lambda_hat over step size x localization (with the known value), the MALA acceptance, and the
     mean trace n beta (L_n(w_t) - L_n(w*)) against the step for every setting."""
     S, G = grid.estimate.shape
-    fig, axes = subplots(1, 3, figsize=(16, 4.4))
+    fig, axes = subplots(1, 3, figsize=(16, 4.8))
     for j, gamma in enumerate(grid.localizations):
         axes[0].errorbar(grid.step_sizes, grid.estimate[:, j], yerr=2 * grid.se[:, j], marker="o", capsize=3,
                          label=f"gamma = {gamma:g}")
         axes[1].plot(grid.step_sizes, grid.accept[:, j], "o-", label=f"gamma = {gamma:g}")
     if isinstance(true_lambda, (int, float)):
         axes[0].axhline(true_lambda, color="k", ls="--", lw=1, label=f"known lambda = {true_lambda:g}")
-    for ax, ylab in ((axes[0], "lambda_hat (+- 2 se)"), (axes[1], "MALA acceptance of the SGLD step")):
+    for ax, ylab, ttl in ((axes[0], "lambda_hat (+- 2 se)", "estimate"),
+                          (axes[1], "MALA acceptance of the SGLD step", "acceptance")):
         ax.set_xscale("log")
+        log_ticks(ax, grid.step_sizes, fmt="{:.3g}")
         ax.set_xlabel("step size")
         ax.set_ylabel(ylab)
+        ax.set_title(f"{ttl} by step size and localization gamma", fontsize=8)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
     T = grid.mean_trace.shape[-1]
     for i in range(S):
         for j in range(G):
@@ -97,6 +103,5 @@ def llc_calibration_figure(grid, *, true_lambda, title: str):
     axes[2].set_ylabel("n beta (L_n(w_t) - L_n(w*)), mean over chains")
     axes[2].set_title("traces (colour: gamma; shade: step size, light = small)", fontsize=8)
     axes[2].grid(alpha=0.3)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
+    figure_legend(fig, axes=[axes[0]])
+    return suptitle(fig, title)

@@ -5,7 +5,7 @@ import matplotlib
 import matplotlib.patches
 import numpy as np
 
-from ._style import panel_grid, finish_panels, group_style
+from ._style import finish_panels, group_style, label_grid, panel_grid
 
 
 def phase_gallery_figure(truth, rows, *, title: str, half_width: float = 1.0):
@@ -16,9 +16,10 @@ def phase_gallery_figure(truth, rows, *, title: str, half_width: float = 1.0):
 
     rows: dicts with "label" (str), "params" (TwoLayer), "group", "orientation" (d,), "note" (str).
     """
-    fig, axes, nrows = panel_grid(len(rows), 2.6, 3.0)
+    fig, axes, nrows = panel_grid(len(rows), 2.6, 3.0, share=True)
     m = np.shape(truth.w)[0]
     L = 1.5 * half_width
+    n_in = np.shape(truth.w)[1]
     for ax, row in zip(axes.flat, rows):
         p = row["params"]
         w, b = np.asarray(p.w, float), np.asarray(p.b, float)
@@ -52,13 +53,14 @@ def phase_gallery_figure(truth, rows, *, title: str, half_width: float = 1.0):
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title(f"{row['label']}\n{row.get('note', '')}", fontsize=7.5)
+    label_grid(axes, len(rows), "x1", "x2" if n_in > 1 else "(one input)")
     return finish_panels(fig, title, nrows)
 
 
 def effective_weights_figure(truth, rows, *, title: str):
     """One panel per representative: the effective weights |q_i| w_i (DSLT4) as arrows from the
     origin, coloured as in phase_gallery_figure, over the truth's (grey).  n_in = 2."""
-    fig, axes, nrows = panel_grid(len(rows), 2.4, 2.6)
+    fig, axes, nrows = panel_grid(len(rows), 2.4, 2.6, share=True)
     m = np.shape(truth.w)[0]
     t_eff = np.abs(np.asarray(truth.q, float))[:, None] * np.asarray(truth.w, float)
     R = 1.15 * max(float(np.max(np.linalg.norm(t_eff, axis=1))), max(
@@ -82,4 +84,5 @@ def effective_weights_figure(truth, rows, *, title: str):
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title(row["label"], fontsize=7.5)
+    label_grid(axes, len(rows), "|q_i| w_i1", "|q_i| w_i2")
     return finish_panels(fig, title, nrows)

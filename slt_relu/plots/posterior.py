@@ -3,13 +3,12 @@ DSLT4 rules against classify_phase, phase diagrams, effective-weight histograms,
 whose SMC runs still disagree are drawn as open markers."""
 from __future__ import annotations
 
-import textwrap
-
 import matplotlib
 import matplotlib.colors
 import numpy as np
 
-from ._style import subplots, figure_axes, panel_grid, finish_panels, PHASE_COLOURS
+from ._style import (PHASE_COLOURS, figure_axes, figure_legend, finish_panels, label_grid, legend_right, log_ticks,
+                     own_figure, panel_grid, subplots, suptitle, wrap)
 
 
 def _mark_unconverged(ax, xs, ys, unconverged, j: int, colour):
@@ -37,7 +36,7 @@ def phase_mass_figure(xs, xlabel: str, panels, *, title: str, shades=None, cross
     L lines per phase (one per value of a second sweep axis, light to dark: shades = (its label,
     first value, last value)); crossover: (value, se) marked on the first panel."""
     xs = np.asarray(xs, float)
-    fig, axs = subplots(1, max(len(panels), 1), figsize=(6.4 * max(len(panels), 1), 4.6), squeeze=False)
+    fig, axs = subplots(1, max(len(panels), 1), figsize=(7.4 * max(len(panels), 1), 4.8), squeeze=False)
     for p, (ax, (ptitle, phases, unconverged)) in enumerate(zip(axs.flat, panels)):
         for k, (nm, (m, e)) in enumerate(phases.items()):
             m, e = np.atleast_2d(m), np.atleast_2d(e)
@@ -52,17 +51,15 @@ def phase_mass_figure(xs, xlabel: str, panels, *, title: str, shades=None, cross
         ax.set_ylabel("posterior mass")
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
         extra = f"\n(shades: {shades[0]} from light = {shades[1]} to dark = {shades[2]})" if shades else ""
-        ax.set_title(ptitle + extra, fontsize=9)
         if p == 0 and crossover is not None and crossover[0] is not None and np.isfinite(crossover[0]):
             c, se = crossover
             ax.axvline(c, color="k", ls="--", lw=1)
             ax.axvspan(c - (se or 0), c + (se or 0), color="k", alpha=0.08)
-            ax.text(c, 1.0, f" crossover {c:.3f} +- {se:.3f}", fontsize=8, va="top")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
+            extra += f"\ncrossover (dashed, shaded: +- 1 se): {c:.3f} +- {se or 0:.3f}"
+        ax.set_title(wrap(ptitle, 5.6, 9) + extra, fontsize=9)
+        legend_right(ax)
+    return suptitle(fig, title)
 
 
 def cross_table_figure(xs, xlabel: str, tables: dict, *, title: str, shades=None):
@@ -73,7 +70,7 @@ def cross_table_figure(xs, xlabel: str, tables: dict, *, title: str, shades=None
     names = list(tables)
     labels = list(dict.fromkeys(lab for row in tables.values() for lab in row))
     colours = {lab: ("tab:gray" if lab == "not in W0" else f"C{k}") for k, lab in enumerate(labels)}
-    fig, axs = subplots(1, len(names), figsize=(5.2 * len(names), 4.4), squeeze=False)
+    fig, axs = subplots(1, len(names), figsize=(5.2 * len(names), 4.6), squeeze=False)
     for ax, nm in zip(axs.flat, names):
         bottom = np.zeros(len(xs))
         for lab in labels:
@@ -89,17 +86,9 @@ def cross_table_figure(xs, xlabel: str, tables: dict, *, title: str, shades=None
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
         ax.set_title(f"rule phase: {nm}", fontsize=9)
-    handles, labs = [], []
-    for ax in axs.flat:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            if lab not in labs:
-                handles.append(h)
-                labs.append(lab)
-    fig.legend(handles, labs, loc="lower center", ncol=min(3, len(labs)), fontsize=7)
+    figure_legend(fig, axes=axs.flat, ncol=min(3, len(labels)))
     extra = f" (shade: {shades[0]} = {shades[2]})" if shades else ""
-    fig.suptitle(title + extra, fontsize=10)
-    fig.tight_layout(rect=(0, 0.06 + 0.03 * ((len(labs) - 1) // 3), 1, 1))
-    return fig
+    return suptitle(fig, title + extra)
 
 
 def free_energy_figure(xs, xlabel: str, curves: dict, *, title: str, shades=None, unconverged=None,
@@ -110,7 +99,7 @@ def free_energy_figure(xs, xlabel: str, curves: dict, *, title: str, shades=None
     phase_mass_figure.
     ax: draw into this axes (its figure is returned) instead of a new figure."""
     xs = np.asarray(xs, float)
-    fig, ax = figure_axes(ax, (6.6, 4.6))
+    fig, ax = figure_axes(ax, (8.4, 4.8))
     for k, (nm, (f, e)) in enumerate(curves.items()):
         f, e = np.atleast_2d(np.asarray(f, float)), np.atleast_2d(np.asarray(e, float))
         for j in range(f.shape[0]):
@@ -123,12 +112,11 @@ def free_energy_figure(xs, xlabel: str, curves: dict, *, title: str, shades=None
     ax.set_xlabel(xlabel)
     ax.set_ylabel("F_alpha - F = -log mass_alpha  (nats)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    legend_right(ax, fontsize=8)
     extra = f"\n(shades: {shades[0]} from light = {shades[1]} to dark = {shades[2]})" if shades else ""
     ax.set_title(f"local free energies (lower = more mass; crossings are transitions){extra}", fontsize=9)
-    if fig.axes == [ax]:                                  # its own figure (or one with only this axes)
-        fig.suptitle(title, fontsize=10)
-        fig.tight_layout()
+    if own_figure(fig, ax):                               # its own figure (or one with only this axes)
+        suptitle(fig, title)
     return fig
 
 
@@ -137,9 +125,10 @@ def free_energy_scaling_figure(panels, *, title: str):
     other sweep axes: panels = [(label, n_beta (B,), {phase: (G (B,), its standard error across data
     sets (B,), lambda, lambda_se)})] with G = F_alpha - n beta L_min (Watanabe's expansion restricted to
     the phase: G = lambda_alpha log(n beta) + const + ...), drawn with its least-squares line."""
-    fig, axes, nrows = panel_grid(len(panels), 4.6, 3.8)
+    fig, axes, nrows = panel_grid(len(panels), 4.0, 3.6)
     for ax, (label, n_betas, curves) in zip(axes.flat, panels):
         t = np.log(np.asarray(n_betas, float))
+        slopes = []
         for k, (nm, (g, e, lam, lam_se)) in enumerate(curves.items()):
             g, e = np.asarray(g, float), np.asarray(e, float)
             ok = np.isfinite(g)
@@ -147,19 +136,18 @@ def free_energy_scaling_figure(panels, *, title: str):
                 continue
             colour = PHASE_COLOURS.get(nm, f"C{k}")
             ax.errorbar(t[ok], g[ok], yerr=np.nan_to_num(e[ok]), color=colour, marker="o", ms=3, capsize=2, lw=0,
-                        elinewidth=1)
+                        elinewidth=1, label=nm)
             if np.isfinite(lam):
                 mid = np.mean(t[ok])
-                ax.plot(t[ok], np.mean(g[ok]) + lam * (t[ok] - mid), color=colour, lw=1.2,
-                        label=f"{nm}: lambda = {lam:.2f} +- {lam_se:.2f}")
+                ax.plot(t[ok], np.mean(g[ok]) + lam * (t[ok] - mid), color=colour, lw=1.2)
+                slopes.append(f"{nm}: lambda = {lam:.2f} +- {lam_se:.2f}")
         ax.set_xlabel("log(n beta)")
-        ax.set_ylabel("F_alpha - n beta L_min  (nats)")
-        ax.set_title(label, fontsize=9)
+        ax.set_ylabel("F_alpha - n beta L_min  (nats)", fontsize=8)
+        ax.set_title("\n".join([wrap(label, 3.6, 8)] + slopes), fontsize=7)
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-    return finish_panels(fig, f"{title}: local free energies against log(n beta) (slopes = learning coefficients)",
-                 nrows)
+    figure_legend(fig, axes=axes.flat)
+    return finish_panels(fig, f"{title}: local free energies against log(n beta); lines: least squares, whose "
+                              "slopes are the learning coefficients", nrows)
 
 
 def phase_diagram_figure(xs, ys, masses: dict, crossover, crossover_se, *, xlabel: str, ylabel: str,
@@ -180,14 +168,14 @@ def phase_diagram_figure(xs, ys, masses: dict, crossover, crossover_se, *, xlabe
         fig.colorbar(im, ax=ax, fraction=0.046)
     ax = axs.flat[len(names)]
     ax.errorbar(ys, crossover, yerr=np.nan_to_num(crossover_se), marker="o", capsize=3)
-    ax.set_xscale("log" if ys.min() > 0 and ys.max() / ys.min() > 5 else "linear")
+    if ys.min() > 0 and ys.max() / ys.min() > 5:
+        ax.set_xscale("log")
+        log_ticks(ax, ys, fmt="{:.4g}")
     ax.set_xlabel(ylabel)
-    ax.set_ylabel(crossover_label)
+    ax.set_ylabel(wrap(crossover_label, 3.0, 10))
     ax.grid(alpha=0.3)
     ax.set_title("crossover", fontsize=9)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
+    return suptitle(fig, title)
 
 
 def weights_facets_figure(panels, *, title: str, max_points: int = 40000):
@@ -195,7 +183,7 @@ def weights_facets_figure(panels, *, title: str, max_points: int = 40000):
     of all nodes over all draws (DSLT4's posterior pictures), the truth's as red crosses.
 
     panels: list of (label, eff (N, 2), truth_eff (m, 2))."""
-    fig, axes, nrows = panel_grid(len(panels), 2.8, 3.0)
+    fig, axes, nrows = panel_grid(len(panels), 2.8, 3.0, share=True)
     R = 1.2 * max(max(float(np.max(np.linalg.norm(t, axis=1))) for _, _, t in panels), 1.0)
     rng = np.random.default_rng(0)
     for ax, (label, eff, truth_eff) in zip(axes.flat, panels):
@@ -209,9 +197,9 @@ def weights_facets_figure(panels, *, title: str, max_points: int = 40000):
         ax.set_aspect("equal")
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_title(label, fontsize=7.5)
-    cols = axes.shape[1]
-    return finish_panels(fig, textwrap.fill(title, max(40, 22 * cols)), nrows + (cols < 4))
+        ax.set_title(wrap(label, 2.6, 7.5), fontsize=7.5)
+    label_grid(axes, len(panels), "|q_i| w_i1", "|q_i| w_i2")
+    return finish_panels(fig, title, nrows)
 
 
 def posterior_traces_figure(traces, *, title: str, max_len: int = 1500):
@@ -219,7 +207,7 @@ def posterior_traces_figure(traces, *, title: str, max_len: int = 1500):
     largest effective-weight radius |q_i| |w_i| of every chain (right).
 
     traces: list of (values dict, loss (C, S), radii (C, S, d))."""
-    fig, axes = subplots(len(traces), 2, figsize=(11, 2.4 * len(traces)), squeeze=False)
+    fig, axes = subplots(len(traces), 2, figsize=(11, 2.6 * len(traces) + 0.5), squeeze=False)
     for row, (values, loss, radii) in zip(axes, traces):
         S = loss.shape[1]
         step = max(1, S // max_len)
@@ -231,13 +219,10 @@ def posterior_traces_figure(traces, *, title: str, max_len: int = 1500):
             row[1].plot(idx, radii[c, ::step].min(-1), lw=0.5, color=f"C{c % 10}")
             row[1].plot(idx, radii[c, ::step].max(-1), lw=0.5, color=f"C{c % 10}", ls=":")
         row[0].set_ylabel("L_n(w)")
-        row[0].set_title(f"{label}: L_n per chain", fontsize=8)
+        row[0].set_title(wrap(f"{label}: L_n per chain", 5.0, 8), fontsize=8)
         row[1].set_ylabel("radius |q_i||w_i|")
-        row[1].set_title(f"{label}: smallest (solid) and largest (dotted) radius per chain", fontsize=8)
+        row[1].set_title(wrap(f"{label}: smallest (solid) and largest (dotted) radius per chain", 5.0, 8), fontsize=8)
         for ax in row:
+            ax.set_xlabel("draw", fontsize=8)
             ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("draw")
-    axes[-1, 1].set_xlabel("draw")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
+    return suptitle(fig, title)

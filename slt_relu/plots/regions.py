@@ -7,9 +7,9 @@ import textwrap
 
 import matplotlib
 import numpy as np
-from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, MaxNLocator
 
-from ._style import subplots, figure_axes
+from ._style import figure_axes, figure_legend, legend_right, new_figure, subplots, suptitle, wrap
 
 
 def _pattern_colours(patterns: np.ndarray) -> np.ndarray:
@@ -27,7 +27,7 @@ def regions_figure(grid, patterns, values, layer_pre, dual, *, title: str, point
     grid: (R, R, 2); patterns: (R, R, H) bool; values: (R, R); layer_pre: list of (R, R, n_l)
     pre-activations; dual: (P, 3)."""
     panels = 3 + (extra is not None)
-    fig = Figure(figsize=(4.6 * panels, 4.3))
+    fig = new_figure((4.6 * panels, 4.5))
     xs, ys = grid[0, :, 0], grid[:, 0, 1]
     ax = fig.add_subplot(1, panels, 1)
     ids = _pattern_colours(patterns.reshape(-1, patterns.shape[-1])).reshape(values.shape)
@@ -41,7 +41,9 @@ def regions_figure(grid, patterns, values, layer_pre, dual, *, title: str, point
     if points is not None:
         ax.scatter(points[0][:, 0], points[0][:, 1], c=points[1], cmap="bwr", s=10, edgecolors="k", linewidths=0.3)
     ax.set_title(f"{len(np.unique(ids))} activation regions on the grid\n(colour = pattern; lines = neuron zero sets,"
-                 " one colour per layer)", fontsize=8)
+                 "\none colour per layer)", fontsize=8)
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
     ax.set_aspect("equal")
     ax = fig.add_subplot(1, panels, 2)
     top = max(float(np.abs(values).max()), 1e-12)
@@ -50,6 +52,8 @@ def regions_figure(grid, patterns, values, layer_pre, dual, *, title: str, point
         ax.contour(xs, ys, values, levels=[0.0], colors="k", linewidths=1.5)
     fig.colorbar(im, ax=ax, shrink=0.8)
     ax.set_title("f(x) (red > 0 > blue) and its zero set", fontsize=9)
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
     ax.set_aspect("equal")
     ax = fig.add_subplot(1, panels, 3, projection="3d")
     ax.scatter(dual[:, 0], dual[:, 1], dual[:, 2], c=dual[:, 2], cmap="viridis", s=6)
@@ -57,17 +61,16 @@ def regions_figure(grid, patterns, values, layer_pre, dual, *, title: str, point
     ax.set_ylabel("w_y")
     ax.set_zlabel("b")
     ax.set_title(f"dual points (W_i, b_i): {len(np.unique(np.round(dual, 9), axis=0))} distinct", fontsize=9)
+    ax.zaxis.labelpad = 2
     if extra is not None:
         etitle, ex, ey, exl, eyl = extra
         ax = fig.add_subplot(1, panels, 4)
         ax.plot(ex, ey, "o-")
         ax.set_xlabel(exl)
         ax.set_ylabel(eyl)
-        ax.set_title(etitle, fontsize=9)
+        ax.set_title(wrap(etitle, 4.0, 9), fontsize=9)
         ax.grid(alpha=0.3)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
+    return suptitle(fig, title)
 
 
 def layer_boundaries_figure(grid, layer_pre, output, *, title: str):
@@ -75,7 +78,7 @@ def layer_boundaries_figure(grid, layer_pre, output, *, title: str):
     colour per neuron), earlier layers' zero sets in grey; the last panel is the output's zero set."""
     xs, ys = grid[0, :, 0], grid[:, 0, 1]
     stages = list(layer_pre) + [output[..., None]]
-    fig, axes = subplots(1, len(stages), figsize=(3.6 * len(stages), 3.7), squeeze=False)
+    fig, axes = subplots(1, len(stages), figsize=(3.6 * len(stages), 4.0), squeeze=False, sharex=True, sharey=True)
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     for s, (ax, pre) in enumerate(zip(axes[0], stages)):
         for earlier in stages[:s]:
@@ -91,40 +94,39 @@ def layer_boundaries_figure(grid, layer_pre, output, *, title: str):
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title("output zero set" if s == len(stages) - 1 else f"layer {s + 1} zero sets", fontsize=9)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
+        ax.set_xlabel("x")
+    axes[0, 0].set_ylabel("y")
+    return suptitle(fig, title)
 
 
 def lines_figure(neurons, means, ses, slope, *, title: str, ax=None):
     """Regions along random lines against the number of neurons, with the linear fit 1 + s N.
     ax: draw into this axes (its figure is returned) instead of a new figure."""
-    fig, ax = figure_axes(ax, (5.5, 4.2))
+    fig, ax = figure_axes(ax, (7.5, 4.2))
     ax.errorbar(neurons, means, yerr=ses, fmt="o", capsize=3, label="mean over lines (+- 1 se)")
     grid = np.linspace(0, max(neurons) * 1.05, 50)
     ax.plot(grid, 1 + slope * grid, "--", label=f"1 + {slope:.3f} N")
     ax.set_xlabel("hidden neurons N")
     ax.set_ylabel("activation regions along the segment")
     ax.set_title("\n".join(textwrap.wrap(title, 60)), fontsize=9)
-    ax.legend(fontsize=8)
+    legend_right(ax, fontsize=8, wrap_at=24)
     ax.grid(alpha=0.3)
-    if fig.axes == [ax]:                                  # its own figure: lay it out
-        fig.tight_layout()
     return fig
 
 
 def affine_map_figure(mapped_dual, target_dual, mapped_f, target_f, grid, resid):
     """Sattelberg's Fig. 11: the dual points of a wide network and of the XOR network mapped by the
     least-squares affine map M (relative residual resid), and the two functions on the grid (R, R, 2)."""
-    fig = Figure(figsize=(13, 4.2))
+    fig = new_figure((13, 4.8))
     ax = fig.add_subplot(1, 3, 1, projection="3d")
     ax.scatter(*target_dual.T, s=4, c="tab:blue", label="wide network")
     ax.scatter(*mapped_dual.T, s=4, c="tab:red", alpha=0.5, label="XOR network mapped by M")
     ax.set_xlabel("w_x")
     ax.set_ylabel("w_y")
     ax.set_zlabel("b")
-    ax.legend(fontsize=7)
+    ax.zaxis.labelpad = 2
     ax.set_title(f"dual points, relative residual {resid:.2f}", fontsize=9)
+    figure_legend(fig, axes=[ax], fontsize=8)
     xs, ys = grid[0, :, 0], grid[:, 0, 1]
     for k, (vals, name) in enumerate(((target_f, "wide network f"), (mapped_f, "mapped local maps (C M) . (x, 1)"))):
         ax = fig.add_subplot(1, 3, 2 + k)
@@ -133,10 +135,10 @@ def affine_map_figure(mapped_dual, target_dual, mapped_f, target_f, grid, resid)
             ax.contour(xs, ys, vals, levels=[0.0], colors="k")
         fig.colorbar(im, ax=ax, shrink=0.8)
         ax.set_aspect("equal")
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
         ax.set_title(name, fontsize=9)
-    fig.suptitle("Sattelberg Fig. 11: least-squares affine map M between two XOR networks' dual points", fontsize=10)
-    fig.tight_layout()
-    return fig
+    return suptitle(fig, "Sattelberg Fig. 11: least-squares affine map M between two XOR networks' dual points")
 
 
 def functional_dimension_figure(rows, *, title: str):
@@ -145,7 +147,7 @@ def functional_dimension_figure(rows, *, title: str):
     n_ins = sorted({r["n_in"] for r in rows})
     depths = sorted({r["depth"] for r in rows})
     factors = sorted({r["point_factor"] for r in rows})
-    fig = Figure(figsize=(5.2 + 2.0 * len(depths), 4.2 + 0.6 * len(n_ins)))
+    fig = new_figure((5.2 + 2.2 * len(depths), 3.2 + 1.5 * len(n_ins)))
     gs = fig.add_gridspec(len(n_ins), 1 + len(depths), width_ratios=[2.6] + [1] * len(depths))
     ax = fig.add_subplot(gs[:, 0])
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -162,7 +164,6 @@ def functional_dimension_figure(rows, *, title: str):
     ax.set_xlabel("depth (weight layers)")
     ax.set_ylabel("fraction with functional dimension = bound")
     ax.set_ylim(-0.05, 1.05)
-    ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     top = factors[-1]
     for i, n in enumerate(n_ins):
@@ -174,8 +175,9 @@ def functional_dimension_figure(rows, *, title: str):
             a.bar(vals, counts, color=colors[i % len(colors)], width=0.8)
             a.set_title(f"n0={n}, depth {dep}", fontsize=7)
             a.tick_params(labelsize=6)
-            if i == len(n_ins) - 1:
-                a.set_xlabel("bound - dim", fontsize=7)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
+            a.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True) if len(vals) > 1 else FixedLocator(vals))
+            a.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+            a.set_xlabel("bound - dim", fontsize=7)
+            a.set_ylabel("networks", fontsize=7)
+    figure_legend(fig, axes=[ax], ncol=len(n_ins))           # a column per n0, a row per number of points
+    return suptitle(fig, title)

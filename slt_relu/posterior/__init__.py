@@ -7,7 +7,8 @@
 - ``masses``: phase masses with their errors (data sets, runs pooled by their evidence), crossovers;
 - ``evidence``: log Z and free energies from SMC runs, learning coefficients from their slopes;
 - ``nested``: nested sampling's log Z, a second estimator;
-- ``llc``: the local learning coefficient (SGLD), beta sweeps, WBIC.
+- ``llc``: the local learning coefficient (SGLD), beta sweeps, WBIC;
+- ``free_energy_curve``: lambda and m from SMC's free-energy curve F(t) (three estimators).
 """
 from .grid import GridPosterior, grid_posterior
 from .sample import PosteriorSamples, SMCPosterior, draw_datasets, sample_posterior, smc_posterior

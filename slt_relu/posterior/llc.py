@@ -268,7 +268,8 @@ def normal_crossing_expectation(exponents: Sequence[int], n_beta: float, localiz
     Quadrature in log coordinates w_i = +-e^{s_i}, s_i in [-25, 4] (p points per axis; 2 or 3
     coordinates).  With a unique largest k the value nears lambda like a power of 1/(n beta); with
     m coordinates sharing the largest k (e.g. K = w^2 q^2, m = 2) the density of states carries
-    log^{m-1} and the value stays about (m - 1) / (2 log(n beta / localization)) below lambda.
+    log^{m-1} and the value stays about (m - 1) / log(n beta / localization) below lambda (the derivative
+    of log Z = -lambda log t + (m - 1) log log t + c: ``slt_relu.posterior.free_energy_curve``).
     """
     k = np.asarray(exponents, np.float64)
     if k.ndim != 1 or not 1 <= k.size <= 3 or np.any(k < 1):

@@ -12,12 +12,18 @@ order, their values as coordinates), the data set, the independent run and the p
     classify_mass_per_trial                                      (sweep..., dataset, label)
     cross_table                                                  (sweep..., phase, label)
     log_evidence, log_evidence_se, log_evidence_mcse             (sweep...)             SMC
-    log_evidence_per_trial (sweep..., dataset), log_evidence_per_run (sweep..., run)
+    log_evidence_per_trial (sweep..., dataset), log_evidence_per_run (sweep..., run), num_runs (sweep...)
     free_energy[_se, _mcse], relative_free_energy[_se]           (sweep..., phase)      SMC
     free_energy_per_trial                                        (sweep..., dataset, phase)
     classify_free_energy[...]                                    (sweep..., label)      SMC
     min_loss_per_trial                                           (sweep..., dataset, phase)
     converged, runs_per_dataset (sweep...), converged_phase (sweep..., phase)   SMC's stopping rule
+
+``dataset`` and ``run`` are positions (coordinates 0, 1, ...) whose length may differ between points (a
+swept ``posterior.datasets``; SMC's stopping rule giving some points more runs than others): the Dataset
+spans the longest, and a point's real entries are its first ``trials`` data sets and ``num_runs`` runs
+(:data:`COUNTS`, :func:`present`); beyond them every number is NaN (``dropped`` False).  Each
+derived number here reads only a point's real entries.
 
 ``label`` carries each classify_phase code's name in words (coordinate ``label_name``).  With a
 second sampler on the same data sets (a config's ``[compare]``), ``results.nc`` holds both along a
@@ -40,6 +46,11 @@ PHASE_FIELDS = ("mass", "mass_se", "mass_mcse", "mass_unfiltered")
 FREE_ENERGY_FIELDS = {"phase": "free_energy", "phase_se": "free_energy_se", "phase_mcse": "free_energy_mcse",
                       "relative": "relative_free_energy", "relative_se": "relative_free_energy_se"}
 
+
+# the positional dimensions of a point's Dataset (their coordinate 0, 1, ...; their lengths may differ between
+# points) and the per-point variable that counts their real entries; any other dimension a point has without a
+# coordinate is made positional the same way, counted by num_<dim>
+COUNTS = {"dataset": "trials", "run": "num_runs"}
 
 FILL = {v: 0.0 for v in ("classify_mass", "classify_mass_se", "classify_mass_mcse", "classify_mass_per_trial",
                          "cross_table")} | {"dropped": False}      # a label absent at a point has mass 0
@@ -101,7 +112,9 @@ def point_dataset(row: dict):
         data.update(log_evidence=((), row["log_evidence"]), log_evidence_se=((), _float(row["log_evidence_se"])),
                     log_evidence_mcse=((), _float(row["log_evidence_mcse"])),
                     log_evidence_per_trial=("dataset", np.asarray(row["log_evidence_per_trial"], np.float64)),
-                    log_evidence_per_run=("run", np.asarray(row["log_evidence_per_run"], np.float64)))
+                    log_evidence_per_run=("run", np.asarray(row["log_evidence_per_run"], np.float64)),
+                    num_runs=((), len(row["log_evidence_per_run"])))
+        coords["run"] = np.arange(len(row["log_evidence_per_run"]))
     for key, dim, prefix in (("free_energy", "phase", ""), ("free_energy_classify_phase", "label", "classify_")):
         if key not in row:
             continue
@@ -124,20 +137,56 @@ def point_dataset(row: dict):
         data["converged_phase"] = ("phase", [bool(target is None or (np.isfinite(_float(c["mass_mcse"][nm]))
                                                                       and c["mass_mcse"][nm] <= target))
                                              for nm in coords["phase"]])
-    return xr.Dataset(data, coords=coords)
+    return _positional(xr.Dataset(data, coords=coords))
+
+
+def _positional(ds):
+    """``ds`` with every dimension that has no coordinate made positional (coordinate 0, 1, ...; its length
+    counted by :data:`COUNTS`' variable, or ``num_<dim>``), so that points (or samplers) whose lengths differ
+    align on their positions (an unlabelled dimension of two lengths cannot be aligned at all)."""
+    for dim in [d for d in ds.dims if d not in ds.indexes]:
+        ds = ds.assign_coords({dim: np.arange(ds.sizes[dim])})
+        count = COUNTS.get(dim, f"num_{dim}")
+        if count not in ds:
+            ds = ds.assign({count: ((), ds.sizes[dim])})
+    return ds
+
+
+def present(ds, dim: str):
+    """Which entries along the positional dimension ``dim`` (``dataset``, ``run``) are real at each point
+    (sweep..., dim): the first ``COUNTS[dim]`` of them (:data:`COUNTS`); the rest pad a point to the longest."""
+    count = ds[COUNTS.get(dim, f"num_{dim}")]
+    return ds[dim] < count.fillna(0)
+
+
+def _mask_padding(ds):
+    """NaN at the entries of a positional dimension that a point lacks (:func:`present`; a variable's own
+    fill, such as mass 0 for a label absent at a point, holds only at a point's real data sets and runs),
+    and in the per-trial variables that have a fill at a data set DSLT4's filter dropped (NaN there, as in
+    mass_per_trial)."""
+    for dim in ds.dims:
+        if COUNTS.get(dim, f"num_{dim}") not in ds:
+            continue
+        real = present(ds, dim)
+        ds = ds.assign({name: da.where(real) for name, da in ds.data_vars.items()
+                        if dim in da.dims and np.issubdtype(da.dtype, np.floating)})
+    if "dropped" in ds:
+        kept = ~ds["dropped"].astype(bool)
+        ds = ds.assign({name: ds[name].where(kept) for name in FILL
+                        if name in ds and "dataset" in ds[name].dims and name != "dropped"})
+    return ds
 
 
 def sweep_dataset(sweep: dict, rows: Sequence[dict], attrs: dict | None = None):
     """The Dataset of a sweep (module docstring) from its points' rows (in the sweep's order, the
     last key varying fastest, as ``slt_relu.workflow.sweep.expand`` makes them).  A label absent at a point
-    has mass 0 there; a run that does not exist at a point (the stopping rule gave others more) NaN."""
+    has mass 0 there; a run or data set that does not exist at a point (the stopping rule gave others more
+    runs; a swept ``posterior.datasets``) NaN, beyond the point's ``num_runs`` and ``trials``."""
     import pandas as pd
     import xarray as xr
 
     points = [point_dataset(row) for row in rows]
-    ds = xr.concat(points, dim="point", join="outer", fill_value=FILL, coords="different", compat="equals") \
-        if len(points) > 1 else points[0].expand_dims("point")
-    ds = _one_name_per_label(ds, "point")
+    ds = _concat(points, "point") if len(points) > 1 else points[0].expand_dims("point")
     if "label" in ds.coords:                   # labels ordered by their total mass over the sweep (most first)
         order = np.argsort(-ds["classify_mass"].sum("point").values, kind="stable") if "classify_mass" in ds \
             else np.arange(ds.sizes["label"])
@@ -157,24 +206,32 @@ def by_sampler(*datasets):
     """Sweeps of several samplers on the same data sets (a config's [sampler] and [compare]) as one
     Dataset with a leading ``sampler`` dimension (its coordinate: each Dataset's ``sampler`` attribute);
     a label or run one of them lacks is filled as in :func:`sweep_dataset`."""
-    import xarray as xr
-
     names = [d.attrs["sampler"] for d in datasets]
     if len(set(names)) < len(names):               # the same sampler twice (other settings): number them
         names = [f"{nm} ({i})" for i, nm in enumerate(names)]
-    out = xr.concat([d.expand_dims(sampler=[nm]) for d, nm in zip(datasets, names)], dim="sampler", join="outer",
-                    fill_value=FILL, coords="different", compat="equals", combine_attrs="drop_conflicts")
-    return _one_name_per_label(out, "sampler")
+    return _concat([d.expand_dims(sampler=[nm]) for d, nm in zip(datasets, names)], "sampler",
+                   combine_attrs="drop_conflicts")
 
 
-def _one_name_per_label(ds, dim: str):
-    """label_name along ``label`` only: concatenating points (or samplers) that lack a label leaves it
-    NaN there, which makes xarray stack the coordinate along ``dim``; each code has one name."""
-    if "label_name" not in ds.coords or dim not in ds["label_name"].dims:
-        return ds
-    names = [next(str(v) for v in ds["label_name"].sel(label=lab).values if isinstance(v, str))
-             for lab in ds["label"].values]
-    return ds.assign_coords(label_name=("label", names))
+def _concat(datasets: Sequence, dim: str, **kwargs):
+    """Points (or samplers) as one Dataset along ``dim``: aligned on their labels, phases and positions
+    (the union of them; FILL or NaN where one lacks an entry, :func:`_mask_padding`).  label_name, the one
+    coordinate that is no index, is set aside and put back along ``label`` (each code has one name):
+    concatenated, it would be NaN for a label a point lacks, and xarray leaves it unchecked (merged as equal)
+    when another coordinate (``run``) is in only some of the datasets."""
+    import xarray as xr
+
+    names = {}
+    for d in datasets:
+        if "label_name" in d.coords:
+            for lab, nm in zip(d["label"].values.tolist(), d["label_name"].values.tolist()):
+                if isinstance(nm, str):
+                    names.setdefault(lab, nm)
+    out = xr.concat([d.drop_vars("label_name", errors="ignore") for d in datasets], dim=dim, join="outer",
+                    fill_value=FILL, coords="minimal", compat="equals", **kwargs)
+    if names:
+        out = out.assign_coords(label_name=("label", [names.get(lab, str(lab)) for lab in out["label"].values]))
+    return _mask_padding(out)
 
 
 def _grid(da) -> list:
@@ -274,16 +331,20 @@ def lambda_along_beta(ds, sweep: dict) -> list:
     """Each phase's lambda from the slope of its free energy along the sweep's ``posterior.beta`` axis
     (:func:`slt_relu.posterior.evidence.free_energy_slopes`; the points of that axis share their data
     sets), for every value of the other sweep axes: [{values, n_beta, lambda: {phase: slope}, lambda_se,
-    excess: {phase: mean over data sets of G = F_alpha - n beta L_min per n beta}, excess_se}]."""
+    excess: {phase: mean over data sets of G = F_alpha - n beta L_min per n beta}, excess_se}]; the data
+    sets every point along beta has (a point's first ``trials``: the others pad the Dataset)."""
     others = [k for k in sweep if k != "posterior.beta"]
     order = (*others, "posterior.beta", "dataset", "phase")
     F = ds["free_energy_per_trial"].transpose(*order).values
     L = ds["min_loss_per_trial"].transpose(*order).values
     n_beta = ds["n_beta"].transpose(*others, "posterior.beta").values
+    trials = ds["trials"].transpose(*others, "posterior.beta").values
     names = ds["phase"].values.tolist()
     out = []
     for idx in np.ndindex(n_beta.shape[:-1]):
-        slope, se, G = free_energy_slopes(n_beta[idx], np.where(np.isfinite(F[idx]), F[idx], np.nan), L[idx])
+        real = slice(0, int(np.min(trials[idx])))
+        F_real = F[idx][:, real]
+        slope, se, G = free_energy_slopes(n_beta[idx], np.where(np.isfinite(F_real), F_real, np.nan), L[idx][:, real])
         K = G.shape[1]
         with np.errstate(invalid="ignore"):
             g_mean, g_se = G.mean(1), G.std(1, ddof=1) / np.sqrt(K) if K > 1 else np.full(G.mean(1).shape, np.nan)

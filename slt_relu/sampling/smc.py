@@ -107,6 +107,8 @@ class _Run(NamedTuple):
     acc_hist: jax.Array
     step_hist: jax.Array
     sym_hist: jax.Array       # acceptance of the symmetry proposals
+    log_z_hist: jax.Array     # log Z(lambda t_max) after each stage
+    slope_hist: jax.Array     # the particles' mean S = dU/dt after each stage's moves: E[S] at lambda t_max
 
 
 def _value_and_slope(potential_gen, data, t, z):
@@ -132,7 +134,7 @@ def _run(s: SMCSettings, potential_gen, moves, z0, key, args):
                         batch_size=s.particle_batch)
     zeros = jnp.zeros(M, dt)
     state = _Run(key, z0, slope, jnp.zeros((), dt), jnp.zeros((), dt), jnp.asarray(s.step_size, dt),
-                 jnp.int32(0), jnp.int32(N), zeros, zeros, zeros, zeros, zeros)
+                 jnp.int32(0), jnp.int32(N), zeros, zeros, zeros, zeros, zeros, zeros, zeros)
 
     def stage(r: _Run) -> _Run:
         key, k_res, k_move = jax.random.split(r.key, 3)
@@ -186,12 +188,13 @@ def _run(s: SMCSettings, potential_gen, moves, z0, key, args):
         return _Run(key, moved, slope, lam, r.log_z + log_mean, step, i + 1,
                     r.grads + N + (N // P) * (1 + s.num_mcmc_steps * (s.num_leapfrog + s.symmetry_moves)),
                     r.lam_hist.at[i].set(lam), r.ess_hist.at[i].set(ess), r.acc_hist.at[i].set(acc),
-                    r.step_hist.at[i].set(r.step), r.sym_hist.at[i].set(jnp.mean(sym)))
+                    r.step_hist.at[i].set(r.step), r.sym_hist.at[i].set(jnp.mean(sym)),
+                    r.log_z_hist.at[i].set(r.log_z + log_mean), r.slope_hist.at[i].set(jnp.mean(slope)))
 
     final = jax.lax.while_loop(lambda r: (r.lam < 1.0) & (r.stage < M), stage, state)
     U = jax.lax.map(lambda q: potential_gen(*data, t_max)(q), final.z, batch_size=s.particle_batch)
     return (final.z, U, final.log_z, final.lam, final.stage, final.grads, final.lam_hist, final.ess_hist,
-            final.acc_hist, final.step_hist, final.sym_hist)
+            final.acc_hist, final.step_hist, final.sym_hist, final.log_z_hist, final.slope_hist, jnp.mean(state.slope))
 
 
 def run_smc(keys, potential_gen, init_z, args, settings: SMCSettings, *, moves=None, devices=None,
@@ -204,7 +207,10 @@ def run_smc(keys, potential_gen, init_z, args, settings: SMCSettings, *, moves=N
     ``num_stages``, ``final_lambda`` (1 unless max_stages ran out), and per stage (C, max_stages)
     ``lambda``, ``ess`` (the incremental weights' ESS fraction before resampling),
     ``accept_prob`` (mean HMC acceptance of the stage's moves), ``step_size``, ``symmetry_accept`` (the
-    symmetry proposals' acceptance; 0 without them).  moves: the involution of the symmetry
+    symmetry proposals' acceptance; 0 without them), ``log_evidence`` (log Z(lambda t_max) after the
+    stage: the free-energy curve F(t) = -log Z(t) at every stage's t), ``mean_slope`` (the moved
+    particles' mean S, E_t[S] at the stage's t: thermodynamic integration's integrand), and per run
+    ``prior_mean_slope`` (E[S] over the prior particles).  moves: the involution of the symmetry
     proposals, move(key, z) -> (z', log |det dz'/dz|) and hashable (``slt_relu.moves``), needed when
     ``settings.symmetry_moves``."""
     init_z = jnp.asarray(init_z)
@@ -217,9 +223,11 @@ def run_smc(keys, potential_gen, init_z, args, settings: SMCSettings, *, moves=N
     start = time.time()
     out = run_sharded(StaticPartial(_run, (settings, potential_gen, moves if settings.symmetry_moves else None)),
                       (init_z, keys, tuple(args)), devices=devices)
-    z, U, log_z, lam, stages, grads, lam_h, ess_h, acc_h, step_h, sym_h = (np.asarray(o) for o in out)
+    z, U, log_z, lam, stages, grads, lam_h, ess_h, acc_h, step_h, sym_h, log_z_h, slope_h, slope_0 = (
+        np.asarray(o) for o in out)
     stats = {"num_stages": stages, "final_lambda": lam, "lambda": lam_h, "ess": ess_h, "accept_prob": acc_h,
-             "step_size": step_h, "symmetry_accept": sym_h}
+             "step_size": step_h, "symmetry_accept": sym_h, "log_evidence": log_z_h, "mean_slope": slope_h,
+             "prior_mean_slope": slope_0}
     return Draws(z, U, stats, grads, log_z, int(grads.max() // settings.num_particles), time.time() - start)
 
 

@@ -4,7 +4,8 @@
         [--processes N | --coordinator HOST:PORT --num-processes N --process-id I]
                                                             over several processes (slt_relu.distributed)
     slt-relu list                                           the shipped configs: kind, run time, description
-    slt-relu settings [KIND] [--markdown]                   the keys of each kind's schema, with defaults
+    slt-relu settings [KIND|CONFIG] [--sampler NAME] [--markdown]
+                                                            the keys of each kind's schema, with defaults
     slt-relu show PATH                                      a results folder's summary: config, versions,
                                                             machine, headline numbers, warnings, plots
     slt-relu check PATH [--out DIR]                         rerun a results folder's config and list the
@@ -66,9 +67,15 @@ def _parser() -> argparse.ArgumentParser:
                        "removed afterwards)")
     check.add_argument("--no-progress", action="store_true", help="hide progress bars")
     check.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
-    settings = sub.add_parser("settings", help="print the settings (keys, types, defaults) of each kind")
-    settings.add_argument("kind", nargs="?", default=None)
-    settings.add_argument("--markdown", action="store_true", help="markdown tables (the site's settings page, docs/settings.md)")
+    settings = sub.add_parser("settings", help="print the keys of each kind's settings (types, defaults, meanings), "
+                              "or of one kind or config")
+    settings.add_argument("kind", nargs="?", default=None, metavar="KIND|CONFIG", help="a kind: its keys with its "
+                          "default sampler's; or a config (a TOML file or a shipped config's name): its kind's keys "
+                          "with the truth, inputs and sampler it picks (default: every kind, every sampler)")
+    settings.add_argument("--sampler", default=None, metavar="NAME", help="the keys of this sampler (of a kind "
+                          "with a [sampler] table, e.g. posterior: nuts, hmc, smc)")
+    settings.add_argument("--markdown", action="store_true", help="markdown tables (`slt-relu settings --markdown` "
+                          "is the site's settings page, docs/settings.md)")
     return parser
 
 
@@ -87,7 +94,7 @@ def _main(args) -> int:
         if args.command == "list":
             return _list()
         if args.command == "settings":
-            return _settings(args.kind, args.markdown)
+            return _settings(args.kind, args.sampler, args.markdown)
         if args.command == "show":
             from .report import show
 
@@ -124,13 +131,81 @@ def _list() -> int:
     return 0
 
 
-def _settings(kind: str | None, markdown: bool) -> int:
-    from ..kinds import KINDS, settings_markdown
+def _settings(target: str | None, sampler: str | None, markdown: bool) -> int:
+    """Every kind's keys (each choice's alternatives in sections of their own), or the keys one config of a
+    kind can use: a kind with its default sampler (or --sampler's), a config with the alternatives it picks."""
+    from .. import settings as S
+    from ..kinds import KINDS
 
-    if kind is not None and kind not in KINDS:
-        raise ConfigError(f"settings {kind}: expected one of {', '.join(sorted(KINDS))}")
-    print(settings_markdown([kind] if kind else sorted(KINDS)))
+    if target is None:
+        if sampler is not None:
+            raise ConfigError("settings --sampler: expected a kind or a config too, e.g. slt-relu settings posterior "
+                              f"--sampler {sampler}")
+        print("\n\n".join(_settings_kind(k, S.settings_sections(KINDS[k].settings), markdown) for k in sorted(KINDS)))
+        return 0
+    source = None
+    if target in KINDS:
+        kind, choose = target, {u.key: u.default for u in S.choices(KINDS[target].settings)}
+    else:
+        kind, choose, source = _settings_config(target, KINDS)
+    schema = KINDS[kind].settings
+    if sampler is not None:
+        picks = {u.key: u for u in S.choices(schema)}
+        if "sampler" not in picks:
+            with_one = ", ".join(k for k in sorted(KINDS)
+                                 if any(u.key == "sampler" for u in S.choices(KINDS[k].settings)))
+            raise ConfigError(f"settings {target} --sampler: kind {kind!r} has no [sampler] table "
+                              f"(kinds with one: {with_one})")
+        if sampler not in picks["sampler"].tags:
+            raise ConfigError(f"settings --sampler: expected one of {', '.join(picks['sampler'].tags)}, "
+                              f"got {sampler!r}")
+        choose["sampler"] = sampler
+    tag_field = {u.key: u.tag_field for u in S.unions(schema)}
+    picked = [f'[{key}] {tag_field[key]} = "{tag}"' for key, tag in choose.items()]
+    why = (f"picked by {source}" + (" and --sampler" if sampler and source else "") if source else
+           "--sampler" if sampler else "the default; --sampler NAME for another")
+    print(_settings_kind(kind, [("", S.settings_rows(schema, choose=choose))], markdown, picked, why))
     return 0
+
+
+def _settings_config(target: str, kinds) -> tuple[str, dict, str]:
+    """(kind, {union key: tag}, its path) of a config named on the command line."""
+    from .. import settings as S
+    from .config import read_toml
+    from .runner import config_path
+
+    try:
+        path = config_path(target)
+    except ConfigError:
+        raise ConfigError(f"settings {target}: expected a kind ({', '.join(sorted(kinds))}) or a config (a TOML "
+                          "file or a shipped config's name, see slt-relu list)") from None
+    data = read_toml(path)
+    kind = data.get("kind")
+    if not isinstance(kind, str) or kind not in kinds:
+        raise ConfigError(f"{path}: kind: expected one of {', '.join(repr(k) for k in sorted(kinds))}, got {kind!r}")
+    schema = kinds[kind].settings
+    try:
+        parsed = S.parse(schema, data)
+    except ConfigError:                      # still show its keys: the alternatives its tables name
+        parsed = None
+    return kind, S.chosen(schema, parsed, data), target
+
+
+def _settings_kind(kind: str, sections, markdown: bool, picked=(), why: str = "") -> str:
+    """A kind's title, description, the alternatives shown (with why) and its (title, rows) sections."""
+    from .. import settings as S
+    from ..kinds import KINDS
+
+    code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
+    out = [f'## `kind = "{kind}"`' if markdown else f'kind = "{kind}"', KINDS[kind].description]
+    if picked:
+        out.append("The keys of " + ", ".join(map(code, picked)) + (f" ({why})" if why else "") + ".")
+    for title, rows in sections:
+        if title:
+            name, _, rest = title.partition(" (")
+            out.append(("### " if markdown else "") + code(name) + (f" ({rest}" if rest else ""))
+        out.append(S.settings_table(None, rows=rows) if markdown else S.settings_text(None, rows=rows))
+    return "\n\n".join(out)
 
 
 def _check(args) -> int:

@@ -39,17 +39,20 @@ TOLERANCES = {"float64": (1e-9, 1e-12), "float32": (1e-4, 1e-6)}
 # The kinds whose numbers come from a sampler, and which keys of their metrics hold what.  A number is
 # a sampler output checked for its form if any key on its path is in SAMPLED, else named by the first key on
 # its path (from the root, skipping list indices) in STATISTICAL or DETERMINISTIC, else checked for its form.
-SAMPLER_KINDS = ("posterior", "learning_coefficient")
+SAMPLER_KINDS = ("posterior", "learning_coefficient", "lambda_curve")
 SAMPLED = {                                 # containers of sampler outputs whose inner keys echo settings
     # draws: how many, and their files' size, follow SMC's stopping rule (runs or particles added where the
     # runs disagree), itself a sampler output
     "posterior": frozenset({"lead", "diagnostics", "trial_filter", "draws"}),
     # an optimiser's minimum on a singular loss moves along its flat directions with the rounding
     "learning_coefficient": frozenset({"loss_at_minimum"}),
+    # the fit's candidates and checks: another draw of the same curves
+    "lambda_curve": frozenset({"lambda_by_m", "chi2_by_m", "residual_p", "reason"}),
 }
 STATISTICAL = {
     "posterior": frozenset({"mass", "log_evidence"}),
     "learning_coefficient": frozenset({"estimate"}),
+    "lambda_curve": frozenset({"lambda"}),
 }
 DETERMINISTIC = {
     "posterior": frozenset({"truth", "rule", "sweep", "sampler", "t", "v", "crossover_phases", "index",
@@ -57,9 +60,10 @@ DETERMINISTIC = {
     "learning_coefficient": frozenset({"n", "name", "true_lambda", "method", "exact_finite_n", "n_beta",
                                        "step_size", "localization", "num_steps", "refined", "case", "step_sizes",
                                        "localizations", "betas"}),
+    "lambda_curve": frozenset({"name", "family", "num_params", "lambda_exact", "m_exact", "t_range"}),
 }
 # the Monte Carlo standard error a run reports beside each statistical number (same path, this key)
-REPORTED_SE = {"mass": "mass_mcse", "log_evidence": "log_evidence_mcse", "estimate": "se"}
+REPORTED_SE = {"mass": "mass_mcse", "log_evidence": "log_evidence_mcse", "estimate": "se", "lambda": "lambda_se"}
 # numbers that say how a run went on this machine (timing, resumption), never compared
 VOLATILE = frozenset({"program_wall_s", "resumed_points", "resumed_wall_s", "programs", "program_ticks",
                       "program_chains", "program_points", "wall_time_s"})

@@ -51,9 +51,10 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 
 def apply_overrides(data: dict, overrides: dict[str, Any]) -> dict:
-    """Set dotted keys in the parsed config; ``a.b[2].c`` indexes an array of tables."""
+    """Set dotted keys in the parsed config; ``a.b[2].c`` indexes an array of tables.  Neither ``data`` nor
+    the overrides' values are changed (a later key may set inside a table an earlier one put there)."""
     data = copy.deepcopy(data)
-    for dotted, value in overrides.items():
+    for dotted, value in copy.deepcopy(overrides).items():
         node = data
         parts = dotted.split(".")
         for i, part in enumerate(parts):

@@ -137,6 +137,14 @@ def _learning_coefficient(s) -> list[Need]:
                  betas * bs.chains_per_beta * bs.num_samples * D)]
 
 
+def _lambda_curve(s) -> list[Need]:
+    from ..kinds.lambda_curve_kind import _exact
+
+    D = max(_exact(c, f"cases[{i}]")[2] for i, c in enumerate(s.cases))
+    return [Need("smc.num_particles, curve.runs, cases", "the particles and their moves of every run of the largest "
+                 f"case ({D} parameters)", 2 * s.curve.runs * s.smc.num_particles * D)]
+
+
 def _regions(s) -> list[Need]:
     r = s.regions
     widest = max([r.xor_wide.width, *r.annulus.widths, *r.lines.widths])
@@ -157,7 +165,7 @@ def _functional_dimension(s) -> list[Need]:
 
 ESTIMATES: dict[str, Callable[[Any], list[Need]]] = {
     "landscape": _landscape, "fisher": _fisher, "posterior": _posterior, "learning_coefficient": _learning_coefficient,
-    "regions": _regions, "functional_dimension": _functional_dimension,
+    "regions": _regions, "functional_dimension": _functional_dimension, "lambda_curve": _lambda_curve,
 }
 
 

@@ -1,0 +1,309 @@
+"""The learning coefficient lambda and its multiplicity m from the free-energy curve F(t) = -log Z(t).
+
+For the tempered posterior at inverse temperature t = n beta of a loss L with minimum L* on the
+prior's support (K itself where there is no data),
+
+    Z(t) = int phi(w) exp(-t L(w)) dw  ~  C exp(-t L*) t^(-lambda) (log t)^(m - 1),
+    F(t) = t L* + lambda log t - (m - 1) log log t + c + c2 / log t + o(1 / log t),
+    t E_t[L] = dF / dlog t = t L* + lambda - (m - 1) / log t - c2 / log^2 t + ...,
+
+(Watanabe 2009, Theorem 6.1 and Section 6.2: the asymptotic expansion of Z; the c2 term is the
+next order of log(log t + c1) = log log t + c1 / log t - ..., which a fit must carry: without it,
+w1^2 w2^2 (lambda = 1/2, m = 2) over t = 1e3 .. 1e6 comes out 0.518 with m fixed and 0.485 with m
+free).  Tempered SMC computes F at every stage of its bridge from 0 to t_max in one run
+(``slt_relu.sampling.smc``: stats ``log_evidence``, ``mean_slope``), so one run gives the whole
+curve, and three estimators read lambda off it:
+
+- ``"free_energy"``: F(t_k) at the stages;
+- ``"tempered_loss"``: the derivative form, t E_t[L] at the stages (the estimand of ``estimate_llc``
+  and WBIC at one t, here at every t of the curve);
+- ``"thermodynamic"``: F by thermodynamic integration of E_s[L] over s (trapezoids in log s), an
+  estimate of F independent of SMC's importance weights.
+
+The fit (:func:`fit_learning_coefficient`), a stated rule:
+
+1. window: the last ``decades`` decades of t up to the smallest t_max of the runs (the asymptotic
+   form holds best at large t); each run's curve is interpolated (linearly in log t) at ``points``
+   log-spaced t in the window, so that the runs share a grid: the mean curve and, point by point,
+   its standard error over runs;
+2. m: for each candidate m = 1 .. ``max_multiplicity`` the derivative form t E_t[L] (whose points,
+   unlike F's cumulative sums, have nearly independent errors) is fitted to the mean curve by
+   weighted least squares (with c2 / log^2 t for m >= 2 only: for m = 1 the next terms are powers of
+   t); starting from m = 1, m grows while the next candidate lowers chi^2 by at least 9 (three
+   standard deviations of a one-parameter change).  The chosen m is identified only if (a) m + 1 fits
+   no better (m = 1) or worse by at least 9 (m >= 2, since the c2 term lets m + 1 mimic m over a short
+   range of 1 / log t), (b) each half of the window, on its own, chooses the same m, and (c) lambda
+   with that m on the two halves agrees within 3 combined standard errors (else it still drifts along
+   t: the window is not asymptotic).  Otherwise m is None ("not identifiable at this range", the
+   reason says which test failed) and lambda is reported for the chosen m; ``lambda_by_m`` gives
+   lambda for every candidate;
+3. lambda: each run's curve of the chosen estimator is fitted with that m (least squares), and lambda
+   is the runs' mean with its standard error (their sd / sqrt(runs));
+4. the residual check: chi^2 of the mean curve's residuals of that fit against the points' standard
+   errors; for F and its thermodynamic integral the points' errors are strongly correlated (cumulative
+   sums), so only ``tempered_loss`` has a meaningful p-value, which is reported for every estimator.
+
+Estimating the correction terms takes range: over t = 1e3 .. 1e8 with 8 runs of 2,048 particles
+m = 1 is told from m >= 2 for w1^2 w2^2 but m = 2 not from m = 3 for w1^2 w2^2 w3^2; a slowly
+decaying power (w1^2 w2^4 w3^6: lambda = 1/6 with the next pole at 1/4, a correction t^(-1/12))
+moves lambda by -18 % at t = 1e8, and needs t near 1e20 (the potential alone allows it).
+"""
+from __future__ import annotations
+
+import math
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+ESTIMATORS = ("free_energy", "tempered_loss", "thermodynamic")
+
+
+class FreeEnergyCurve(NamedTuple):
+    """Free-energy curves of R independent runs at their K stages (NaN past a run's last stage).
+
+    Fields:
+        t: (R, K) the stages' inverse temperatures t = lambda t_max.
+        free_energy: (R, K) F(t) = -log Z(t) from SMC's importance weights.
+        mean_loss: (R, K) E_t[L], the moved particles' mean loss at each stage.
+        prior_mean_loss: (R,) E[L] under the prior.
+        grad_evals: gradients the runs spent (all runs together).
+    """
+
+    t: np.ndarray
+    free_energy: np.ndarray
+    mean_loss: np.ndarray
+    prior_mean_loss: np.ndarray
+    grad_evals: int
+
+    @classmethod
+    def from_smc(cls, draws, t_max) -> "FreeEnergyCurve":
+        """The curve of tempered SMC runs (``slt_relu.sampling.sample`` with SMCSettings) whose t_max
+        (R,) or scalar is the last argument they were given."""
+        st = draws.stats
+        lam = np.asarray(st["lambda"], float)
+        used = np.arange(lam.shape[1])[None, :] < np.asarray(st["num_stages"])[:, None]
+        t = np.where(used, lam * np.broadcast_to(np.asarray(t_max, float), lam.shape[:1])[:, None], np.nan)
+        return cls(t, np.where(used, -np.asarray(st["log_evidence"], float), np.nan),
+                   np.where(used, np.asarray(st["mean_slope"], float), np.nan),
+                   np.asarray(st["prior_mean_slope"], float), int(np.sum(draws.grad_evals)))
+
+    def thermodynamic(self) -> np.ndarray:
+        """(R, K) F(t_k) = int_0^t_k E_s[L] ds by thermodynamic integration: the first segment a
+        trapezoid in s from the prior (s = 0), the rest trapezoids in log s of s E_s[L] (smooth in
+        log s: lambda - (m - 1) / log s + ...)."""
+        out = np.full_like(self.t, np.nan)
+        for r in range(len(self.t)):
+            ok = np.isfinite(self.t[r])
+            t, y = self.t[r, ok], self.mean_loss[r, ok]
+            if not len(t):
+                continue
+            first = 0.5 * t[0] * (self.prior_mean_loss[r] + y[0])
+            steps = 0.5 * (t[1:] * y[1:] + t[:-1] * y[:-1]) * np.diff(np.log(t))
+            out[r, np.flatnonzero(ok)] = first + np.concatenate([[0.0], np.cumsum(steps)])
+        return out
+
+
+class LambdaFit(NamedTuple):
+    """lambda and m read off a free-energy curve (module docstring's rule).
+
+    Fields:
+        estimator: "free_energy", "tempered_loss" or "thermodynamic".
+        lambda_, lambda_se: the learning coefficient (for the chosen m) and its standard error over runs.
+        m: the multiplicity, or None where it is not identifiable (``reason`` says why).
+        chi2_by_m: the derivative form's chi^2 for each candidate m (m -> chi^2).
+        lambda_by_m: lambda of the chosen estimator for each candidate m (m -> lambda).
+        t_range: (t_lo, t_hi) the fitted window.
+        loss_min: L* (given, or fitted: the runs' mean).
+        residual_chi2, residual_dof, residual_p: the chosen fit's residual check (module docstring).
+        num_runs, grad_evals: the runs behind the fit and the gradients they spent.
+        reason: why m is not identifiable ("" when it is).
+    """
+
+    estimator: str
+    lambda_: float
+    lambda_se: float
+    m: int | None
+    chi2_by_m: dict
+    lambda_by_m: dict
+    t_range: tuple[float, float]
+    loss_min: float
+    residual_chi2: float
+    residual_dof: int
+    residual_p: float
+    num_runs: int
+    grad_evals: int
+    reason: str
+
+
+def _design(t, form: str, m: int, loss_min: float | None):
+    """Regressors X and offset of y = X beta + offset at points t, for multiplicity m (module docstring)."""
+    lt = np.log(t)
+    if form == "free_energy":
+        cols = [lt, np.ones_like(lt)] + ([1.0 / lt] if m > 1 else [])          # lambda, c, c2
+        offset = -(m - 1) * np.log(lt)
+    else:                                                                       # t E_t[L] = dF / dlog t
+        cols = [np.ones_like(lt)] + ([-1.0 / lt ** 2] if m > 1 else [])        # lambda, c2
+        offset = -(m - 1) / lt
+    if loss_min is None:
+        cols.append(t)
+    else:
+        offset = offset + t * loss_min
+    return np.stack(cols, 1), offset
+
+
+def _wls(t, y, se, form, m, loss_min):
+    """Weighted least squares of the mean curve: (coefficients, chi^2, degrees of freedom)."""
+    X, off = _design(t, form, m, loss_min)
+    beta = np.linalg.lstsq(X / se[:, None], (y - off) / se, rcond=None)[0]
+    return beta, float(np.sum(((y - off - X @ beta) / se) ** 2)), len(t) - X.shape[1]
+
+
+def _mean_se(x):
+    x = np.asarray(x, float)
+    return float(np.mean(x)), float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) > 1 else math.nan
+
+
+def _on_grid(curve_t, values, grid):
+    """(R, G) each run's values interpolated linearly in log t at the grid."""
+    out = []
+    for t, v in zip(curve_t, values):
+        ok = np.isfinite(t) & np.isfinite(v) & (t > 0)
+        out.append(np.interp(np.log(grid), np.log(t[ok]), v[ok]))
+    return np.array(out)
+
+
+def _choose_m(grid, slopes, loss_min, max_multiplicity):
+    """(chosen m, whether m + 1 is rejected, chi^2 by m) by the module docstring's rule, on t E_t[L] at grid."""
+    mean, se = slopes.mean(0), np.maximum(slopes.std(0, ddof=1) / math.sqrt(len(slopes)), 1e-300)
+    chi2_by_m = {m: _wls(grid, mean, se, "tempered_loss", m, loss_min)[1:] for m in range(1, max_multiplicity + 1)}
+    chosen = 1
+    while chosen < max_multiplicity and chi2_by_m[chosen][0] - chi2_by_m[chosen + 1][0] >= 9.0:
+        chosen += 1
+    nxt = chi2_by_m.get(chosen + 1, (math.inf,))[0]
+    # m = 1 only where m = 2 fits no better; m >= 2 only where m + 1 fits worse by 9 (c2 lets m + 1 mimic m)
+    rejected = nxt >= chi2_by_m[chosen][0] + (0.0 if chosen == 1 else 9.0) and chosen < max_multiplicity
+    return chosen, chi2_by_m, rejected
+
+
+def _lambda(grid, runs, form, m, loss_min):
+    """(lambda, its standard error over runs, L* or NaN): each run's curve fitted by least squares with m."""
+    X, off = _design(grid, form, m, loss_min)
+    coefs = np.array([np.linalg.lstsq(X, y - off, rcond=None)[0] for y in runs])
+    lam, se = _mean_se(coefs[:, 0])
+    return lam, se, float(np.mean(coefs[:, -1])) if loss_min is None else math.nan
+
+
+def fit_learning_coefficient(curve: FreeEnergyCurve, estimator: Literal["free_energy", "tempered_loss",
+                             "thermodynamic"] = "free_energy", *, loss_min: float | None = 0.0,
+                             decades: float = 3.0, points: int = 24, max_multiplicity: int = 3,
+                             min_stages: int = 6) -> LambdaFit:
+    """lambda and m from the free-energy curves of independent runs, by the module docstring's rule.
+
+    Args:
+        curve: :class:`FreeEnergyCurve` of R >= 2 independent runs.
+        estimator: "free_energy", "tempered_loss" or "thermodynamic" (module docstring).
+        loss_min: L*, the loss's minimum (0 for a population loss K); None fits it.
+        decades: the window's width in decades of t, ending at the smallest t_max of the runs.
+        points: log-spaced grid points in the window.
+        max_multiplicity: the largest candidate m.
+        min_stages: stages each run needs inside the window (the grid interpolates between them).
+
+    Returns:
+        :class:`LambdaFit`.
+    """
+    from scipy.stats import chi2 as chi2_dist
+
+    from ..network import check_count
+
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator: expected one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    if isinstance(decades, bool) or not isinstance(decades, (int, float)) or not 0 < decades < 300:
+        raise ValueError(f"decades: expected a positive number of decades, got {decades!r}")
+    points, max_multiplicity = check_count(points, "points", 4), check_count(max_multiplicity, "max_multiplicity")
+    if len(curve.t) < 2:
+        raise ValueError(f"curve: expected at least 2 independent runs (their spread is the standard error), "
+                         f"got {len(curve.t)}")
+    t_hi = float(np.nanmin(np.nanmax(curve.t, axis=1)))
+    t_lo = t_hi * 10.0 ** -decades
+    inside = np.sum((curve.t >= t_lo * (1 - 1e-9)) & (curve.t <= t_hi * (1 + 1e-9)), axis=1)
+    if t_lo <= 1.0 or inside.min() < min_stages:
+        raise ValueError(f"curve: expected at least {min_stages} stages of every run in t = {t_lo:.3g} .. {t_hi:.3g} "
+                         f"(t > 1), got {int(inside.min())} (a larger target_ess gives more stages; or fewer decades)")
+    grid = np.logspace(math.log10(t_lo), math.log10(t_hi), points)
+    slopes = _on_grid(curve.t, curve.t * curve.mean_loss, grid)
+    if estimator == "free_energy":
+        runs, form = _on_grid(curve.t, curve.free_energy, grid), "free_energy"
+    elif estimator == "thermodynamic":
+        runs, form = _on_grid(curve.t, curve.thermodynamic(), grid), "free_energy"
+    else:
+        runs, form = slopes, "tempered_loss"
+    whole, lower, upper = slice(None), slice(0, points // 2), slice(points - points // 2, None)
+    chosen, chi2_by_m, higher_rejected = _choose_m(grid, slopes, loss_min, max_multiplicity)
+    halves = [_choose_m(grid[h], slopes[:, h], loss_min, max_multiplicity)[0] for h in (lower, upper)]
+    lam_lo, se_lo = _lambda(grid[lower], runs[:, lower], form, chosen, loss_min)[:2]
+    lam_hi, se_hi = _lambda(grid[upper], runs[:, upper], form, chosen, loss_min)[:2]
+    drift = abs(lam_hi - lam_lo) / math.hypot(se_lo, se_hi)
+    window = f"t = {t_lo:.3g} .. {t_hi:.3g}"
+    if drift > 3:
+        m, reason = None, (f"lambda (m = {chosen}) drifts along t: {lam_lo:.4g} +- {se_lo:.2g} on the window's lower half, "
+                           f"{lam_hi:.4g} +- {se_hi:.2g} on its upper half ({window}): not yet asymptotic")
+    elif halves != [chosen, chosen]:
+        m, reason = None, (f"the window's halves choose m = {halves[0]} and {halves[1]}, the whole {chosen} ({window})")
+    elif not higher_rejected:
+        m, reason = None, (f"chi^2 of t E_t[L] for m = {', '.join(f'{k}: {v[0]:.1f}' for k, v in chi2_by_m.items())} "
+                           f"({chi2_by_m[chosen][1]} dof) over {window}: m >= {chosen}, larger m fit as well")
+    else:
+        m, reason = chosen, ""
+    if reason:
+        reason += f"; lambda is given for m = {chosen}"
+    lambda_by_m = {k: _lambda(grid, runs, form, k, loss_min)[0] for k in chi2_by_m}
+    lam, lam_se, Lstar = _lambda(grid, runs, form, chosen, loss_min)
+    Lstar = Lstar if loss_min is None else float(loss_min)
+    y_mean, y_se = runs.mean(0), np.maximum(runs.std(0, ddof=1) / math.sqrt(len(runs)), 1e-300)
+    _, chi2, dof = _wls(grid, y_mean, y_se, form, chosen, loss_min)
+    return LambdaFit(estimator, lam, lam_se, m, {k: v[0] for k, v in chi2_by_m.items()}, lambda_by_m, (t_lo, t_hi), Lstar,
+                     chi2, dof, float(chi2_dist.sf(chi2, dof)), len(runs), curve.grad_evals, reason)
+
+
+def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_runs: int = 4,
+                          prior_std: float = 1.0, data=None) -> FreeEnergyCurve:
+    """Free-energy curves of ``num_runs`` independent tempered SMC runs from the prior N(0, prior_std^2 I)
+    on w (dim,) to t_max:
+
+        p_t(w) proportional to phi(w) exp(-t L(w; data)),  0 <= t <= t_max.
+
+    Args:
+        key: a PRNG key.
+        loss: L(w, data) -> scalar on flat w (dim,), hashable (a module-level function or NamedTuple);
+            the population loss K itself where there is no data (``data`` None: L gets a dummy (1,)).
+        dim: the number of parameters D.
+        t_max: the largest inverse temperature (n beta).
+        settings: ``slt_relu.sampling.SMCSettings``.
+        num_runs: independent runs (their spread gives the fit's standard errors).
+        prior_std: the Gaussian prior's standard deviation.
+        data: a pytree with a leading axis n, shared by the runs, or None.
+
+    Returns:
+        :class:`FreeEnergyCurve` (R = num_runs).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from ..network import check_count, check_number
+    from ..sampling import check_keys, sample, unravel_fn
+    from .target import GaussianPrior, TemperedTarget
+
+    dim = check_count(dim, "dim")
+    num_runs = check_count(num_runs, "num_runs")
+    t_max = float(check_number(t_max, "t_max"))
+    prior_std = float(check_number(prior_std, "prior_std"))
+    k_init, k_run = jax.random.split(jax.random.wrap_key_data(check_keys(key, batch_ndim=0)))
+    dtype = jnp.zeros(()).dtype
+    _, unravel = unravel_fn(jnp.zeros(dim, dtype))
+    target = TemperedTarget(loss, unravel, GaussianPrior(prior_std))
+    data = jnp.zeros((1,), dtype) if data is None else data
+    batched = jax.tree.map(lambda a: jnp.broadcast_to(a, (num_runs,) + jnp.shape(a)), data)
+    init = prior_std * jax.random.normal(k_init, (num_runs, settings.num_particles, dim), dtype)
+    t = jnp.full((num_runs,), t_max, dtype)
+    draws = sample(jax.random.split(k_run, num_runs), target, init, (batched, t), settings)
+    return FreeEnergyCurve.from_smc(draws, t_max)

@@ -1,0 +1,193 @@
+"""The how-to guides cannot go stale: the code of "Add an experiment kind" and "Add a sampler" (docs/howto/) runs
+here as the pages show it, and every `slt-relu` command line of the guides parses with the command line's parser."""
+import contextlib
+import io
+import json
+import re
+import shlex
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import slt_relu.sampling.base
+from slt_relu.kinds import KINDS
+from slt_relu.netcdf import read_tree
+from slt_relu.settings import ConfigError
+from slt_relu.workflow import runner
+from slt_relu.workflow.cli import _parser
+
+HOWTO = Path(__file__).resolve().parent.parent / "docs" / "howto"
+
+
+def blocks(page: str, lang: str) -> list[str]:
+    """The fenced code blocks of a how-to page whose info string is ``lang``, in order."""
+    return re.findall(rf"^```{lang}\n(.*?)^```$", (HOWTO / page).read_text(), re.S | re.M)
+
+
+# ----------------------------------------------------------------------------------------
+# Add an experiment kind
+
+
+@pytest.fixture
+def orbit_module(tmp_path):
+    """The page's module (its first python block) as orbit_kind.py, imported: the kind is registered while the test
+    runs, and removed afterwards."""
+    source = blocks("add_a_kind.md", "python")[0]
+    (tmp_path / "orbit_kind.py").write_text(source)
+    module = types.ModuleType("orbit_kind")
+    module.__file__ = str(tmp_path / "orbit_kind.py")
+    try:
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+        yield module
+    finally:
+        KINDS.pop("scaling_orbit", None)
+
+
+def test_the_kind_of_the_guide_runs_from_its_toml(orbit_module, tmp_path, monkeypatch):
+    assert KINDS["scaling_orbit"] is orbit_module.KIND
+    (config,) = blocks("add_a_kind.md", "toml")
+    (tmp_path / "orbit.toml").write_text(config)
+    monkeypatch.chdir(tmp_path)                       # the page's paths are relative: orbit.toml, runs/orbit
+    namespace = {}
+    exec(blocks("add_a_kind.md", "python")[1], namespace)          # runner.run_config("orbit.toml", "runs/orbit")
+    out = namespace["out"]
+    metrics = json.loads((out / "metrics.json").read_text())
+    # PT1's truth (d = 2, n_in = 2: D = 9) rescaled along one node: K = 0 and rank D - d = 7 all along, by hand
+    assert metrics["fisher_rank"] == [7] * 7 and metrics["max_loss"] < 1e-25
+    assert (out / "orbit.png").is_file() and read_tree(out / "results.nc")["loss"].dims == ("scale",)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["kind"] == "scaling_orbit" and manifest["resolved"]["orbit"]["node"] == 1
+    x64 = jax.config.read("jax_enable_x64")
+    try:                                              # prepare sets the config's dtype: restore it
+        with pytest.raises(ConfigError, match=r"orbit.node: expected a node of the truth \(0 .. 1\), got 5"):
+            runner.prepare(tmp_path / "orbit.toml", {"orbit.node": 5})
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+
+
+def test_the_kind_of_the_guide_runs_from_the_command_line(tmp_path):
+    """`python orbit_kind.py run orbit.toml --out runs/orbit`, as the page says."""
+    (tmp_path / "orbit_kind.py").write_text(blocks("add_a_kind.md", "python")[0])
+    (tmp_path / "orbit.toml").write_text(blocks("add_a_kind.md", "toml")[0])
+    run = subprocess.run([sys.executable, "orbit_kind.py", "run", "orbit.toml", "--out", "runs/orbit", "--no-progress",
+                          "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Fisher rank [7]" in run.stdout and "results written to runs/orbit" in run.stdout
+    assert (tmp_path / "runs" / "orbit" / "orbit.png").is_file()
+
+
+# ----------------------------------------------------------------------------------------
+# Add a sampler
+
+
+def test_the_sampler_of_the_guide_is_dispatched_to_and_samples_its_targets():
+    namespace = {}
+    code = blocks("add_a_sampler.md", "python")
+    assert len(code) == 4
+    try:
+        for block in code[:3]:                        # the sampler, the Gaussians, Example 3.4
+            exec(block, namespace)
+        RWMSettings = namespace["RWMSettings"]
+        assert slt_relu.sampling.base._SAMPLERS[RWMSettings].run is namespace["run_rwm"]
+        draws = namespace["draws"]
+        assert draws.z.shape == (4, 4000, 2) and draws.potential_energy.shape == (4, 4000)
+        ess = np.array([namespace["S"].ess_bulk(draws.z[..., k]) for k in range(2)])
+        se = 0.5 / np.sqrt(ess)                       # each coordinate N(mu_k, 0.5^2)
+        np.testing.assert_array_less(np.abs(draws.z.mean(axis=(0, 1)) - [1.0, -2.0]), 5 * se)
+        np.testing.assert_allclose(draws.z.std(axis=(0, 1)), 0.5, rtol=0.1)
+        np.testing.assert_allclose(draws.potential_energy[:, 0],
+                                   0.5 * np.sum(((draws.z[:, 0] - [1.0, -2.0]) / 0.5) ** 2, -1), rtol=1e-9)
+        assert np.all((draws.stats["accept_prob"] > 0.3) & (draws.stats["accept_prob"] < 0.9))
+        w = namespace["w"]                            # Example 3.4 at n beta = 1000: near W0 = {w1 + w2 = 1}
+        assert w.shape == (4, 2000, 2) and float((w.sum(-1) - 1).std()) < 0.1
+        assert abs(float(w.sum(-1).mean()) - 1.0) < 0.1 and float(w.min()) > -0.3
+        exec(code[3], namespace)                      # the page's own clean-up
+        assert RWMSettings not in slt_relu.sampling.base._SAMPLERS
+        with pytest.raises(TypeError, match="registered sampler .*got RWMSettings"):
+            slt_relu.sampling.sample(jax.random.split(jax.random.PRNGKey(0), 1), namespace["gaussian"],
+                                     jnp.zeros((1, 2)), (jnp.zeros((1, 2)), jnp.ones(1)), RWMSettings())
+    finally:
+        if "RWMSettings" in namespace:
+            slt_relu.sampling.base._SAMPLERS.pop(namespace["RWMSettings"], None)
+
+
+# ----------------------------------------------------------------------------------------
+# command lines
+
+
+def command_lines(text: str) -> list[tuple[list[str], bool]]:
+    """(the argument list after `slt-relu`, whether it is a whole command line) for every mention in a page: every
+    line of its bash blocks and every `$ ` line of its text blocks (whole command lines, cut at a shell operator),
+    and every inline code span (a mention such as `slt-relu show`: only its subcommand counts).  The guide's
+    `python orbit_kind.py ...` is the same command line with one more kind."""
+    lines = []
+    for lang, body in re.findall(r"^[ \t]*```(\w*)\n(.*?)^[ \t]*```$", text, re.S | re.M):   # indented in a list too
+        body = body.replace("\\\n", " ")
+        if lang == "bash":
+            lines += [(line.strip(), True) for line in body.splitlines()]
+        elif lang == "text":
+            lines += [(line[2:], True) for line in body.splitlines() if line.startswith("$ ")]
+    prose = re.sub(r"^[ \t]*```.*?^[ \t]*```$", "", text, flags=re.S | re.M)
+    lines += [(span.replace("\n", " "), False) for span in re.findall(r"`([^`]+)`", prose)]
+    out = []
+    for line, whole in lines:
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        starts = [i for i, w in enumerate(words) if w == "slt-relu" or w.endswith("/slt-relu") or w == "orbit_kind.py"]
+        if not starts:
+            continue
+        argv = []
+        for w in words[starts[0] + 1:]:
+            if w in ("&", "&&", "|", ";", "2>&1") or w.startswith(">"):
+                break
+            argv.append(w)
+        if argv or whole:                             # `slt-relu` alone names the tool, not a command
+            out.append((argv, whole))
+    return out
+
+
+def verdict(parser, subcommands, argv, whole) -> str | None:
+    """None if the command line parses (a mention: if its subcommand exists), else why not."""
+    if not argv or argv[0] not in subcommands:
+        return f"no subcommand {argv[0] if argv else ''!r}; expected one of {sorted(subcommands)}"
+    if not whole:
+        return None
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            parser.parse_args(argv)
+        except SystemExit:
+            return err.getvalue().strip()
+    return None
+
+
+def test_every_command_line_of_the_guides_parses():
+    """Every `slt-relu SUBCOMMAND ...` of the how-to pages names a real subcommand, and every command line in their
+    code blocks parses with the command line's parser (argparse exits on an unknown flag or a missing argument)."""
+    parser = _parser()
+    subcommands = set(next(a for a in parser._actions if a.dest == "command").choices)
+    found = []
+    for page in sorted(HOWTO.glob("*.md")):
+        for argv, whole in command_lines(page.read_text()):
+            found.append((argv[:1], whole))
+            why = verdict(parser, subcommands, argv, whole)
+            assert why is None, f"{page.name}: slt-relu {' '.join(argv)}: {why}"
+    whole = {a[0] for a, w in found if w and a}
+    assert sum(w for _, w in found) > 30 and {"run", "settings", "show", "check"} <= whole
+
+
+def test_the_command_line_check_finds_a_stale_command():
+    text = ("```bash\nslt-relu run a.toml --set x=1 > log  # fine\nslt-relu run a.toml --no-such-flag\n```\n"
+            "`slt-relu` has `slt-relu show`, not `slt-relu lst`\n")
+    parser = _parser()
+    subcommands = set(next(a for a in parser._actions if a.dest == "command").choices)
+    assert [verdict(parser, subcommands, argv, whole) is None for argv, whole in command_lines(text)] == \
+        [True, False, True, False]
