@@ -8,7 +8,7 @@ the modules and subpackages are attributes of the package (``slt_relu.sampling``
 ``slt_relu.posterior``; ``slt_relu.plots`` is imported on first use, since it imports matplotlib).
 """
 from . import (arviz_data, classify, diagnostics, fisher, inputs, known_lambda, loss, mlp, moves, network, phases,
-               posterior, regions, sampling, symmetry, truths)
+               posterior, regions, sampling, symmetry, tms, truths)
 from .arviz_data import load_draws, save_draws, to_arviz
 from .classify import classify_phase
 from .diagnostics import ess_bulk, rhat
@@ -23,6 +23,7 @@ from .posterior import (GridPosterior, PosteriorSamples, Prior, SMCPosterior, gr
 from .posterior.free_energy_curve import fit_learning_coefficient, smc_free_energy_curve
 from .posterior.llc import estimate_llc
 from .posterior.masses import phase_masses
+from .posterior.observables import bayesian_influence, per_sample_losses, susceptibility
 from .regions import count_linear_regions, functional_dimension
 from .sampling import Draws, HMCSettings, NUTSSettings, SGLDSettings, SMCSettings, sample
 from .symmetry import are_equivalent, permute, reduce, rescale, reverse_orientation
@@ -47,6 +48,10 @@ __all__ = [
     "sample", "Draws", "NUTSSettings", "HMCSettings", "SGLDSettings", "SMCSettings",
     # the learning coefficient: local (Lau et al. 2023), from the free-energy curve, and the known values
     "estimate_llc", "smc_free_energy_curve", "fit_learning_coefficient", "known_lambda",
+    # the local posterior's observables: Bayesian influence functions and susceptibilities (Kreer et al. 2025)
+    "per_sample_losses", "bayesian_influence", "susceptibility",
+    # a second model family: the toy model of superposition (Chen et al. 2023), its own namespace slt_relu.tms
+    "tms",
     # diagnostics and ArviZ data
     "rhat", "ess_bulk", "to_arviz", "save_draws", "load_draws",
 ]

@@ -23,7 +23,7 @@ CURATED = sorted([
     "NUTSSettings", "permute", "phase_masses", "population_loss", "PosteriorSamples", "Prior", "reduce", "rescale",
     "Restriction", "reverse_orientation", "rhat", "sample", "sample_dataset", "sample_posterior", "save_draws",
     "scaling_generators", "SGLDSettings", "smc_posterior", "SMCPosterior", "SMCSettings", "to_arviz", "to_flat",
-    "truths", "TwoLayer", "UniformBox",
+    "truths", "TwoLayer", "UniformBox", "per_sample_losses", "bayesian_influence", "susceptibility", "tms",
 ], key=str.lower)
 
 
@@ -138,6 +138,13 @@ def test_public_docstring_sections(name):
     assert not problems, f"slt_relu.{name}: " + "; ".join(problems)
 
 
+@pytest.mark.parametrize("name", [n for n in slt_relu.tms.__all__ if callable(getattr(slt_relu.tms, n))])
+def test_tms_docstring_sections(name):
+    """The second model family's namespace (slt_relu.tms) is held to the same rule."""
+    problems = docstring_problems(getattr(slt_relu.tms, name))
+    assert not problems, f"slt_relu.tms.{name}: " + "; ".join(problems)
+
+
 def test_docstring_check_finds_what_is_missing():
     """The check fails for a missing parameter, a missing Returns section and a missing docstring."""
     def good(a, b=1, *args, c, **kwargs) -> int:
@@ -176,4 +183,4 @@ def test_docstring_check_finds_what_is_missing():
     assert docstring_problems(bad) == ["parameter 'b' not in its Args section", "no Returns section"]
     assert docstring_problems(Box) == ["parameter 'height' not in its Args/Attributes section"]
     assert docstring_problems(undocumented) == ["no docstring"]
-    assert len(PUBLIC_CALLABLES) == len(CURATED) - 2          # all but the modules truths and known_lambda
+    assert len(PUBLIC_CALLABLES) == len(CURATED) - 3          # all but the modules truths, known_lambda and tms

@@ -15,7 +15,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 def sphinx(src, out, *options):
-    return subprocess.run([sys.executable, "-m", "sphinx", "-W", "-E", "-q", "-b", "html", *options, str(src), str(out)],
+    return subprocess.run([sys.executable, "-m", "sphinx", "-W", "-E", "-q", "--no-color", "-b", "html", *options, str(src), str(out)],
                           capture_output=True, text=True, timeout=600)
 
 

@@ -68,7 +68,7 @@ def _build(tmp_path, body: str):
     (src / "conf.py").write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'docs' / '_ext')!r})\n"
                                  "extensions = ['myst_parser', 'experiment_results']\n")
     (src / "index.md").write_text("# Test\n\n" + body)
-    return subprocess.run([sys.executable, "-m", "sphinx", "-W", "-E", "-q", "-b", "html", str(src),
+    return subprocess.run([sys.executable, "-m", "sphinx", "-W", "-E", "-q", "--no-color", "-b", "html", str(src),
                            str(tmp_path / "html")], capture_output=True, text=True, timeout=300)
 
 

@@ -583,6 +583,24 @@ def _lambda_curve():
     return lambda_curve_figure(rows, curves)
 
 
+def _susceptibility():
+    """benchmarks/pt1_susceptibility.py's figure: two observables over a 6 x 6 grid of the input box (not drawn
+    by a kind: listed under the posterior kind's PT1 SMC config, whose posterior it reads)."""
+    from slt_relu.plots import susceptibility_figure
+
+    rng = _rng()
+    edges = np.linspace(-1, 1, 7)
+    chi = 0.01 * rng.normal(size=(2, 6, 6))
+    chi[:, 4:] += 0.03
+    se = np.full_like(chi, 0.008)
+    return susceptibility_figure(edges, edges, chi, se, panel_titles=["radius rule: degenerate",
+                                                                      "classify_phase: + | 1 degenerate"],
+                                 lines=[("truth's kink x2 = 0.3", [-1, 1], [0.3, 0.3])], significance=3.0,
+                                 title="DSLT4 PT1 at t = 1.571, n = 10000, n beta = 1086: which inputs pull the "
+                                       "posterior towards the degenerate phase (chi_A > 0: more data in cell A raises "
+                                       "its mass; mean over 6 data sets x 6 SMC runs, se from their spread)")
+
+
 FIGURES = {
     "lambda_curve": {"known_lambda_suite/lambda_curve": _lambda_curve},
     "landscape": {"dslt3_degenerate_node/landscape": lambda: _landscape(True),
@@ -595,7 +613,8 @@ FIGURES = {
     "functional_dimension": {"functional_dimension_depth_width/functional_dimension": _functional_dimension},
     "learning_coefficient": {w: (lambda w=w: _llc(w)) for w in (
         "llc_known_values/llc", "llc_known_values/beta_sweep", "llc_known_values/calibration", "llc_dslt4_phases/llc")},
-    "posterior": {f"{c}/{w}": (lambda c=c, w=w: _posterior(c, w)) for c, ws in _POSTERIOR_FIGURES.items() for w in ws},
+    "posterior": {**{f"{c}/{w}": (lambda c=c, w=w: _posterior(c, w)) for c, ws in _POSTERIOR_FIGURES.items()
+                     for w in ws}, "dslt4_pt1_smc/susceptibility": _susceptibility},
 }
 CASES = [(kind, case) for kind, cases in FIGURES.items() for case in cases]
 

@@ -122,8 +122,8 @@ def test_smc_weights_separated_modes_where_nuts_reports_its_starting_points():
     starts = jnp.array([[1.0, -0.75]] * 2 + [[-1.5, 0.5]] * 6) + 0.05 * jax.random.normal(jax.random.PRNGKey(5), (8, 2))
     x_cols = jnp.repeat(jnp.swapaxes(x, 1, 2), chains, 0)
     nuts = S.sample(jax.random.split(jax.random.PRNGKey(6), chains), tg.potential, starts,
-                    (x_cols, jnp.repeat(y, chains, 0), jnp.full(chains, nb)), S.NUTSSettings(num_warmup=300,
-                                                                                           num_samples=500))
+                    (x_cols, jnp.repeat(y, chains, 0), jnp.full(chains, nb)), S.NUTSSettings(num_warmup=150,
+                                                                                           num_samples=250))
     per_chain = (nuts.z[..., 0] > 0).mean(1)
     np.testing.assert_array_equal(per_chain, [1.0] * 2 + [0.0] * 6)
     assert abs(per_chain.mean() - exact) > 0.3                    # 0.25 against the exact 0.62
@@ -141,7 +141,7 @@ def test_log_evidence_against_thermodynamic_integration():
     ps = runs_on(8, x, y, nb, model, SMCSettings(num_particles=1024, waste_free=True, num_mcmc_steps=7))
     ts = nb * np.linspace(0.0, 1.0, 33) ** 4
     losses = tempered_losses(jax.random.PRNGKey(9), two_layer_loss_for(1.0), truth, (x[0], y[0]), ts,
-                             chains_per_beta=4, settings=S.NUTSSettings(num_warmup=300, num_samples=600))
+                             chains_per_beta=4, settings=S.NUTSSettings(num_warmup=200, num_samples=400))
     mean_L = losses.reshape(len(ts), -1).mean(1)
 
     def trapezoid_weights(every):

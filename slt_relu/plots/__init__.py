@@ -8,12 +8,14 @@ backend.
 - ``regions``: linear regions, zero sets, dual points, functional dimension;
 - ``posterior``: phase masses, local free energies, rules against classify_phase, phase diagrams;
 - ``llc``: learning coefficients, beta sweeps, SGLD calibration;
-- ``free_energy_curve``: lambda read off tempered SMC's free-energy curves.
+- ``free_energy_curve``: lambda read off tempered SMC's free-energy curves;
+- ``observables``: susceptibilities of the posterior to the data of each cell of the input box.
 """
 from ._style import save_figure
 from .free_energy_curve import lambda_curve_figure
 from .landscape import landscape_figure, rank_vs_bound_figure, spectrum_figure
 from .llc import beta_sweep_figure, llc_calibration_figure, llc_cases_figure
+from .observables import susceptibility_figure
 from .phases import effective_weights_figure, phase_gallery_figure
 from .posterior import (cross_table_figure, free_energy_figure, free_energy_scaling_figure, phase_diagram_figure,
                         phase_mass_figure, posterior_traces_figure, weights_facets_figure)
@@ -24,4 +26,5 @@ __all__ = ["affine_map_figure", "beta_sweep_figure", "cross_table_figure", "effe
            "free_energy_figure", "free_energy_scaling_figure", "functional_dimension_figure", "lambda_curve_figure",
            "landscape_figure", "layer_boundaries_figure", "lines_figure", "llc_calibration_figure", "llc_cases_figure",
            "phase_diagram_figure", "phase_gallery_figure", "phase_mass_figure", "posterior_traces_figure",
-           "rank_vs_bound_figure", "regions_figure", "save_figure", "spectrum_figure", "weights_facets_figure"]
+           "rank_vs_bound_figure", "regions_figure", "save_figure", "spectrum_figure", "susceptibility_figure",
+           "weights_facets_figure"]

@@ -8,13 +8,17 @@
 - ``evidence``: log Z and free energies from SMC runs, learning coefficients from their slopes;
 - ``nested``: nested sampling's log Z, a second estimator;
 - ``llc``: the local learning coefficient (SGLD), beta sweeps, WBIC;
-- ``free_energy_curve``: lambda and m from SMC's free-energy curve F(t) (three estimators).
+- ``free_energy_curve``: lambda and m from SMC's free-energy curve F(t) (three estimators);
+- ``observables``: the local posterior's observables on any sampler's draws: Bayesian influence functions
+  (posterior covariances of per-sample losses) and susceptibilities, with jackknife errors over chains.
 """
 from .grid import GridPosterior, grid_posterior
+from .observables import bayesian_influence, per_sample_losses, susceptibility
 from .sample import PosteriorSamples, SMCPosterior, draw_datasets, sample_posterior, smc_posterior
 from .target import (GROUPS, PRIOR_KINDS, GaussianPrior, PosteriorPotential, Prior, PriorDensity, Target,
                      TemperedTarget, posterior_model, resolve_beta, target)
 
 __all__ = ["GROUPS", "GaussianPrior", "GridPosterior", "PRIOR_KINDS", "PosteriorPotential", "PosteriorSamples",
-           "Prior", "PriorDensity", "SMCPosterior", "Target", "TemperedTarget", "draw_datasets", "grid_posterior",
-           "posterior_model", "resolve_beta", "sample_posterior", "smc_posterior", "target"]
+           "Prior", "PriorDensity", "SMCPosterior", "Target", "TemperedTarget", "bayesian_influence", "draw_datasets",
+           "grid_posterior", "per_sample_losses", "posterior_model", "resolve_beta", "sample_posterior",
+           "smc_posterior", "susceptibility", "target"]
