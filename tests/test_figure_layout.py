@@ -601,8 +601,72 @@ def _susceptibility():
                                        "its mass; mean over 6 data sets x 6 SMC runs, se from their spread)")
 
 
+def _tms_rows():
+    """tms_kgons' table: every k-gon and variant of c = 4, 5, 6, 8, their kinds roughly as the real table's."""
+    rows = []
+    for c in (4, 5, 6, 8):
+        for k in range(1, c + 1):
+            for npos in range(c - k + 1):
+                kind = ("not critical" if k == 1 and npos else "minimum" if npos in (0, c - k) and (k > 4 or npos == 0)
+                        else "saddle" if k < 4 else "numerical minimum")
+                rows.append({"c": c, "k": k, "variant": "+" * npos + "-" * (c - k - npos), "n_positive": npos,
+                             "loss": (k * 0.01 * max(k - 4, 0) + (c - k) / 3) / c - npos / (4 * c * c), "kind": kind,
+                             "lambda_exact": (k + c / 2) if kind == "minimum" else None, "lambda": None,
+                             "lambda_se": None})
+    return rows
+
+
+def _tms(which: str):
+    """tms_kgons' figures: its 27 minima's columns of W, lambda of 6 k-gons (8 runs of 120 stages), the losses."""
+    from slt_relu.plots import kgon_gallery_figure, kgon_loss_figure, tms_lambda_figure
+
+    rng, rows = _rng(), _tms_rows()
+    if which == "kgons":
+        panels = []
+        for r in rows:
+            if r["kind"] != "minimum":
+                continue
+            theta = 2 * np.pi * np.arange(r["k"]) / r["k"]
+            W = np.zeros((2, r["c"]))
+            W[:, :r["k"]] = (1.0 + 0.1 * max(r["k"] - 4, 0)) * np.stack([np.cos(theta), np.sin(theta)])
+            unused = np.where(np.arange(r["c"] - r["k"]) < r["n_positive"], 0.1, -0.1)
+            b = np.concatenate([np.full(r["k"], -0.3), unused])
+            est = r["c"] in (5, 6) and r["k"] >= 4
+            panels.append({"W": W, "b": b, **{k: r[k] for k in ("c", "k", "variant", "loss", "lambda_exact")},
+                           "lambda": r["lambda_exact"] * 1.01 if est else None, "lambda_se": 0.02 if est else None})
+        return kgon_gallery_figure(panels)
+    if which == "lambda":
+        est, curves = [], []
+        for c, k, v, lam in ((5, 4, "-", 6.5), (5, 5, "", 7.0), (6, 4, "--", 7.5), (6, 5, "-", 7.0), (6, 5, "+", 8.5),
+                             (6, 6, "", 8.5)):
+            est.append({"c": c, "k": k, "variant": v, "lambda_exact": lam, "lambda": lam + 0.05 * rng.normal(),
+                        "lambda_se": 0.02, "fit": {"t_range": [1e7, 1e10]}})
+            t = np.tile(np.geomspace(1e2, 1e10, 120), (8, 1))
+            curves.append(SimpleNamespace(t=t, mean_loss=lam / t * (1 - np.exp(-t / 1e5)) * (1 + 0.03 * rng.normal(
+                size=t.shape))))
+        return tms_lambda_figure(est, curves)
+    return kgon_loss_figure(rows)
+
+
+def _tms_transition():
+    """benchmarks/tms_transition.py's figure (drawn by the benchmark, listed under the tms kind): 8 phases over
+    12 n, the 6-gon taking the lead near n = 435."""
+    from slt_relu.plots import tms_transition_figure
+
+    ns = np.geomspace(50, 5000, 12)
+    six = 1 / (1 + np.exp(-3 * (np.log(ns) - np.log(435))))
+    mass = np.zeros((12, 8))
+    mass[:, 0], mass[:, 1], mass[:, 7] = six, 0.6 * (1 - six), 0.4 * (1 - six)
+    return tms_transition_figure(ns, ["6-gon", "5-gon", "4-gon", "3-gon", "2-gon", "1-gon", "0-gon", "none"], mass,
+                                 np.full_like(mass, 0.03), np.log(six / (0.6 * (1 - six))), 435.0, 50.0, 445.0,
+                                 title="TMS c = 6, beta = 1: the posterior mass of each k-gon phase (tempered SMC, "
+                                       "8 data sets x 4 runs per n) and where the 6-gon takes the lead")
+
+
 FIGURES = {
     "lambda_curve": {"known_lambda_suite/lambda_curve": _lambda_curve},
+    "tms": {**{f"tms_kgons/{w}": (lambda w=w: _tms(w)) for w in ("kgons", "lambda", "loss_landscape")},
+            "tms_kgons/transition": _tms_transition},
     "landscape": {"dslt3_degenerate_node/landscape": lambda: _landscape(True),
                   "dslt3_scaling_valley/landscape": lambda: _landscape(False)},
     "fisher": {f"fisher_rank_survey/{w}": (lambda w=w: _fisher(w)) for w in ("rank_vs_bound", "spectrum")},

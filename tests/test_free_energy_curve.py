@@ -7,7 +7,8 @@ import pytest
 from scipy import integrate
 
 from slt_relu.known_lambda import normal_crossing
-from slt_relu.posterior.free_energy_curve import FreeEnergyCurve, fit_learning_coefficient, smc_free_energy_curve
+from slt_relu.posterior.free_energy_curve import (FreeEnergyCurve, fit_learning_coefficient, smc_free_energy_curve,
+                                                 stack_curves)
 from slt_relu.sampling import SMCSettings
 
 
@@ -103,3 +104,16 @@ def test_bad_arguments_are_named():
         fit_learning_coefficient(curve._replace(t=curve.t[:1]))
     with pytest.raises(ValueError, match="curve: expected at least 6 stages"):
         fit_learning_coefficient(curve, decades=7)            # reaches below t = 1
+
+
+def test_curves_of_different_lengths_stack_with_nan_padding():
+    """Two curves, (2 runs, 3 stages) and (1 run, 4 stages): one (2, 2, 4) array, each curve's numbers in its
+    corner and NaN elsewhere (a hand count of the cells)."""
+    a = FreeEnergyCurve(np.arange(6.0).reshape(2, 3), -np.arange(6.0).reshape(2, 3), np.ones((2, 3)), np.ones(2), 0)
+    b = FreeEnergyCurve(np.arange(4.0)[None], np.zeros((1, 4)), np.ones((1, 4)), np.ones(1), 0)
+    t = stack_curves([a, b], "t")
+    assert t.shape == (2, 2, 4)
+    np.testing.assert_array_equal(t[0, :, :3], a.t)
+    np.testing.assert_array_equal(t[1, 0], b.t[0])
+    assert np.isnan(t[0, :, 3]).all() and np.isnan(t[1, 1]).all() and np.isnan(t).sum() == 2 + 4
+    np.testing.assert_array_equal(stack_curves([a, b], "free_energy")[0, :, :3], a.free_energy)

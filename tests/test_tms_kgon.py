@@ -132,14 +132,14 @@ def test_hessian_and_fisher_counts_by_hand(table):
 
 
 def test_kinds_and_first_principles_lambda(table):
-    """lambda = rank(H)/2 at smooth minima (Morse-Bott), the sandwich values k, c, c + 3/2 for k = 1..2, 3, 4 with
+    """lambda = rank(H)/2 at smooth minima (Morse-Bott), the sandwich values 1, (c + 2)/2, c, c + 3/2 for k = 1, 2, 3, 4 with
     negative unused biases, none at saddles; mixed-sign smooth k-gons are saddles (c = 8, k = 5, 6 below)."""
     for r in table:
         if r.kind == "minimum" and r.smooth:
             assert r.lambda_rule == "morse-bott" and r.lambda_ == r.hessian_positive / 2
         if r.k <= 4 and r.n_positive == 0:
             assert r.kind == "minimum" and r.lambda_rule == "sandwich"
-            assert r.lambda_ == {1: 1.0, 2: 2.0, 3: float(r.c), 4: r.c + 1.5}[r.k]
+            assert r.lambda_ == {1: 1.0, 2: (r.c + 2) / 2, 3: float(r.c), 4: r.c + 1.5}[r.k]
         if r.kind in ("saddle", "not critical", "numerical minimum"):
             assert r.lambda_ is None
     rows = {(r.c, r.k, r.variant): r for r in table}

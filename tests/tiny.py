@@ -48,4 +48,8 @@ TINY = {
                                            "output_dim": 2},
                                           {"name": "regular d = 2", "family": "regular", "num_params": 2}]},
     "dslt4_free_energy.toml": {**SMC_TINY, "sweep.posterior.beta": [0.3, 3.0], "sweep.truth.t": [1.0, 1.5707963267948966]},
+    # c = 5 only: its table and two k-gons on one compiled program (the 4-gon with a folded negative unused bias,
+    # the 5-gon), two runs each up to t = 1e6
+    "tms_kgons.toml": {"table.c": [5], "estimate.c": [5], "estimate.runs": 2, "estimate.t_max": 1e6,
+                       "estimate.decades": 2.0, "estimate.prior_std": 0.05, "smc.num_particles": 64},
 }

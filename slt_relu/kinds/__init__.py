@@ -4,7 +4,7 @@ ones; ``KINDS`` maps a config's ``kind`` to its Kind.
 """
 # each shipped kind's module registers its Kind when imported
 from . import (fisher_kind, functional_dimension_kind, lambda_curve_kind, landscape, llc_kind,  # noqa: F401
-               posterior_kind, regions_kind, symmetry_kind)
+               posterior_kind, regions_kind, symmetry_kind, tms_kind)
 from .kind import KINDS, Kind, Output, register_kind
 
 __all__ = ["KINDS", "Kind", "Output", "register_kind"]

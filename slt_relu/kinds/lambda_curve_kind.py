@@ -204,15 +204,7 @@ def _dataset(rows, curves):
     """Estimates along (case, estimator), curves along (case, run, stage) NaN-padded."""
     import xarray as xr
 
-    from ..posterior.free_energy_curve import ESTIMATORS
-
-    runs = max(c.t.shape[0] for c in curves)
-    stages = max(c.t.shape[1] for c in curves)
-
-    def pad(a):
-        out = np.full((runs, stages), np.nan)
-        out[: a.shape[0], : a.shape[1]] = a
-        return out
+    from ..posterior.free_energy_curve import ESTIMATORS, stack_curves
 
     est = lambda key: np.array([[row["estimators"][e][key] if row["estimators"][e][key] is not None else np.nan
                                  for e in ESTIMATORS] for row in rows], np.float64)
@@ -221,11 +213,9 @@ def _dataset(rows, curves):
          "m": (("case", "estimator"), est("m"), {"long_name": "multiplicity, NaN where not identifiable"}),
          "lambda_exact": ("case", np.array([row["lambda_exact"] for row in rows])),
          "m_exact": ("case", np.array([row["m_exact"] for row in rows], np.int64)),
-         "t": (("case", "run", "stage"), np.stack([pad(c.t) for c in curves])),
-         "free_energy": (("case", "run", "stage"), np.stack([pad(c.free_energy) for c in curves]),
-                         {"long_name": "F(t) = -log Z(t)"}),
-         "mean_loss": (("case", "run", "stage"), np.stack([pad(c.mean_loss) for c in curves]),
-                       {"long_name": "E_t[K]"})},
+         "t": (("case", "run", "stage"), stack_curves(curves, "t")),
+         "free_energy": (("case", "run", "stage"), stack_curves(curves, "free_energy"), {"long_name": "F(t) = -log Z(t)"}),
+         "mean_loss": (("case", "run", "stage"), stack_curves(curves, "mean_loss"), {"long_name": "E_t[K]"})},
         coords={"case": [row["name"] for row in rows], "estimator": list(ESTIMATORS),
                 "family": ("case", [row["family"] for row in rows])})
 

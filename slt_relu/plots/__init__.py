@@ -9,7 +9,8 @@ backend.
 - ``posterior``: phase masses, local free energies, rules against classify_phase, phase diagrams;
 - ``llc``: learning coefficients, beta sweeps, SGLD calibration;
 - ``free_energy_curve``: lambda read off tempered SMC's free-energy curves;
-- ``observables``: susceptibilities of the posterior to the data of each cell of the input box.
+- ``observables``: susceptibilities of the posterior to the data of each cell of the input box;
+- ``tms``: the toy model of superposition's k-gons, their losses and lambda per k-gon.
 """
 from ._style import save_figure
 from .free_energy_curve import lambda_curve_figure
@@ -21,10 +22,11 @@ from .posterior import (cross_table_figure, free_energy_figure, free_energy_scal
                         phase_mass_figure, posterior_traces_figure, weights_facets_figure)
 from .regions import (affine_map_figure, functional_dimension_figure, layer_boundaries_figure, lines_figure,
                       regions_figure)
+from .tms import kgon_gallery_figure, kgon_loss_figure, tms_lambda_figure, tms_transition_figure
 
 __all__ = ["affine_map_figure", "beta_sweep_figure", "cross_table_figure", "effective_weights_figure",
-           "free_energy_figure", "free_energy_scaling_figure", "functional_dimension_figure", "lambda_curve_figure",
-           "landscape_figure", "layer_boundaries_figure", "lines_figure", "llc_calibration_figure", "llc_cases_figure",
-           "phase_diagram_figure", "phase_gallery_figure", "phase_mass_figure", "posterior_traces_figure",
-           "rank_vs_bound_figure", "regions_figure", "save_figure", "spectrum_figure", "susceptibility_figure",
-           "weights_facets_figure"]
+           "free_energy_figure", "free_energy_scaling_figure", "functional_dimension_figure", "kgon_gallery_figure",
+           "kgon_loss_figure", "lambda_curve_figure", "landscape_figure", "layer_boundaries_figure", "lines_figure",
+           "llc_calibration_figure", "llc_cases_figure", "phase_diagram_figure", "phase_gallery_figure",
+           "phase_mass_figure", "posterior_traces_figure", "rank_vs_bound_figure", "regions_figure", "save_figure",
+           "spectrum_figure", "susceptibility_figure", "tms_lambda_figure", "tms_transition_figure", "weights_facets_figure"]

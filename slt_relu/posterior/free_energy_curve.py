@@ -135,6 +135,19 @@ class LambdaFit(NamedTuple):
     reason: str
 
 
+def stack_curves(curves, field: str) -> np.ndarray:
+    """One field ("t", "free_energy" or "mean_loss") of several :class:`FreeEnergyCurve` as one array
+    (curves, runs, stages), NaN where a curve has fewer runs or stages than the longest (for an xarray
+    Dataset of several curves)."""
+    runs = max(c.t.shape[0] for c in curves)
+    stages = max(c.t.shape[1] for c in curves)
+    out = np.full((len(curves), runs, stages), np.nan)
+    for i, c in enumerate(curves):
+        a = np.asarray(getattr(c, field), np.float64)
+        out[i, : a.shape[0], : a.shape[1]] = a
+    return out
+
+
 def _design(t, form: str, m: int, loss_min: float | None):
     """Regressors X and offset of y = X beta + offset at points t, for multiplicity m (module docstring)."""
     lt = np.log(t)

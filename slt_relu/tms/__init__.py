@@ -10,14 +10,16 @@ Murfet 2023, arXiv 2310.06301).
 - ``fisher``: the exact Fisher information E[J^T J] and its rank;
 - ``kgon``: the regular k-gons, their refinement, criticality, Hessian, Fisher rank, first-principles
   learning coefficients, and the table;
-- ``phases``: the k-gon label of a posterior draw or a training checkpoint.
+- ``phases``: the k-gon label of a posterior draw or a training checkpoint;
+- ``transition``: the posterior mass of each k-gon phase against n by tempered SMC, the n where two phases
+  exchange the lead, and the asymptotic formula's n.
 
 The empirical loss plugs into the tempered target of any loss
 (``slt_relu.posterior.target.TemperedTarget``), ``estimate_llc`` (``empirical_loss`` on
 ``TMSParams``) and ``smc_free_energy_curve`` (``flat_empirical_loss`` / ``flat_population_loss`` on
 flat parameters).
 """
-from . import fisher, kgon, model, phases, symmetry
+from . import fisher, kgon, model, phases, symmetry, transition
 from .fisher import fisher_information, fisher_rank, fisher_spectrum
 from .kgon import (KGonRecord, hessian_counts, kgon_loss_formula, kgon_record, kgon_table, loss_hessian,
                    make_kgon, positive_unused_bias, refine_kgon, refined_kgon)
@@ -31,4 +33,4 @@ __all__ = ["KGonRecord", "NONE", "PhaseLabel", "TMSParams", "empirical_loss", "f
            "hessian_counts", "kgon", "kgon_loss_formula", "kgon_record", "kgon_table", "label", "label_name",
            "label_names", "loss_hessian", "make_kgon", "make_params", "model", "num_params", "permute_features", "permute_inputs",
            "phases", "population_loss", "positive_unused_bias", "reflection", "refine_kgon", "refined_kgon",
-           "rotate", "rotation", "rotation_generator", "sample_inputs", "symmetry", "to_flat"]
+           "rotate", "rotation", "rotation_generator", "sample_inputs", "symmetry", "to_flat", "transition"]

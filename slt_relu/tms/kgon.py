@@ -51,9 +51,12 @@ coefficient lambda where it follows from first principles:
   int ReLU(mu G + b_j)^2 costs ~ G^2 unless b_j < -G / 4 costs b_j^2); for k = 3, 4 the 2 (c - k)
   unused columns (the active columns positively span the plane, so max_j <W_j, W_u> >= |W_u| / 2
   enters an h term).  For k = 3 the relative angles only enter through h(G < 0, b_j) = O(b_j^3);
-  for k <= 2 the unused columns with <W_j, W_u> <= 0 for all j form a cone of positive measure on
-  which their terms vanish.  Hence m = 2k + 3 + 2 (c - 4) for k = 4 (lambda = c + 3/2), m = 2c for
-  k = 3 (lambda = c), m = 2k for k <= 2 (lambda = k).  A hand derivation; SGLD at the c = 4 square
+  for k = 2 the two columns are antipodal, so an unused column's terms vanish only on the line
+  orthogonal to them and its component along them enters an h term: one coordinate per unused
+  column; for k = 1 the unused columns with <W_1, W_u> <= 0 form a half-plane (positive measure) on
+  which their terms vanish, and they add nothing.  Hence m = 2k + 3 + 2 (c - 4) for k = 4
+  (lambda = c + 3/2), m = 2c for k = 3 (lambda = c), m = 4 + (c - 2) for k = 2 (lambda = (c + 2)/2),
+  m = 2 for k = 1 (lambda = 1).  A hand derivation; SGLD at the c = 4 square
   agrees with 5.5 and not with half the rank of the one-sided Hessian, 4 (tests/test_tms_posterior.py).
 
 A local lambda with negative unused biases describes a neighbourhood small enough that every b_u
@@ -321,11 +324,11 @@ def hessian_counts(params: TMSParams, rtol: float = 1e-8) -> HessianCounts:
 
 def sandwich_lambda(num_features: int, k: int) -> float:
     """lambda of the k-gon (k <= 4, l = 1, b = 0) with negative unused biases, by the module
-    docstring's sandwich bound: k for k <= 2, c for k = 3, c + 3/2 for k = 4."""
+    docstring's sandwich bound: 1 for k = 1, (c + 2)/2 for k = 2, c for k = 3, c + 3/2 for k = 4."""
     c, k, _ = _check_kgon_args(num_features, k, 0)
     if not 1 <= k <= 4:
         raise ValueError(f"k: the sandwich bound is derived for 1 <= k <= 4, got {k}")
-    return float(k) if k <= 2 else (float(c) if k == 3 else c + 1.5)
+    return {1: 1.0, 2: (c + 2) / 2, 3: float(c), 4: c + 1.5}[k]
 
 
 class KGonRecord(NamedTuple):

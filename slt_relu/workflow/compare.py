@@ -39,7 +39,7 @@ TOLERANCES = {"float64": (1e-9, 1e-12), "float32": (1e-4, 1e-6)}
 # The kinds whose numbers come from a sampler, and which keys of their metrics hold what.  A number is
 # a sampler output checked for its form if any key on its path is in SAMPLED, else named by the first key on
 # its path (from the root, skipping list indices) in STATISTICAL or DETERMINISTIC, else checked for its form.
-SAMPLER_KINDS = ("posterior", "learning_coefficient", "lambda_curve")
+SAMPLER_KINDS = ("posterior", "learning_coefficient", "lambda_curve", "tms")
 SAMPLED = {                                 # containers of sampler outputs whose inner keys echo settings
     # draws: how many, and their files' size, follow SMC's stopping rule (runs or particles added where the
     # runs disagree), itself a sampler output
@@ -48,11 +48,14 @@ SAMPLED = {                                 # containers of sampler outputs whos
     "learning_coefficient": frozenset({"loss_at_minimum"}),
     # the fit's candidates and checks: another draw of the same curves
     "lambda_curve": frozenset({"lambda_by_m", "chi2_by_m", "residual_p", "reason"}),
+    # the fit's details (halves of the window, the other estimators, the region's check) and the verdict
+    "tms": frozenset({"fit", "verdict", "z"}),
 }
 STATISTICAL = {
     "posterior": frozenset({"mass", "log_evidence"}),
     "learning_coefficient": frozenset({"estimate"}),
     "lambda_curve": frozenset({"lambda"}),
+    "tms": frozenset({"lambda"}),
 }
 DETERMINISTIC = {
     "posterior": frozenset({"truth", "rule", "sweep", "sampler", "t", "v", "crossover_phases", "index",
@@ -61,6 +64,10 @@ DETERMINISTIC = {
                                        "step_size", "localization", "num_steps", "refined", "case", "step_sizes",
                                        "localizations", "betas"}),
     "lambda_curve": frozenset({"name", "family", "num_params", "lambda_exact", "m_exact", "t_range"}),
+    # the exact k-gon table and the settings echoed back
+    "tms": frozenset({"c", "k", "variant", "n_positive", "length", "bias", "positive_bias", "negative_bias", "loss",
+                      "loss_formula", "grad_norm", "kind", "smooth", "hessian", "fisher_rank", "lambda_exact",
+                      "lambda_rule", "note", "region"}),
 }
 # the Monte Carlo standard error a run reports beside each statistical number (same path, this key)
 REPORTED_SE = {"mass": "mass_mcse", "log_evidence": "log_evidence_mcse", "estimate": "se", "lambda": "lambda_se"}

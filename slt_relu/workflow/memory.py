@@ -145,6 +145,15 @@ def _lambda_curve(s) -> list[Need]:
                  f"case ({D} parameters)", 2 * s.curve.runs * s.smc.num_particles * D)]
 
 
+def _tms(s) -> list[Need]:
+    e = s.estimate
+    c = max([*s.table.c, *(g.c for g in e.kgons)])
+    D = 3 * c
+    return [Need("table.c", f"the Hessian and Fisher matrices of the k-gon table ({D} parameters)", 2 * D * D),
+            Need("smc.num_particles, estimate.runs, estimate.c, estimate.kgons", "the particles and their moves of "
+                 f"every run of the largest k-gon ({D - 1} local parameters)", 2 * e.runs * s.smc.num_particles * D)]
+
+
 def _regions(s) -> list[Need]:
     r = s.regions
     widest = max([r.xor_wide.width, *r.annulus.widths, *r.lines.widths])
@@ -166,6 +175,7 @@ def _functional_dimension(s) -> list[Need]:
 ESTIMATES: dict[str, Callable[[Any], list[Need]]] = {
     "landscape": _landscape, "fisher": _fisher, "posterior": _posterior, "learning_coefficient": _learning_coefficient,
     "regions": _regions, "functional_dimension": _functional_dimension, "lambda_curve": _lambda_curve,
+    "tms": _tms,
 }
 
 

@@ -1,0 +1,179 @@
+"""Figures of the toy model of superposition's k-gons (``slt_relu.kinds.tms_kind``): the columns of W of each
+k-gon, the learning coefficient per k-gon against its first-principles value, and the k-gons' losses."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._style import figure_axes, label_grid, legend_right, panel_grid, subplots, suptitle, wrap
+
+
+def _variant_label(k: int, variant: str) -> str:
+    return f"{k}-gon" + (f" {variant}" if variant else "")
+
+
+def kgon_gallery_figure(panels: list, *, title: str = "The k-gon minima of the TMS: the columns of W"):
+    """One small panel per k-gon: the columns W[:, i] of W as arrows from the origin (as in Chen et al.
+    2023's figures), the zero columns of unused features as dots (filled: positive bias, hollow: negative).
+
+    Args:
+        panels: dicts with ``W`` (2, c), ``b`` (c,), ``c``, ``k``, ``variant``, ``loss``, and ``lambda_exact``,
+            ``lambda``, ``lambda_se`` (each may be None).
+        title: the figure's title.
+
+    Returns:
+        the Figure.
+    """
+    n = len(panels)
+    fig, axes, _ = panel_grid(max(n, 1), 1.75, 2.0, share=True)
+    lim = 1.15 * max([float(np.max(np.linalg.norm(np.asarray(p["W"]), axis=0))) for p in panels] + [1.0])
+    for ax, p in zip(axes.flat, panels):
+        W, b = np.asarray(p["W"], float), np.asarray(p["b"], float)
+        long = np.linalg.norm(W, axis=0) > 1e-12
+        ax.quiver(np.zeros(long.sum()), np.zeros(long.sum()), W[0, long], W[1, long], angles="xy",
+                  scale_units="xy", scale=1, width=0.02, color="C0")
+        short = ~long
+        if short.any():
+            pos = short & (b > 0)
+            ax.plot(np.zeros(pos.sum()), np.zeros(pos.sum()), "o", color="C3", ms=5)
+            if (short & ~pos).any():
+                ax.plot([0], [0], "o", mfc="none", color="C3", ms=8)
+        lam = []
+        if p.get("lambda_exact") is not None:
+            lam.append(f"λ {p['lambda_exact']:.3g}")
+        if p.get("lambda") is not None:
+            lam.append(f"est {p['lambda']:.3g}±{p['lambda_se']:.1g}")
+        head = f"c={p['c']} {_variant_label(p['k'], p['variant'])}"
+        ax.set_title(f"{head}\nL={p['loss']:.4g}" + ("\n" + ", ".join(lam) if lam else ""), fontsize=7)
+        ax.set_xlim(-lim, lim)
+        ax.set_ylim(-lim, lim)
+        ax.set_aspect("equal")
+        ax.axhline(0, color="0.85", lw=0.5, zorder=0)
+        ax.axvline(0, color="0.85", lw=0.5, zorder=0)
+        ax.tick_params(labelsize=6)
+    label_grid(axes, n, "W[0, i]", "W[1, i]", fontsize=7)
+    suptitle(fig, title + " (red dots at the origin: unused features, filled with a positive bias, "
+                          "hollow with negative ones)")
+    return fig
+
+
+def tms_lambda_figure(rows: list, curves: list, *, title: str = "lambda per k-gon: tempered SMC's free-energy "
+                                                                   "curve of the local potential against first "
+                                                                   "principles"):
+    """Two panels: each estimated k-gon's lambda minus its first-principles value (bars: 2 standard errors; 0:
+    agreement) against the first-principles value (rows without one are left out there); and t E_t[L - L*]
+    against log10 t for every run (the fitted window shaded), which levels off at lambda.
+
+    Args:
+        rows: the kind's metrics rows of the estimated k-gons (c, k, variant, lambda, lambda_se, lambda_exact
+            (None where there is none), fit.t_range).
+        curves: their :class:`slt_relu.posterior.free_energy_curve.FreeEnergyCurve`, one per row.
+
+    Returns:
+        the Figure.
+    """
+    fig, (ax, ax2) = subplots(1, 2, figsize=(11, 4.2))
+    markers = "osD^v<>ph*"
+    n = len(rows)
+    ax.axhline(0, color="0.6", lw=0.8, zorder=0, label="estimate = first principles")
+    for i, r in enumerate(rows):
+        if r.get("lambda_exact") is None:
+            continue
+        x = r["lambda_exact"] + 0.06 * (i - (n - 1) / 2)          # side by side where the values coincide
+        ax.errorbar([x], [r["lambda"] - r["lambda_exact"]], yerr=[2 * r["lambda_se"]], fmt=markers[i % len(markers)],
+                    color=f"C{i % 10}", ms=5, capsize=2, label=f"c = {r['c']}, {_variant_label(r['k'], r['variant'])}")
+    ax.set_xlabel("lambda from first principles")
+    ax.set_ylabel("estimate - first principles (bars: 2 se)")
+    legend_right(ax)
+    for i, (r, c) in enumerate(zip(rows, curves)):
+        for t, loss in zip(c.t, c.mean_loss):
+            ok = np.isfinite(t) & (t > 1)
+            ax2.plot(np.log10(t[ok]), t[ok] * loss[ok], lw=0.6, color=f"C{i % 10}", alpha=0.45)
+        if r.get("lambda_exact") is not None:
+            ax2.axhline(r["lambda_exact"], color=f"C{i % 10}", lw=0.8, ls="--")
+    if rows:
+        t_lo, t_hi = rows[0]["fit"]["t_range"]
+        ax2.axvspan(np.log10(t_lo), np.log10(t_hi), color="0.93", zorder=0)
+    ax2.set_xlabel("log10 t (shaded: the fitted window)")
+    ax2.set_ylabel("t E_t[L - L*] (dashed: first principles)")
+    suptitle(fig, title)
+    return fig
+
+
+def kgon_loss_figure(rows: list, *, title: str = "The exact population loss of every k-gon", ax=None):
+    """The exact loss of every k-gon and variant against k, one colour per c: minima filled, saddles and numerical
+    minima hollow, points that are not critical as crosses, the lowest minimum of each k joined by a line.
+
+    Args:
+        rows: the kind's metrics rows (c, k, variant, loss, kind).
+        title: the axes' title.
+        ax: draw into this axes (default: a new figure).
+
+    Returns:
+        the Figure.
+    """
+    fig, ax = figure_axes(ax, (7.5, 4.2))
+    cs = sorted({r["c"] for r in rows})
+    groups = (("minimum", "o", {}, "minima"), ("saddle", "o", {"mfc": "none"}, "saddles, numerical minima"),
+              ("not critical", "x", {}, "not critical"))
+    for j, c in enumerate(cs):
+        mine = [r for r in rows if r["c"] == c]
+        minima = [r for r in mine if r["kind"] == "minimum"]
+        ks = sorted({r["k"] for r in minima})
+        best = [min(r["loss"] for r in minima if r["k"] == k) for k in ks]
+        ax.plot(ks, best, "-", color=f"C{j}", lw=1, label=f"c = {c}: the lowest minimum of each k")
+        for kind, marker, style, words in groups:
+            sel = [r for r in mine if (r["kind"] if r["kind"] in ("minimum", "not critical") else "saddle") == kind]
+            if sel:
+                ax.plot([r["k"] for r in sel], [r["loss"] for r in sel], marker, color=f"C{j}", ms=5, ls="none",
+                        label=f"c = {c}: {words}", **style)
+    ax.set_xlabel("k (active features)")
+    ax.set_ylabel("exact population loss L")
+    ax.set_xticks(sorted({r["k"] for r in rows}))
+    legend_right(ax)
+    ax.set_title(wrap(title, 5.0, 9), fontsize=9)
+    return fig
+
+
+def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float, crossover_se: float,
+                          formula: float, *, title: str = "The toy model of superposition's Bayesian phase transition"):
+    """The posterior mass of each k-gon phase against n, and the 6-gon / 5-gon log mass ratio with the crossover
+    measured by SMC beside the asymptotic formula's (``slt_relu.tms.transition``; Chen et al. 2023).
+
+    Args:
+        ns: the sample sizes (N,).
+        phases: the phase names (P,).
+        mass: the posterior mass of each phase, the mean over data sets (N, P).
+        mass_se: its standard error over data sets (N, P).
+        log_ratio: log(mass of the 6-gon / mass of the 5-gon) per n (N,), NaN where undefined.
+        crossover: the n where the ratio crosses 0 (NaN: none), ``crossover_se`` its standard error.
+        crossover_se: the crossover's standard error.
+        formula: the asymptotic formula's n, n (L_5 - L_6) = (lambda_6 - lambda_5) log n.
+        title: the figure's title.
+
+    Returns:
+        the Figure.
+    """
+    ns, mass, mass_se = np.asarray(ns, float), np.asarray(mass, float), np.asarray(mass_se, float)
+    fig, axes = subplots(1, 2, figsize=(11.0, 4.2))
+    for ax in axes:
+        if np.isfinite(crossover):
+            ax.axvspan(crossover - crossover_se, crossover + crossover_se, color="0.85", zorder=0)
+            ax.axvline(crossover, color="k", lw=1, label=f"SMC crossover n = {crossover:.0f} +- {crossover_se:.0f}")
+        if np.isfinite(formula):
+            ax.axvline(formula, color="C3", ls="--", lw=1, label=f"formula n = {formula:.0f}")
+        ax.set_xscale("log")
+        ax.set_xlabel("n")
+    for j, name in enumerate(phases):
+        if np.nanmax(mass[:, j]) < 0.01:
+            continue
+        axes[0].errorbar(ns, mass[:, j], yerr=mass_se[:, j], marker="o", ms=3, capsize=2, label=str(name))
+    axes[0].set_ylabel("posterior mass (bars: se over data sets)")
+    axes[0].set_ylim(-0.02, 1.02)
+    legend_right(axes[0])
+    ratio = np.asarray(log_ratio, float)
+    axes[1].plot(ns, ratio, "o-", ms=3, color="C0")
+    axes[1].axhline(0.0, color="0.5", lw=0.8)
+    axes[1].set_ylabel("log(mass 6-gon / mass 5-gon)")
+    legend_right(axes[1])
+    suptitle(fig, title)
+    return fig
