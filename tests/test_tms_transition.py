@@ -10,6 +10,9 @@ import pytest
 
 from slt_relu.sampling import SMCSettings
 from slt_relu.tms import TMSParams, flat_empirical_loss, label_name, make_kgon, refined_kgon, sample_inputs, to_flat
+from slt_relu.tms import crossover as X
+from slt_relu.tms import phases as P
+from slt_relu.tms import sorted_loss as L
 from slt_relu.tms import transition as T
 
 TINY = SMCSettings(num_particles=64, num_mcmc_steps=2, num_leapfrog=4, max_stages=60, particle_batch=64)
@@ -24,13 +27,13 @@ def test_sorted_loss_equals_the_dense_empirical_loss(n, size):
     c = 6
     x = np.array(sample_inputs(jax.random.key(n), n, c))
     x[0] = 0.0
-    data = T.sorted_inputs(x, size)
+    data = L.sorted_inputs(x, size)
     assert data.mu.shape == (c, size or n) and int(data.count.sum()) == n
     ws = [to_flat(refined_kgon(c, k, p)) for k, p in ((6, 0), (5, 1), (5, 0), (4, 2), (4, 0))]
     ws += list(0.8 * jax.random.normal(jax.random.key(1), (5, 3 * c)))
     for w in ws:
         want, g_want = jax.value_and_grad(flat_empirical_loss)(w, jnp.asarray(x))
-        got, g_got = jax.value_and_grad(T.sorted_empirical_loss)(w, data)
+        got, g_got = jax.value_and_grad(L.sorted_empirical_loss)(w, data)
         assert float(got) == pytest.approx(float(want), rel=1e-12, abs=1e-14)
         np.testing.assert_allclose(g_got, g_want, rtol=1e-10, atol=1e-12)
 
@@ -39,11 +42,11 @@ def test_sorted_inputs_validation():
     x = np.zeros((3, 4))
     x[0, :2] = 0.5
     with pytest.raises(ValueError, match="^x: expected at most one nonzero"):
-        T.sorted_inputs(x)
+        L.sorted_inputs(x)
     with pytest.raises(ValueError, match="^size: expected at least the 3 inputs"):
-        T.sorted_inputs(np.zeros((3, 4)), 2)
+        L.sorted_inputs(np.zeros((3, 4)), 2)
     with pytest.raises(ValueError, match="^x: expected inputs of shape"):
-        T.sorted_inputs(np.zeros(3))
+        L.sorted_inputs(np.zeros(3))
 
 
 def test_phase_names_and_codes_of_the_kgons():
@@ -52,20 +55,20 @@ def test_phase_names_and_codes_of_the_kgons():
     -|W_u|^2: its output never fires) is the "5-gon -" with dead_unused and not without (six long columns, no
     regular hexagon)."""
     c = 6
-    variants, groups, group_of = T.phase_names(c)
+    variants, groups, group_of = P.phase_names(c)
     assert len(variants) == 29 and variants[-1] == "none" and variants[:3] == ("6-gon", "5-gon +", "5-gon -")
     assert groups == ("6-gon", "5-gon", "4-gon", "3-gon", "2-gon", "1-gon", "0-gon", "none")
     for k in range(1, c + 1):
         for npos in range(c - k + 1):
-            v, g = T.phase_codes(refined_kgon(c, k, npos))
+            v, g = P.phase_codes(refined_kgon(c, k, npos))
             assert variants[int(v)] == label_name(k, npos, c) and groups[int(g)] == f"{k}-gon"
     p = refined_kgon(c, 5, 0)
     W = p.W.at[:, 5].set(jnp.asarray([0.3, 0.95]))
     dead = TMSParams(W, p.b.at[5].set(-2.0))
-    assert variants[int(T.phase_codes(dead)[0])] == "5-gon -"
-    assert variants[int(T.phase_codes(dead, dead_unused=False)[0])] == "none"
+    assert variants[int(P.phase_codes(dead)[0])] == "5-gon -"
+    assert variants[int(P.phase_codes(dead, dead_unused=False)[0])] == "none"
     batch = TMSParams(jnp.stack([refined_kgon(c, 6).W, dead.W]), jnp.stack([refined_kgon(c, 6).b, dead.b]))
-    np.testing.assert_array_equal(T.phase_codes(batch)[1], [0, 1])
+    np.testing.assert_array_equal(P.phase_codes(batch)[1], [0, 1])
 
 
 @pytest.fixture(scope="module")
@@ -156,19 +159,19 @@ def test_crossover_interpolates_the_log_ratio_in_log_n():
     ns = [100, 200, 400, 800]
     a, b = _runs([0.1, 0.2, 0.6, 0.8]), _runs([0.8, 0.6, 0.3, 0.1])
     lz = np.random.default_rng(0).normal(size=a.shape)
-    cr = T.crossover_from_masses(ns, a, b, lz, n_boot=200)
+    cr = X.crossover_from_masses(ns, a, b, lz, n_boot=200)
     want = 200 * math.exp(math.log(2) * math.log(3) / math.log(6))
     assert cr.n == pytest.approx(want, rel=1e-12) and want == pytest.approx(305.9, abs=0.05)
     assert cr.bracket == (200.0, 400.0) and cr.found == 1.0
     assert cr.se == pytest.approx(0, abs=1e-9) and cr.se_runs == pytest.approx(0, abs=1e-9)
     np.testing.assert_allclose(cr.log_ratio, np.log([0.125, 1 / 3, 2.0, 8.0]), rtol=1e-12)
-    none = T.crossover_from_masses(ns, b, a, lz, n_boot=20)
+    none = X.crossover_from_masses(ns, b, a, lz, n_boot=20)
     assert math.isnan(none.n) and math.isnan(none.se) and none.found == 0.0
     # both masses below min_mass at the first n: r is undefined there, and the sign change to it does not count
     tiny_a, tiny_b = _runs([0.002, 0.3, 0.8]), _runs([0.004, 0.1, 0.05])
-    cr = T.crossover_from_masses([50, 100, 200], tiny_a, tiny_b, np.zeros(tiny_a.shape), n_boot=20)
+    cr = X.crossover_from_masses([50, 100, 200], tiny_a, tiny_b, np.zeros(tiny_a.shape), n_boot=20)
     assert math.isnan(cr.n) and math.isnan(cr.log_ratio[0])
-    cr0 = T.crossover_from_masses([50, 100, 200], tiny_a, tiny_b, np.zeros(tiny_a.shape), n_boot=20, min_mass=0.0)
+    cr0 = X.crossover_from_masses([50, 100, 200], tiny_a, tiny_b, np.zeros(tiny_a.shape), n_boot=20, min_mass=0.0)
     assert 50 < cr0.n < 100 and cr0.log_ratio[0] == pytest.approx(math.log(0.5))
 
 
@@ -180,16 +183,16 @@ def test_crossover_pools_runs_by_evidence_and_bootstraps():
     a = np.array([[[0.2, 0.6]], [[0.9, 0.9]]])
     b = 1 - a
     lz = np.array([[[0.0, math.log(3)]], [[0.0, 0.0]]])
-    cr = T.crossover_from_masses(ns, a, b, lz, n_boot=50)
+    cr = X.crossover_from_masses(ns, a, b, lz, n_boot=50)
     assert cr.log_ratio[0] == pytest.approx(0.0, abs=1e-12) and cr.n == pytest.approx(10.0)
     rng = np.random.default_rng(1)
     a = np.clip(_runs([0.2, 0.45, 0.7], K=6) + rng.normal(0, 0.05, (3, 6, 1)), 0.01, 0.99)
     b = 1 - a
     lz = np.zeros(a.shape)
-    cr = T.crossover_from_masses([100, 200, 400], a, b, lz, n_boot=400, seed=5)
+    cr = X.crossover_from_masses([100, 200, 400], a, b, lz, n_boot=400, seed=5)
     assert cr.se_datasets > 0 and cr.se_runs == pytest.approx(0, abs=1e-9) and cr.se > 0
     assert 200 < cr.n < 400
-    again = T.crossover_from_masses([100, 200, 400], a, b, lz, n_boot=400, seed=5)
+    again = X.crossover_from_masses([100, 200, 400], a, b, lz, n_boot=400, seed=5)
     assert (again.n, again.se, again.se_datasets, again.se_runs) == (cr.n, cr.se, cr.se_datasets, cr.se_runs)
 
 
@@ -205,11 +208,11 @@ def test_transition_crossover_reads_a_dataset():
                      "log_evidence": (("n", "dataset", "run"), np.zeros(a.shape))},
                     coords={"n": ns, "phase": ["6-gon", "5-gon", "none"], "variant": ["6-gon", "5-gon -", "none"]},
                     attrs={"num_particles": 64})
-    cr = T.transition_crossover(ds, "6-gon", "5-gon", n_boot=20)
+    cr = X.transition_crossover(ds, "6-gon", "5-gon", n_boot=20)
     assert cr.n == pytest.approx(200 * math.exp(math.log(2) * math.log(3) / math.log(6)), rel=1e-12)
-    assert T.transition_crossover(ds, "6-gon", "5-gon -", n_boot=20).n == pytest.approx(cr.n, rel=1e-12)
+    assert X.transition_crossover(ds, "6-gon", "5-gon -", n_boot=20).n == pytest.approx(cr.n, rel=1e-12)
     with pytest.raises(ValueError, match="^phase: expected a phase or variant"):
-        T.transition_crossover(ds, "6-gon", "7-gon")
+        X.transition_crossover(ds, "6-gon", "7-gon")
 
 
 def test_formula_crossover_solves_the_asymptotic_equation():
@@ -218,18 +221,18 @@ def test_formula_crossover_solves_the_asymptotic_equation():
     against the 5-gon "-" (exact losses, lambdas 8.5 and 7): near 445; against the 5-gon "+" (lambda 8.5 = the
     6-gon's): NaN, the 6-gon leads at every n."""
     for La, la, Lb, lb in ((0.0481924, 8.5, 0.0687436, 7.0), (0.0, 7.5, 0.05, 5.0), (0.01, 3.0, 0.011, 1.0)):
-        n = T.formula_crossover(La, la, Lb, lb)
+        n = X.formula_crossover(La, la, Lb, lb)
         assert n * (Lb - La) == pytest.approx((la - lb) * math.log(n), rel=1e-10)
         assert n > (la - lb) / (Lb - La)
-        nb = T.formula_crossover(La, la, Lb, lb, beta=0.5)
+        nb = X.formula_crossover(La, la, Lb, lb, beta=0.5)
         assert nb * 0.5 == pytest.approx(n, rel=1e-12)
-    assert T.formula_crossover(0.0481924, 8.5, 0.0687436, 7.0) == pytest.approx(445, rel=0.01)
-    assert math.isnan(T.formula_crossover(0.0481924, 8.5, 0.0617991, 8.5))
-    assert math.isnan(T.formula_crossover(0.1, 8.5, 0.05, 7.0))
+    assert X.formula_crossover(0.0481924, 8.5, 0.0687436, 7.0) == pytest.approx(445, rel=0.01)
+    assert math.isnan(X.formula_crossover(0.0481924, 8.5, 0.0617991, 8.5))
+    assert math.isnan(X.formula_crossover(0.1, 8.5, 0.05, 7.0))
     # a group of one variant is that variant; a second variant far above in F changes nothing visible
-    one = T.formula_group_crossover(0.0481924, 8.5, [0.0687436], [7.0])
-    assert one == pytest.approx(T.formula_crossover(0.0481924, 8.5, 0.0687436, 7.0), rel=1e-9)
-    two = T.formula_group_crossover(0.0481924, 8.5, [0.0687436, 0.5], [7.0, 1.0])
+    one = X.formula_group_crossover(0.0481924, 8.5, [0.0687436], [7.0])
+    assert one == pytest.approx(X.formula_crossover(0.0481924, 8.5, 0.0687436, 7.0), rel=1e-9)
+    two = X.formula_group_crossover(0.0481924, 8.5, [0.0687436, 0.5], [7.0, 1.0])
     assert two == pytest.approx(one, rel=1e-9)
 
 
@@ -237,7 +240,7 @@ def test_formula_predictions_at_c6():
     """From kgon_table: the 6-gon (L = 0.0481924, lambda 8.5) against the 5-gon variants; the group's crossover
     lies at or above the '-' variant's (adding the '+' variant only lowers the 5-gon group's F), and the '-'
     variant dominates the 5-gon group there."""
-    pred = T.formula_predictions(6)
+    pred = X.formula_predictions(6)
     assert pred["a"] == "6-gon" and pred["loss_a"] == pytest.approx(0.0481924, rel=1e-5) and pred["lambda_a"] == 8.5
     v = pred["variants"]
     assert v["5-gon -"]["lambda"] == 7.0 and v["5-gon +"]["lambda"] == 8.5
@@ -259,13 +262,13 @@ def test_validation_names_the_argument():
         (lambda: T.posterior_phase_masses(key, 6, 10, datasets=2, inputs=np.zeros((2, 5, 6))), "inputs"),
         (lambda: T.bayesian_transition(key, 6, [40, 20]), "ns"),
         (lambda: T.bayesian_transition(key, 6, [20, 40], pairs=[("6-gon", "9-gon")]), "pairs"),
-        (lambda: T.crossover_from_masses([1, 2], np.zeros((2, 1, 1)), np.zeros((2, 1, 2)), np.zeros((2, 1, 1))),
+        (lambda: X.crossover_from_masses([1, 2], np.zeros((2, 1, 1)), np.zeros((2, 1, 2)), np.zeros((2, 1, 1))),
          "run_b"),
-        (lambda: T.crossover_from_masses([2, 1], np.zeros((2, 1, 1)), np.zeros((2, 1, 1)), np.zeros((2, 1, 1))),
+        (lambda: X.crossover_from_masses([2, 1], np.zeros((2, 1, 1)), np.zeros((2, 1, 1)), np.zeros((2, 1, 1))),
          "ns"),
-        (lambda: T.formula_crossover(float("nan"), 8.5, 0.07, 7.0), "loss_a"),
-        (lambda: T.formula_predictions(6, 5, 6), "k_b"),
-        (lambda: T.phase_codes(np.zeros((2, 6))), "params"),
+        (lambda: X.formula_crossover(float("nan"), 8.5, 0.07, 7.0), "loss_a"),
+        (lambda: X.formula_predictions(6, 5, 6), "k_b"),
+        (lambda: P.phase_codes(np.zeros((2, 6))), "params"),
     ]
     for fn, name in cases:
         with pytest.raises(ValueError) as err:

@@ -253,9 +253,9 @@ def bayesian_influence(losses, index_a=None, index_b=None, *, weights=None):
 
     Returns:
         An xarray.Dataset with dims ``sample_a``, ``sample_b`` (coordinates: the sample indices) and the
-        variables ``cov`` and ``cov_se``, ``corr`` and ``corr_se`` (the jackknife standard errors; NaN with one chain).  NaN
-        losses of sample k give NaN in k's row and column; NaN weights give NaN everywhere.  Memory:
-        besides the draws, at most seven (n_a, n_b) float64 matrices.
+        variables ``cov`` and ``cov_se``, ``corr`` and ``corr_se`` (the jackknife standard errors; NaN with
+        one chain).  NaN losses of sample k give NaN in k's row and column; NaN weights give NaN everywhere.
+        Memory: besides the draws, at most seven (n_a, n_b) float64 matrices.
 
     References:
         Kreer et al. 2025, "Bayesian influence functions for Hessian-free data attribution";
@@ -303,8 +303,8 @@ def susceptibility(observable, losses, groups, n_beta, *, weights=None, observab
 
     Returns:
         An xarray.Dataset over dims ``group`` and ``observable`` (no ``observable`` dim for an observable of
-        shape (C, S)) with the variables ``chi`` and ``chi_se``, ``group_size`` (group,) the samples in each group; ``observable_mean``
-        the pooled posterior mean of each observable.  NaN draws of an observable give NaN for it; NaN
+        shape (C, S)) with the variables ``chi`` and ``chi_se``, ``group_size`` (group,) the samples in each
+        group; ``observable_mean`` the pooled posterior mean of each observable.  NaN draws of an observable give NaN for it; NaN
         losses of a sample give NaN for its group.
 
     References:

@@ -11,15 +11,16 @@ Murfet 2023, arXiv 2310.06301).
 - ``kgon``: the regular k-gons, their refinement, criticality, Hessian, Fisher rank, first-principles
   learning coefficients, and the table;
 - ``phases``: the k-gon label of a posterior draw or a training checkpoint;
-- ``transition``: the posterior mass of each k-gon phase against n by tempered SMC, the n where two phases
-  exchange the lead, and the asymptotic formula's n.
+- ``sorted_loss``: the exact empirical loss from sorted inputs, O(c^2 log n);
+- ``transition``: the posterior mass of each k-gon phase against n by tempered SMC;
+- ``crossover``: the n where two phases exchange the lead, measured and by the asymptotic formula.
 
 The empirical loss plugs into the tempered target of any loss
 (``slt_relu.posterior.target.TemperedTarget``), ``estimate_llc`` (``empirical_loss`` on
 ``TMSParams``) and ``smc_free_energy_curve`` (``flat_empirical_loss`` / ``flat_population_loss`` on
 flat parameters).
 """
-from . import fisher, kgon, model, phases, symmetry, transition
+from . import crossover, fisher, kgon, model, phases, sorted_loss, symmetry, transition
 from .fisher import fisher_information, fisher_rank, fisher_spectrum
 from .kgon import (KGonRecord, hessian_counts, kgon_loss_formula, kgon_record, kgon_table, loss_hessian,
                    make_kgon, positive_unused_bias, refine_kgon, refined_kgon)
@@ -28,9 +29,10 @@ from .model import (TMSParams, empirical_loss, flat_empirical_loss, flat_populat
 from .phases import NONE, PhaseLabel, label, label_name, label_names
 from .symmetry import permute_features, permute_inputs, reflection, rotate, rotation, rotation_generator
 
-__all__ = ["KGonRecord", "NONE", "PhaseLabel", "TMSParams", "empirical_loss", "fisher", "fisher_information",
-           "fisher_rank", "fisher_spectrum", "flat_empirical_loss", "flat_population_loss", "forward", "from_flat",
-           "hessian_counts", "kgon", "kgon_loss_formula", "kgon_record", "kgon_table", "label", "label_name",
-           "label_names", "loss_hessian", "make_kgon", "make_params", "model", "num_params", "permute_features", "permute_inputs",
-           "phases", "population_loss", "positive_unused_bias", "reflection", "refine_kgon", "refined_kgon",
-           "rotate", "rotation", "rotation_generator", "sample_inputs", "symmetry", "to_flat", "transition"]
+__all__ = ["crossover", "empirical_loss", "fisher", "fisher_information", "fisher_rank", "fisher_spectrum",
+           "flat_empirical_loss", "flat_population_loss", "forward", "from_flat", "hessian_counts", "kgon",
+           "kgon_loss_formula", "kgon_record", "kgon_table", "KGonRecord", "label", "label_name", "label_names",
+           "loss_hessian", "make_kgon", "make_params", "model", "NONE", "num_params", "permute_features",
+           "permute_inputs", "PhaseLabel", "phases", "population_loss", "positive_unused_bias", "refine_kgon",
+           "refined_kgon", "reflection", "rotate", "rotation", "rotation_generator", "sample_inputs", "sorted_loss",
+           "symmetry", "TMSParams", "to_flat", "transition"]

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..network import check_number
+from ..network import check_count, check_number
 from .model import TMSParams
 
 NONE = -1
@@ -147,3 +147,66 @@ def label_names(lab: PhaseLabel, num_features: int | None = None) -> np.ndarray:
     for idx in np.ndindex(code.shape):
         out[idx] = label_name(code[idx], npos[idx], num_features)
     return out
+
+
+def phase_names(num_features: int) -> tuple[tuple[str, ...], tuple[str, ...], np.ndarray]:
+    """The phases of c features: every k-gon variant, the k-gons grouped by k, and "none".
+
+    Args:
+        num_features: c >= 1.
+
+    Returns:
+        (variants, groups, group_of): variants the names ``label_name(k, n_+, c)`` for k = c, ..., 0 and
+        n_+ = c - k, ..., 0 (e.g. "6-gon", "5-gon +", "5-gon -", "4-gon ++", ...), then "none";
+        groups "6-gon", ..., "0-gon", "none"; group_of (len(variants),) each variant's group index.
+    """
+    c = check_count(num_features, "num_features")
+    variants, group_of = [], []
+    for g, k in enumerate(range(c, -1, -1)):
+        for npos in range(c - k, -1, -1):
+            variants.append(label_name(k, npos, c))
+            group_of.append(g)
+    groups = [f"{k}-gon" for k in range(c, -1, -1)] + ["none"]
+    return tuple(variants) + ("none",), tuple(groups), np.asarray(group_of + [len(groups) - 1])
+
+
+def _variant_codes(code, n_positive, c: int) -> np.ndarray:
+    """Index into ``phase_names(c)[0]`` of each label (code k or -1, n_positive): arrays of one shape."""
+    code, n_positive = np.asarray(code), np.asarray(n_positive)
+    k = np.where(code < 0, 0, code)
+    start = np.array([sum(c - kk + 1 for kk in range(c, j, -1)) for j in range(c + 1)])   # first index of k
+    idx = start[k] + (c - k - n_positive)
+    return np.where(code < 0, (c + 1) * (c + 2) // 2, idx)
+
+
+def phase_codes(params: TMSParams, *, length_threshold: float = 0.5, angle_tol: float = 0.25,
+                dead_unused: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Each parameter's phase as indices into :func:`phase_names`' variants and groups.
+
+    The label is ``slt_relu.tms.phases.label``'s, after (with ``dead_unused``) setting to zero every column
+    whose own output never fires, |W_i|^2 + b_i <= 0 (ReLU(mu |W_i|^2 + b_i) = 0 for every mu in [0, 1]).
+    Such a feature is not reconstructed at all: it is an unused feature of the negative variant whatever
+    its length, for the loss is flat along (W_u, b_u) in the "-" variants' valley as long as the
+    pre-activations stay negative, so that under the prior a column of length up to sqrt(-b_u) drifts
+    there (at n = 445 with s = 1, a sixth of all the particles of one data set have such a column
+    longer than 0.5, which the length rule alone would count as a sixth side of an irregular polygon:
+    "none").
+
+    Args:
+        params: TMSParams with W (..., 2, c), b (..., c).
+        length_threshold, angle_tol: the labelling rule's (``slt_relu.tms.phases.label``).
+        dead_unused: count the columns whose output never fires as unused (default True).
+
+    Returns:
+        (variant codes, group codes), int arrays of the batch shape.
+    """
+    if not isinstance(params, TMSParams):
+        raise ValueError(f"params: expected slt_relu.tms.TMSParams, got {type(params).__name__}")
+    W, b = jnp.asarray(params.W), jnp.asarray(params.b)
+    if dead_unused:
+        dead = jnp.sum(W ** 2, axis=-2) + b <= 0
+        W = jnp.where(dead[..., None, :], 0.0, W)
+    lab = label(TMSParams(W, b), length_threshold=length_threshold, angle_tol=angle_tol)
+    c = W.shape[-1]
+    codes = _variant_codes(lab.code, lab.n_positive, c)
+    return codes, phase_names(c)[2][codes]
