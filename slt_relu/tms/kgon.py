@@ -63,6 +63,10 @@ A local lambda with negative unused biases describes a neighbourhood small enoug
 stays negative: the flat b_u directions end at b_u = 0, beyond which L decreases (towards the "+"
 variant), so a localized sampler whose localization lets b_u reach 0 does not measure it.
 
+One concept in one module (about 520 lines, 70 of them this docstring's derivation): the table's row
+needs every step above at one point (refinement, criticality, Hessian, Fisher rank, lambda), and the
+lambda rules read the same Hessian and the same flat directions; split, each part would import the others.
+
 References:
     Chen, Lau, Mendel, Wei, Murfet 2023, "Dynamical versus Bayesian phase transitions in a toy model
     of superposition", arXiv 2310.06301 (the k-gon critical points, their losses and variants);
