@@ -90,6 +90,59 @@ def minimal_two_layer_relu(input_dim: int, width: int, output_dim: int = 1) -> t
     return Fraction(D - h, 2), 1
 
 
+def two_layer_phase(input_dim: int, carried: int, shared_pairs: int = 0, degenerate: int = 0,
+                    bounded_inputs: bool = True) -> tuple[Fraction, int]:
+    """The local learning coefficient of a phase of W0 of a two-layer ReLU network (DSLT3 Appendix 2's phases,
+    ``slt_relu.phases``) whose nodes carry ``carried`` truth boundaries, each by one node or, for
+    ``shared_pairs`` of them, by two nodes of the same orientation, plus ``degenerate`` nodes:
+
+        lambda = (carried (input_dim + 1) + 1) / 2 + shared_pairs * input_dim / 3,   m = 1.
+
+    The count, on a region around a representative of the phase that holds no point of another phase:
+
+    - one node per boundary: the minimal network of :func:`minimal_two_layer_relu`, regular across its
+      ``carried`` scaling orbits (Fisher rank carried (input_dim + 1) + 1);
+    - a pair on one boundary (nodes i, j with kinks e_i + e_j = the truth's): to first order only
+      e_i u_i + e_j u_j enters f (u the tilt of a boundary, input_dim numbers), so the pair adds one flat
+      direction (the split of the kink) and input_dim directions of relative tilt u along which f - f0 is
+      two ramps on strips of width |u| between the tilted and the true boundary, of squared norm
+      ~ |u|^3: a homogeneous cubic, positive for e_i + e_j != 0, whose volume {|u|^3 < eps} ~ eps^(input_dim / 3);
+    - a degenerate node (q_i w_i = 0) on a bounded input box: its configurations with b_i <= -a |w_i|_1 (the
+      node dead on the box [-a, a]^n, any q_i) are an open set of its input_dim + 2 coordinates on which K does
+      not change, so the node adds 0 (the volume of {K < eps} keeps a positive factor).  On unbounded inputs
+      there is no such set, and the count differs (ValueError).
+
+    Phases with hidden groups, nodes linear on the box, three or more nodes on one boundary or a pair of
+    opposite orientations are not covered.  The approach to lambda can be slow: the degenerate node's near-dead
+    configurations (K ~ q_i^2 delta^4 for a boundary delta past a corner of the box) add to t E_t[t K] a term that
+    decays like t^(-1/4) (docs/experiments/lambda_per_phase.md).
+
+    Args:
+        input_dim: n_in.
+        carried: the truth boundaries carried (the truth's nodes m), >= 1.
+        shared_pairs: how many of them are carried by two nodes of one orientation.
+        degenerate: degenerate nodes.
+        bounded_inputs: whether q(x) is supported on a bounded box (``slt_relu.UniformBox``).
+
+    Returns:
+        (lambda, m); lambda a Fraction.
+
+    References:
+        DSLT3 (Carroll, "Neural networks are singular"): the phases of W0, the Fisher count; DSLT4 (Carroll,
+        "Phase transitions in neural networks"): the degenerate phase's lower lambda at PT1.
+    """
+    n, m = _int(input_dim, "input_dim", 1), _int(carried, "carried", 1)
+    pairs, deg = _int(shared_pairs, "shared_pairs", 0), _int(degenerate, "degenerate", 0)
+    if not isinstance(bounded_inputs, bool):
+        raise ValueError(f"bounded_inputs: expected True or False, got {bounded_inputs!r}")
+    if pairs > m:
+        raise ValueError(f"shared_pairs: expected at most carried = {m}, got {pairs}")
+    if deg and not bounded_inputs:
+        raise ValueError("degenerate: the count holds on a bounded input box (a dead node's open set of "
+                         "configurations); expected bounded_inputs=True or degenerate=0")
+    return minimal_two_layer_relu(n, m)[0] + Fraction(pairs * n, 3), 1
+
+
 def reduced_rank(input_dim: int, hidden: int, output_dim: int, true_rank: int = 0) -> tuple[Fraction, int]:
     """Reduced-rank regression y = B A x (A: hidden x input_dim, B: output_dim x hidden) with a true
     map of rank r (Aoyagi & Watanabe 2005, Main Theorem).  With M = input_dim - r, H = hidden - r,

@@ -583,6 +583,24 @@ def _lambda_curve():
     return lambda_curve_figure(rows, curves)
 
 
+def _lambda_per_phase():
+    """lambda_per_phase's figure: 4 phases of W0 (exact 2, 8/3, 5, 5), 3 estimators and SGLD's reference each, 8
+    runs of 300 stages to t = 1e9 (PT1) and 4 of 200 to 1e6 (PT2): two fitted windows."""
+    from slt_relu.plots import lambda_curve_figure
+
+    rng, rows, curves = _rng(), [], []
+    for name, lam, runs, t_max in (("PT1 t = pi/2: + | 1 degenerate", 2.0, 8, 1e9), ("PT1 t = pi/2: ++", 8 / 3, 8, 1e9),
+                                   ("PT2 v = 1: + + +", 5.0, 4, 1e6), ("PT2 v = 1: - - -", 5.0, 4, 1e6)):
+        rows.append({"name": name, "lambda_exact": lam, "m_exact": 1, "t_range": [t_max / 1e3, t_max],
+                     "estimators": {est: {"lambda": lam * (1 + 0.05 * rng.normal()), "lambda_se": 0.03 * lam, "m": None}
+                                    for est in ("free_energy", "tempered_loss", "thermodynamic")},
+                     "reference": {"name": "SGLD (llc_dslt4_phases)", "estimate": lam * 1.12, "se": 0.03 * lam}})
+        t = np.tile(np.geomspace(1e-3, t_max, 300 if runs == 8 else 200), (runs, 1))
+        noise = 1 + 0.02 * rng.normal(size=t.shape)
+        curves.append(SimpleNamespace(t=t, mean_loss=lam / t * (1 - np.exp(-t)) * noise))
+    return lambda_curve_figure(rows, curves)
+
+
 def _susceptibility():
     """benchmarks/pt1_susceptibility.py's figure: two observables over a 6 x 6 grid of the input box (not drawn
     by a kind: listed under the posterior kind's PT1 SMC config, whose posterior it reads)."""
@@ -648,25 +666,59 @@ def _tms(which: str):
     return kgon_loss_figure(rows)
 
 
-def _tms_transition():
-    """benchmarks/tms_transition.py's figure (drawn by the benchmark, listed under the tms kind): 8 phases over
-    12 n, the 6-gon taking the lead near n = 435."""
+def _tms_transition(c: int):
+    """tms_transition's figure: c + 2 phases over 12 n, the c-gon taking the lead from the (c-1)-gon near n = 435
+    (c = 6) or 35 (c = 5), the kind's title."""
     from slt_relu.plots import tms_transition_figure
 
-    ns = np.geomspace(50, 5000, 12)
-    six = 1 / (1 + np.exp(-3 * (np.log(ns) - np.log(435))))
-    mass = np.zeros((12, 8))
-    mass[:, 0], mass[:, 1], mass[:, 7] = six, 0.6 * (1 - six), 0.4 * (1 - six)
-    return tms_transition_figure(ns, ["6-gon", "5-gon", "4-gon", "3-gon", "2-gon", "1-gon", "0-gon", "none"], mass,
-                                 np.full_like(mass, 0.03), np.log(six / (0.6 * (1 - six))), 435.0, 50.0, 445.0,
-                                 title="TMS c = 6, beta = 1: the posterior mass of each k-gon phase (tempered SMC, "
-                                       "8 data sets x 4 runs per n) and where the 6-gon takes the lead")
+    at, lo, hi = (435.0, 50, 5000) if c == 6 else (35.0, 4, 1000)
+    ns = np.geomspace(lo, hi, 12)
+    top = 1 / (1 + np.exp(-3 * (np.log(ns) - np.log(at))))
+    mass = np.zeros((12, c + 2))
+    mass[:, 0], mass[:, 1], mass[:, -1] = top, 0.6 * (1 - top), 0.4 * (1 - top)
+    a, b = f"{c}-gon", f"{c - 1}-gon"
+    return tms_transition_figure(ns, [f"{k}-gon" for k in range(c, -1, -1)] + ["none"], mass,
+                                 np.full_like(mass, 0.03), np.log(top / (0.6 * (1 - top))), at, 0.12 * at, 1.02 * at,
+                                 pair=(a, b), title=f"TMS c = {c}, beta = 1: the posterior mass of each k-gon phase "
+                                                    f"(tempered SMC, 8 data sets x 4 runs per n) and where the {a} "
+                                                    f"takes the lead from the {b}")
+
+
+def _tms_training():
+    """tms_training's figure: 4 n x 32 runs x 20 checkpoints, 12 phases (0-gons to the 6-gon), 7 snapshots."""
+    import xarray as xr
+
+    from slt_relu.kinds.tms_training_kind import _figure
+
+    rng = _rng()
+    N, R, K, c = 4, 32, 20, 6
+    names = ["0-gon ------", "0-gon ++++++", "0-gon +++++-", "1-gon +++++", "1-gon ++++-", "2-gon ++++", "none",
+             "4-gon ++", "4-gon +-", "5-gon -", "5-gon +", "6-gon"]
+    stage = np.minimum(np.arange(K) // 2, len(names) - 1)
+    phases = np.asarray(names, dtype=object)[np.minimum(stage[None, None] + rng.integers(0, 2, (N, R, 1)),
+                                                        len(names) - 1)].astype(str)
+    steps = np.concatenate([[0], np.geomspace(1, 5000, K - 1).round()]).astype(int)
+    loss = 0.3 * np.exp(-np.linspace(0, 2, K)) * (1 + 0.05 * rng.random((N, R, K)))
+    llc = np.linspace(-140, 9, K) * (1 + 0.05 * rng.random((N, R, K)))
+    theta = np.linspace(0, 2 * np.pi, c, endpoint=False)
+    W = np.broadcast_to(np.stack([np.cos(theta), np.sin(theta)]), (N, R, K, 2, c))
+    nrk = ("n", "run", "checkpoint")
+    ds = xr.Dataset({"W": (nrk + ("hidden", "feature"), W), "b": (nrk + ("feature",), np.full((N, R, K, c), -0.2)),
+                     "phase": (nrk, phases), "population_loss": (nrk, loss), "llc": (nrk, llc),
+                     "llc_se": (nrk, np.full((N, R, K), 0.3))},
+                    coords={"n": [100, 400, 1600, 5000], "step": ("checkpoint", steps)},
+                    attrs={"c": c, "batch_size": 0, "optimizer": "adam", "learning_rate": 0.01, "init_std": 0.1})
+    minima = {"6-gon": (0.0482, 8.5), "5-gon +": (0.0618, 8.5), "5-gon -": (0.0687, 7.0), "4-gon --": (0.111, 7.5)}
+    return _figure(ds, minima, True)
 
 
 FIGURES = {
-    "lambda_curve": {"known_lambda_suite/lambda_curve": _lambda_curve},
-    "tms": {**{f"tms_kgons/{w}": (lambda w=w: _tms(w)) for w in ("kgons", "lambda", "loss_landscape")},
-            "tms_kgons/transition": _tms_transition},
+    "tms_training": {"tms_training/training": _tms_training},
+    "lambda_curve": {"known_lambda_suite/lambda_curve": _lambda_curve,
+                     "lambda_per_phase/lambda_curve": _lambda_per_phase},
+    "tms": {f"tms_kgons/{w}": (lambda w=w: _tms(w)) for w in ("kgons", "lambda", "loss_landscape")},
+    "tms_transition": {"tms_transition/transition": lambda: _tms_transition(6),
+                       "tms_transition_c5/transition": lambda: _tms_transition(5)},
     "landscape": {"dslt3_degenerate_node/landscape": lambda: _landscape(True),
                   "dslt3_scaling_valley/landscape": lambda: _landscape(False)},
     "fisher": {f"fisher_rank_survey/{w}": (lambda w=w: _fisher(w)) for w in ("rank_vs_bound", "spectrum")},

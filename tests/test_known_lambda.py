@@ -5,7 +5,8 @@ from fractions import Fraction
 
 import pytest
 
-from slt_relu.known_lambda import deep_linear, minimal_two_layer_relu, normal_crossing, reduced_rank, regular
+from slt_relu.known_lambda import (deep_linear, minimal_two_layer_relu, normal_crossing, reduced_rank, regular,
+                                   two_layer_phase)
 
 
 def test_normal_crossings_by_hand():
@@ -59,6 +60,35 @@ def test_minimal_two_layer_relu():
     assert minimal_two_layer_relu(1, 2) == (Fraction(5, 2), 1)
     # DSLT4 PT2: input 2, width 3, output 1: D = 3 * 4 + 1 = 13, lambda = (13 - 3) / 2 = 5 (llc_known_values)
     assert minimal_two_layer_relu(2, 3) == (5, 1)
+
+
+def test_two_layer_phase_by_hand():
+    """One node per boundary: the minimal network's (D' - d') / 2 = (m (n_in + 1) + 1) / 2; a pair of nodes on one
+    boundary adds n_in / 3 (n_in directions of relative tilt, K ~ |u|^3 there); a degenerate node dead on a bounded
+    box adds 0."""
+    assert two_layer_phase(1, 1) == (Fraction(3, 2), 1)                       # (1 * 2 + 1) / 2
+    assert two_layer_phase(2, 1) == (2, 1)                                    # DSLT4 PT1: (1 * 3 + 1) / 2
+    assert two_layer_phase(2, 1, shared_pairs=1) == (Fraction(8, 3), 1)       # PT1's "++": 2 + 2 / 3
+    assert two_layer_phase(2, 1, degenerate=1) == (2, 1)                      # PT1's "+ | 1 degenerate"
+    assert two_layer_phase(3, 2, shared_pairs=2, degenerate=3) == (Fraction(9, 2) + 2, 1)   # (2*4+1)/2 + 2 * 3/3
+    for n_in in (1, 2, 5):
+        for m in (1, 2, 3):
+            assert two_layer_phase(n_in, m) == minimal_two_layer_relu(n_in, m)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: two_layer_phase(0, 1), "input_dim: expected an integer >= 1"),
+    (lambda: two_layer_phase(2, 0), "carried: expected an integer >= 1"),
+    (lambda: two_layer_phase(2, 1, shared_pairs=2), "shared_pairs: expected at most carried = 1"),
+    (lambda: two_layer_phase(2, 1, shared_pairs=-1), "shared_pairs: expected an integer >= 0"),
+    (lambda: two_layer_phase(2, 1, degenerate=1.0), "degenerate: expected an integer >= 0"),
+    (lambda: two_layer_phase(2, 1, degenerate=1, bounded_inputs=False), "degenerate: the count holds on a bounded"),
+    (lambda: two_layer_phase(2, 1, bounded_inputs="yes"), "bounded_inputs: expected True or False"),
+])
+def test_two_layer_phase_refuses_bad_arguments_in_one_line(call, match):
+    with pytest.raises(ValueError, match=match) as err:
+        call()
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("call, match", [

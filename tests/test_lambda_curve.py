@@ -1,13 +1,14 @@
 """The lambda_curve kind: a config of losses with known learning coefficients runs through the runner, its
 metrics carry the exact values of slt_relu.known_lambda beside each estimator's, its results.nc the estimates
-and curves, and bad cases are refused in one line before anything runs."""
+and curves, and bad cases are refused in one line before anything runs; the dslt_phase family (a phase of W0's
+local potential, slt_relu.kinds.lambda_phase) against known_lambda.two_layer_phase's counts."""
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from slt_relu.known_lambda import deep_linear, normal_crossing, reduced_rank
+from slt_relu.known_lambda import deep_linear, normal_crossing, reduced_rank, two_layer_phase
 from slt_relu.netcdf import read_tree
 from slt_relu.settings import ConfigError
 from slt_relu.workflow import runner
@@ -86,3 +87,124 @@ def test_a_window_with_too_few_stages_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match=r"cases\[0\] \(w1\^2 w2\^2\): curve: expected at least 6 stages.*smc.target_ess"):
         runner.run_config("known_lambda_suite", tmp_path / "res", progress=False, overrides=overrides)
     assert not (tmp_path / "res").exists()
+
+
+PHASE = {"name": "p", "family": "dslt_phase", "truth": "dslt4_pt1", "truth_options": {"t": 1.5707963267948966},
+         "width": 2, "phase": "++", "radius": 0.75}
+
+
+def test_the_tiny_per_phase_run_records_the_count_and_the_region(tmp_path):
+    """lambda_per_phase's tiny run (PT1's degenerate phase, its own runs and t_max overriding [curve]'s): the
+    exact value is known_lambda.two_layer_phase's count, the region's report (Fisher rank, the pinned slot, the
+    final particles' phases) and SGLD's reference are in the metrics."""
+    tiny = TINY["lambda_per_phase.toml"]
+    out = runner.run_config("lambda_per_phase", tmp_path / "res", progress=False, overrides=tiny)
+    metrics = json.loads((out / "metrics.json").read_text())
+    (case,) = metrics["cases"]
+    lam, m = two_layer_phase(2, 1, degenerate=1)
+    assert (case["family"], case["lambda_exact"], case["m_exact"]) == ("dslt_phase", float(lam), m)
+    assert case["num_params"] == 2 * 4 + 1 - 1                       # D = d (n_in + 2) + 1, one weight pinned
+    assert case["t_range"] == pytest.approx([1e2, 1e4], rel=1e-6)    # the case's t_max = 1e4, curve.decades = 2
+    phase = case["phase"]
+    assert (phase["label"], phase["kind"], phase["fisher_rank"], phase["pinned"]) == (
+        "+ | 1 degenerate", "degenerate", 4, ["w[0,1]"])
+    assert phase["prior_std"] == 0.25 and phase["radius"] == 0.75 and phase["loss_at_center"] < 1e-30
+    assert 0.0 <= phase["final_phase_fraction"] <= 1.0
+    assert sum(phase["final_phases"].values()) == pytest.approx(1.0, abs=1e-12)
+    assert phase["final_phase_fraction"] == phase["final_phases"].get("+ | 1 degenerate", 0.0)
+    assert case["reference"] == tiny["cases"][0]["reference"]
+    for est in case["estimators"].values():
+        assert est["lambda_se"] > 0 and set(est["lambda_se_by_m"]) == set(est["lambda_by_m"]) == {"1", "2"}
+    ds = read_tree(out / "results.nc").to_dataset()
+    assert ds["t"].sizes["run"] == 2                                 # the case's runs = 2, not curve.runs = 3
+    assert float(ds["lambda_exact"][0]) == float(lam)
+    assert (out / "lambda_curve.png").stat().st_size > 0
+
+
+def test_the_phases_first_principles_values_and_their_potential():
+    """Resolved without sampling: PT1's two phases of width 2 and PT2's true orientation carry
+    known_lambda.two_layer_phase's counts (2, 8/3, 5); the sampler's coordinates are orthonormal (E^T E = I) with
+    the pinned weights' rows zero; the potential is 0 at the representative, K(w_a + E z) - K(w_a) inside the ball
+    (against population_loss of the parameters ``params`` builds) and the wall outside; a phase the count does
+    not cover (three nodes on one boundary) has no exact value."""
+    import jax
+    import numpy as np
+
+    from slt_relu import population_loss
+    from slt_relu.kinds.lambda_curve_kind import Settings, resolve
+    from slt_relu.kinds.lambda_phase import WALL
+    from slt_relu.network import TwoLayer
+    from slt_relu.settings import parse
+
+    pt2 = {**PHASE, "truth": "dslt4_pt2", "truth_options": {"v": 1.0}, "width": 3, "phase": "+ + +"}
+    cases = [{**PHASE, "name": "deg", "phase": "+ | 1 degenerate"}, {**PHASE, "name": "pair"}, {**pt2, "name": "pt2"},
+             {**PHASE, "name": "three", "width": 3, "phase": "+++"}]
+    with jax.enable_x64(True):
+        r = resolve(parse(Settings, {"kind": "lambda_curve", "smc": {"name": "smc"}, "cases": cases}))
+        counts = [two_layer_phase(2, 1, degenerate=1), two_layer_phase(2, 1, shared_pairs=1), two_layer_phase(2, 3)]
+        for c, (lam, m), k in zip(r.cases, counts, (8, 7, 10)):
+            assert (c.lambda_exact, c.m_exact, c.num_params) == (float(lam), m, k), c.settings.name
+        assert (r.cases[3].lambda_exact, r.cases[3].m_exact) == (None, None)
+        assert "not covered" in r.cases[3].phase["lambda_rule"]
+        rng = np.random.default_rng(0)
+        for c in r.cases[:3]:
+            loss, E = c.loss, np.asarray(c.loss.embed)
+            np.testing.assert_allclose(E.T @ E, np.eye(c.num_params), atol=1e-12)
+            n_in = loss.inputs.n_in
+            for slot in c.phase["pinned"]:
+                i, j = map(int, slot[2:-1].split(","))
+                assert not E[i * n_in + j].any()
+            assert float(loss(np.zeros(c.num_params), None)) == 0.0
+            z = rng.normal(size=c.num_params)
+            inside, outside = 0.5 * z / np.linalg.norm(z), 0.8 * z / np.linalg.norm(z)   # radius 0.75
+            p = loss.params(inside)
+            truth = TwoLayer(*(np.asarray(a) for a in loss.truth))
+            K = float(population_loss(p, truth, loss.inputs, loss.sigma))
+            assert float(loss(inside, None)) == pytest.approx(K - loss.loss_star, rel=1e-12)
+            assert K > 1e-4
+            assert float(loss(outside, None)) == WALL
+
+
+@pytest.mark.parametrize("case, match", [
+    ({k: v for k, v in PHASE.items() if k != "truth"}, r"cases\[0\]\.truth: expected a value for family 'dslt_phase'"),
+    ({k: v for k, v in PHASE.items() if k != "width"}, r"cases\[0\]\.width: expected a value for family 'dslt_phase'"),
+    ({k: v for k, v in PHASE.items() if k != "phase"}, r"cases\[0\]\.phase: expected a value for family 'dslt_phase'"),
+    ({k: v for k, v in PHASE.items() if k != "radius"}, r"cases\[0\]\.radius: expected a value for family"),
+    ({"name": "a", "family": "regular", "num_params": 2, "width": 2},
+     r"cases\[0\]\.width: only for family 'dslt_phase'"),
+    ({"name": "a", "family": "regular", "num_params": 2, "truth_options": {"t": 1.0}},
+     r"cases\[0\]\.truth_options: only for family 'dslt_phase'"),
+    ({**PHASE, "phase": "+++"}, r"cases\[0\]\.phase: expected one of \['\+ \| 1 degenerate', '\+\+'\]"),
+    ({**PHASE, "truth_options": {"v": 1.0}}, r"cases\[0\]\.truth_options: "),
+    ({**PHASE, "truth": "dslt3_example_3_1", "truth_options": {}},
+     r"cases\[0\]\.width: expected an integer >= m = 4 \(the truth's nodes\), got 2"),
+])
+def test_bad_phase_cases_are_refused_in_one_line(tmp_path, case, match):
+    with pytest.raises(ConfigError, match=match) as err:
+        runner.run_config("lambda_per_phase", tmp_path / "res", progress=False, overrides={"cases": [case]})
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "res").exists()
+
+
+def test_a_phase_case_in_float32_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"dtype: expected 'float64' for family 'dslt_phase'"):
+        runner.run_config("lambda_per_phase", tmp_path / "res", progress=False,
+                          overrides={"dtype": "float32", "cases": [PHASE]})
+    assert not (tmp_path / "res").exists()
+
+
+def test_the_headline_gives_lambda_at_the_exact_m_where_m_is_not_identified():
+    """A row whose fit left m unidentified (reporting lambda for m = 2) also shows the fit at the exact m = 1 with
+    its standard error; an identified m, a case without an exact value and the reference read as written."""
+    from slt_relu.kinds.lambda_curve_kind import headline
+
+    est = {"lambda": 1.9, "lambda_se": 0.05, "m": None, "lambda_by_m": {"1": 2.08, "2": 1.9},
+           "lambda_se_by_m": {"1": 0.016, "2": 0.05}}
+    rows = [{"name": "a", "lambda_exact": 2.0, "m_exact": 1, "estimators": {"free_energy": est},
+             "reference": {"name": "SGLD", "estimate": 2.3, "se": 0.05}},
+            {"name": "b", "lambda_exact": 2.0, "m_exact": 1, "estimators": {"free_energy": {**est, "m": 2}}},
+            {"name": "c", "lambda_exact": None, "m_exact": None, "estimators": {"free_energy": est}}]
+    lines = headline({"cases": rows, "warnings": ["w"]})
+    assert lines == ["a: exact 2 (m 1); free_energy: 1.9 +- 0.05 m ? (at m 1: 2.08 +- 0.016); SGLD: 2.3 +- 0.05",
+                     "b: exact 2 (m 1); free_energy: 1.9 +- 0.05 m 2",
+                     "c: no exact value; free_energy: 1.9 +- 0.05 m ?", "warning: w"]

@@ -248,6 +248,31 @@ def test_formula_predictions_at_c6():
     assert pred["group"] >= v["5-gon -"]["n_formula"] and pred["dominant"] == "5-gon -"
 
 
+def test_pair_formula_reads_the_phase_names():
+    """pair_formula(c, a, b): a group b is formula_predictions' group, a variant b its variant's n; c = 5: the
+    5-gon against the 4-gon "-" (exact losses 0.0158256 and 1/15, lambdas 7 and 6.5) at n = 34.95, the group the
+    same (its "+" variant, a numerical minimum, has no lambda and is left out); a variant a other than the
+    formula's lowest-loss one, k_a <= k_b, or "none": NaN."""
+    n, dom = X.pair_formula(5, "5-gon", "4-gon")
+    assert n == pytest.approx(34.9518, rel=1e-4) and dom == "4-gon -"
+    assert n == pytest.approx(X.formula_crossover(0.01582562707449422, 7.0, 1 / 15, 6.5), rel=1e-9)
+    assert X.pair_formula(5, "5-gon", "4-gon -") == (pytest.approx(n, rel=1e-9), None)
+    assert math.isnan(X.pair_formula(5, "5-gon", "4-gon +")[0])
+    pred = X.formula_predictions(6)
+    assert X.pair_formula(6, "6-gon", "5-gon")[0] == pred["group"]
+    assert X.pair_formula(6, "6-gon", "5-gon -")[0] == pred["variants"]["5-gon -"]["n_formula"]
+    # below the top: a group a stands for its lowest-loss variant with a lambda (the 5-gon "+" at c = 6)
+    low = X.formula_predictions(6, 5, 4)
+    assert low["a"] == "5-gon +" and X.pair_formula(6, "5-gon", "4-gon")[0] == low["group"]
+    assert math.isnan(X.pair_formula(6, "5-gon -", "4-gon")[0])
+    for a, b in (("5-gon", "6-gon"), ("6-gon", "none"), ("none", "5-gon")):
+        assert math.isnan(X.pair_formula(6, a, b)[0])
+    assert (X.k_of("5-gon -"), X.k_of("10-gon"), X.k_of("none")) == (5, 10, None)
+    # the cached predictions are copies: changing one changes no later answer
+    pred["variants"].clear()
+    assert X.formula_predictions(6)["variants"]
+
+
 def test_validation_names_the_argument():
     key = jax.random.key(0)
     cases = [

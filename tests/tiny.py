@@ -6,6 +6,9 @@ POSTERIOR_TINY = {"posterior.n": 200, "posterior.datasets": 2, "sampler.num_warm
                   "phases.classify_every": 4}
 SMC_TINY = {"posterior.n": 200, "posterior.datasets": 2, "posterior.chains_per_dataset": 2,
             "sampler.num_particles": 64, "phases.classify_every": 4}
+TMS_TRANSITION_TINY = {"transition.ns": [20, 40], "transition.refine": 0, "transition.datasets": 2, "transition.runs": 2,
+                       "transition.n_boot": 50, "smc.num_particles": 64, "smc.num_mcmc_steps": 2, "smc.num_leapfrog": 4,
+                       "smc.max_stages": 60, "smc.particle_batch": 64}
 
 TINY = {
     "dslt3_degenerate_node.toml": {"landscape.resolution": 15, "landscape.fisher_points": 3},
@@ -47,9 +50,24 @@ TINY = {
                                           {"name": "RRR 2-1-2", "family": "reduced_rank", "input_dim": 2, "hidden": 1,
                                            "output_dim": 2},
                                           {"name": "regular d = 2", "family": "regular", "num_params": 2}]},
+    # PT1's degenerate phase only (one compiled program), two runs of 64 particles to t = 1e4 (the case's own
+    # t_max and runs: its overrides of [curve])
+    "lambda_per_phase.toml": {"curve.runs": 3, "curve.t_max": 1e5, "curve.decades": 2.0, "smc.num_particles": 64,
+                              "cases": [{"name": "PT1 +|1 deg", "family": "dslt_phase", "truth": "dslt4_pt1",
+                                         "truth_options": {"t": 1.5707963267948966}, "width": 2,
+                                         "phase": "+ | 1 degenerate", "radius": 0.75, "runs": 2, "t_max": 1e4,
+                                         "reference": {"name": "SGLD", "estimate": 2.2963, "se": 0.0532}}]},
     "dslt4_free_energy.toml": {**SMC_TINY, "sweep.posterior.beta": [0.3, 3.0], "sweep.truth.t": [1.0, 1.5707963267948966]},
     # c = 5 only: its table and two k-gons on one compiled program (the 4-gon with a folded negative unused bias,
     # the 5-gon), two runs each up to t = 1e6
     "tms_kgons.toml": {"table.c": [5], "estimate.c": [5], "estimate.runs": 2, "estimate.t_max": 1e6,
                        "estimate.decades": 2.0, "estimate.prior_std": 0.05, "smc.num_particles": 64},
+    # two n, 2 data sets x 2 runs of 64 particles, no refinement (the grid stays the config's on any machine); the
+    # check (a second compiled program) in the c = 5 config only
+    "tms_transition.toml": {**TMS_TRANSITION_TINY, "check.enabled": False},
+    # c = 4, two n, 3 runs of 60 Adam steps, 5 checkpoints, 2 SGLD chains of 60 steps each
+    "tms_training.toml": {"training.c": 4, "training.ns": [20, 60], "training.runs": 3, "training.steps": 60,
+                          "training.checkpoints": 5, "llc.num_chains": 2, "llc.num_steps": 60, "llc.num_burnin": 20,
+                          "llc.thin": 2},
+    "tms_transition_c5.toml": {**TMS_TRANSITION_TINY, "check.datasets": 1},
 }

@@ -8,13 +8,19 @@ closed form (``slt_relu.known_lambda``), with the prior N(0, prior_std^2 I) on i
 - ``regular``: K = w^T H w / 2 with H = A A^T / d + I (A a d x d standard normal matrix);
 - ``reduced_rank``: y = B A x with x ~ N(0, I) and unit noise: K = |B A - C0|_F^2 / 2, C0 = B0 A0 of rank r;
 - ``deep_linear``: K = |W_L ... W_1 - C0|_F^2 / 2, C0 of rank r;
+- ``dslt_phase``: the local potential of one phase of W0 of a two-layer truth (``truth``, ``width``, ``phase``) on a
+  ball of ``radius`` around the phase's representative, gauge-fixed (``slt_relu.kinds.lambda_phase``); its exact
+  value is the first-principles count where it applies (else null), and the final particles' phases are reported;
 
 (the truths' factors are standard normal, drawn from the case's key).  For every case, ``curve.runs``
 independent SMC runs from the prior to t_max give F(t) and E_t[K] at every stage
-(``slt_relu.posterior.free_energy_curve``), and the three estimators read lambda and m off them.
-Outputs: metrics.json (``cases``: name, family, num_params, lambda_exact, m_exact, and per estimator
-lambda, lambda_se, m (null where not identifiable), lambda_by_m, the fitted t range, gradients), results.nc
-(the estimates along (case, estimator) and the curves along (case, run, stage)), lambda_curve.png.
+(``slt_relu.posterior.free_energy_curve``), and the three estimators read lambda and m off them.  A case's
+``prior_std``, ``t_max``, ``decades`` and ``runs`` override [curve]'s; its ``reference`` (another estimate of the
+same lambda, e.g. SGLD's) is carried to the metrics and the figure for comparison.
+Outputs: metrics.json (``cases``: name, family, num_params, lambda_exact (null if unknown), m_exact, and per
+estimator lambda, lambda_se, m (null where not identifiable), lambda_by_m, lambda_se_by_m, the fitted t range,
+gradients; a dslt_phase case also ``phase``, a reference case ``reference``; ``warnings``), results.nc (the estimates along
+(case, estimator) and the curves along (case, run, stage)), lambda_curve.png.
 """
 from __future__ import annotations
 
@@ -23,19 +29,26 @@ from typing import Literal, NamedTuple
 import numpy as np
 from pydantic import Field
 
-from .. import known_lambda
+from .. import known_lambda, truths
 from ..sampling import SMCSettings
 from ..settings import ConfigError, Section
 from .common import Experiment
 from .kind import Kind, Output, first_line, register_kind
 
-FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear")
+FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase")
+PHASE_KEYS = ("truth", "width", "phase", "radius")          # dslt_phase's own keys (all needed there, nowhere else)
 MAX_PARAMS = 2000            # SMC's particles x parameters x runs per program stay in memory
+
+
+class ReferenceSettings(Section):
+    name: str = Field(min_length=1, max_length=200, description="where the estimate comes from (e.g. a results folder)")
+    estimate: float = Field(description="its lambda")
+    se: float = Field(ge=0, description="its standard error")
 
 
 class CaseSettings(Section):
     name: str = Field(min_length=1, max_length=100, description="the case's label")
-    family: Literal["normal_crossing", "sum", "regular", "reduced_rank", "deep_linear"] = Field(
+    family: Literal["normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase"] = Field(
         description="the loss family (module docstring)")
     k: tuple[int, ...] | None = Field(None, description="normal_crossing, sum: the half-exponents k_i")
     num_params: int | None = Field(None, ge=1, le=MAX_PARAMS, description="regular: the parameters d")
@@ -44,6 +57,18 @@ class CaseSettings(Section):
     output_dim: int | None = Field(None, ge=1, le=64, description="reduced_rank: the output width")
     widths: tuple[int, ...] | None = Field(None, description="deep_linear: hidden widths, then the output width")
     true_rank: int = Field(0, ge=0, description="reduced_rank, deep_linear: the rank r of the true map")
+    truth: Literal[tuple(truths.names())] | None = Field(None, description="dslt_phase: a registered example "
+                                                         "(slt_relu.truths) with uniform inputs")
+    truth_options: dict = Field({}, description="dslt_phase: the example's options, e.g. { v = 1.0 }")
+    width: int | None = Field(None, ge=1, le=8, description="dslt_phase: the model's hidden nodes")
+    phase: str | None = Field(None, max_length=200, description="dslt_phase: the phase of W0, its label as "
+                              "slt_relu.phases prints it (e.g. \"+ | 1 degenerate\")")
+    radius: float | None = Field(None, gt=0, le=10, description="dslt_phase: the region's ball |z| <= radius")
+    prior_std: float | None = Field(None, gt=0, description="overrides curve.prior_std")
+    t_max: float | None = Field(None, gt=1, le=1e30, description="overrides curve.t_max")
+    decades: float | None = Field(None, gt=0, le=29, description="overrides curve.decades")
+    runs: int | None = Field(None, ge=2, le=256, description="overrides curve.runs")
+    reference: ReferenceSettings | None = Field(None, description="another estimate of this lambda, shown beside")
 
 
 class CurveSettings(Section):
@@ -96,13 +121,16 @@ class ProductLoss(NamedTuple):
 
 
 class Case(NamedTuple):
-    """A case resolved: its settings, loss, parameter count and exact (lambda, m)."""
+    """A case resolved: its settings, loss, parameter count, exact (lambda, m) (None where unknown), its [curve]
+    with the case's overrides, and for dslt_phase what the metrics report about the region."""
 
     settings: CaseSettings
     loss: object
     num_params: int
-    lambda_exact: float
-    m_exact: int
+    lambda_exact: float | None
+    m_exact: int | None
+    curve: CurveSettings = CurveSettings()
+    phase: dict | None = None
 
 
 class Resolved(NamedTuple):
@@ -112,7 +140,11 @@ class Resolved(NamedTuple):
 
 
 def _exact(c: CaseSettings, where: str):
-    """(lambda, m, num_params, widths) of a case, ConfigError naming a missing or bad key."""
+    """(lambda, m, num_params, widths) of a case, ConfigError naming a missing or bad key; for dslt_phase (whose
+    value needs its representative: ``lambda_phase.resolve_phase``) (None, None, a bound on D for n_in <= 2, None)."""
+    if c.family == "dslt_phase":
+        return None, None, (c.width or 1) * 4 + 1, None
+
     def need(*keys):
         for k in keys:
             if getattr(c, k) is None:
@@ -136,6 +168,8 @@ def _exact(c: CaseSettings, where: str):
             need("input_dim", "widths")
             widths = (c.input_dim,) + tuple(c.widths)
             lam, m = known_lambda.deep_linear(c.input_dim, c.widths, c.true_rank)
+    except ConfigError:
+        raise
     except ValueError as err:
         raise ConfigError(f"{where}.{err}") from None
     D = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
@@ -147,9 +181,27 @@ def _exact(c: CaseSettings, where: str):
 def resolve(s: Settings, raw=None) -> Resolved:
     import jax
 
+    from .lambda_phase import resolve_phase
+
     cases = []
     for i, c in enumerate(s.cases):
         where = f"cases[{i}]"
+        curve = s.curve.model_copy(update={k: getattr(c, k) for k in ("prior_std", "t_max", "decades", "runs")
+                                           if getattr(c, k) is not None})
+        for k in PHASE_KEYS + ("truth_options",):
+            given = bool(getattr(c, k)) if k == "truth_options" else getattr(c, k) is not None
+            if c.family == "dslt_phase" and not given and k != "truth_options":
+                raise ConfigError(f"{where}.{k}: expected a value for family 'dslt_phase'")
+            if c.family != "dslt_phase" and given:
+                raise ConfigError(f"{where}.{k}: only for family 'dslt_phase', got {getattr(c, k)!r} for family "
+                                  f"{c.family!r}")
+        if c.family == "dslt_phase":
+            if s.dtype != "float64":
+                raise ConfigError(f"dtype: expected 'float64' for family 'dslt_phase' (t K at t = {curve.t_max:g} "
+                                  f"needs float64's resolution), got {s.dtype!r}")
+            ph = resolve_phase(c.truth, c.truth_options, c.width, c.phase, c.radius, where)
+            cases.append(Case(c, ph.loss, ph.num_params, ph.lambda_exact, ph.m_exact, curve, ph.info))
+            continue
         lam, m, D, widths = _exact(c, where)
         key = jax.random.fold_in(jax.random.key(s.seed), i)
         if c.family == "regular":
@@ -163,7 +215,7 @@ def resolve(s: Settings, raw=None) -> Resolved:
             left = np.asarray(jax.random.normal(k1, (widths[-1], r)), np.float64)
             right = np.asarray(jax.random.normal(k2, (r, widths[0])), np.float64)
             loss = ProductLoss(widths, tuple(map(tuple, left @ right)))
-        cases.append(Case(c, loss, D, float(lam), int(m)))
+        cases.append(Case(c, loss, D, float(lam), int(m), curve))
     if len({c.name for c in s.cases}) != len(s.cases):
         raise ConfigError("cases: expected distinct names, got " + ", ".join(c.name for c in s.cases))
     return Resolved(s.curve, s.smc, tuple(cases))
@@ -175,29 +227,53 @@ def run(r: Resolved, key, ctx) -> Output:
 
     from ..posterior.free_energy_curve import ESTIMATORS, fit_learning_coefficient, smc_free_energy_curve
 
-    rows, curves = [], []
+    rows, curves, warnings = [], [], []
     for i, c in enumerate(tqdm(r.cases, desc="cases", disable=not ctx.progress, leave=False)):
-        curve = smc_free_energy_curve(jax.random.fold_in(key, i), c.loss, c.num_params, r.curve.t_max, r.smc,
-                                      num_runs=r.curve.runs, prior_std=r.curve.prior_std)
+        cv = c.curve
+        curve = smc_free_energy_curve(jax.random.fold_in(key, i), c.loss, c.num_params, cv.t_max, r.smc,
+                                      num_runs=cv.runs, prior_std=cv.prior_std)
         estimators = {}
         for name in ESTIMATORS:
             try:
-                fit = fit_learning_coefficient(curve, name, decades=r.curve.decades,
-                                               max_multiplicity=r.curve.max_multiplicity)
+                fit = fit_learning_coefficient(curve, name, decades=cv.decades, max_multiplicity=cv.max_multiplicity)
             except ValueError as err:           # too few stages in the window: the settings' doing
                 raise ConfigError(f"cases[{i}] ({c.settings.name}): {err}; see smc.target_ess, curve.decades") from None
             estimators[name] = {"lambda": fit.lambda_, "lambda_se": fit.lambda_se, "m": fit.m,
                                 "lambda_by_m": {str(k): v for k, v in fit.lambda_by_m.items()},
+                                "lambda_se_by_m": {str(k): v for k, v in fit.lambda_se_by_m.items()},
                                 "chi2_by_m": {str(k): v for k, v in fit.chi2_by_m.items()},
                                 "residual_p": fit.residual_p, "reason": fit.reason}
-        rows.append({"name": c.settings.name, "family": c.settings.family, "num_params": c.num_params,
-                     "lambda_exact": c.lambda_exact, "m_exact": c.m_exact, "t_range": list(fit.t_range),
-                     "grad_evals": curve.grad_evals, "estimators": estimators})
-        curves.append(curve)
+        row = {"name": c.settings.name, "family": c.settings.family, "num_params": c.num_params,
+               "lambda_exact": c.lambda_exact, "m_exact": c.m_exact, "t_range": list(fit.t_range),
+               "grad_evals": curve.grad_evals, "estimators": estimators}
+        if c.phase is not None:
+            row["phase"] = _phase_check(c, curve, cv, warnings)
+        if c.settings.reference is not None:
+            row["reference"] = c.settings.reference.model_dump()
+        rows.append(row)
+        curves.append(curve._replace(particles=None))
     from ..plots import lambda_curve_figure
 
     fig = lambda_curve_figure(rows, curves)
-    return Output({"cases": rows}, _dataset(rows, curves), {"lambda_curve": fig})
+    metrics = {"cases": rows, **({"warnings": warnings} if warnings else {})}
+    return Output(metrics, _dataset(rows, curves), {"lambda_curve": fig})
+
+
+def _phase_check(c: Case, curve, cv: CurveSettings, warnings: list) -> dict:
+    """A dslt_phase case's region report: its settings and checks, with the final particles' phases (a warning
+    where under 90 % of them are in the case's phase: the ball then holds another phase that takes over)."""
+    from .lambda_phase import final_phases
+
+    out = {**c.phase, "prior_std": cv.prior_std}
+    fractions = final_phases(c.loss, curve.particles, cv.t_max)
+    out["final_phases"] = fractions
+    out["final_phase_fraction"] = fractions.get(c.phase["label"], 0.0)
+    if out["final_phase_fraction"] < 0.9:
+        warnings.append(f"{c.settings.name}: {100 * out['final_phase_fraction']:.0f} % of the final particles are in "
+                        f"the phase {c.phase['label']!r} ({fractions}): the ball holds another phase")
+    if float(np.nanmin(np.nanmax(curve.t, axis=1))) < cv.t_max * (1 - 1e-9):
+        warnings.append(f"{c.settings.name}: an SMC run stopped short of t_max (smc.max_stages)")
+    return out
 
 
 def _dataset(rows, curves):
@@ -211,8 +287,9 @@ def _dataset(rows, curves):
     return xr.Dataset(
         {"lambda": (("case", "estimator"), est("lambda")), "lambda_se": (("case", "estimator"), est("lambda_se")),
          "m": (("case", "estimator"), est("m"), {"long_name": "multiplicity, NaN where not identifiable"}),
-         "lambda_exact": ("case", np.array([row["lambda_exact"] for row in rows])),
-         "m_exact": ("case", np.array([row["m_exact"] for row in rows], np.int64)),
+         "lambda_exact": ("case", np.array([np.nan if row["lambda_exact"] is None else row["lambda_exact"]
+                                            for row in rows], np.float64), {"long_name": "exact lambda, NaN: unknown"}),
+         "m_exact": ("case", np.array([row["m_exact"] or 0 for row in rows], np.int64), {"long_name": "0: unknown"}),
          "t": (("case", "run", "stage"), stack_curves(curves, "t")),
          "free_energy": (("case", "run", "stage"), stack_curves(curves, "free_energy"), {"long_name": "F(t) = -log Z(t)"}),
          "mean_loss": (("case", "run", "stage"), stack_curves(curves, "mean_loss"), {"long_name": "E_t[K]"})},
@@ -221,13 +298,24 @@ def _dataset(rows, curves):
 
 
 def headline(metrics: dict) -> list[str]:
-    """Per case: the exact lambda (m) and each estimator's lambda +- se with its m ('?' where not identifiable)."""
+    """Per case: the exact lambda (m) and each estimator's lambda +- se with its m ('?' where not identifiable; then
+    also lambda +- se at the exact m where that is another), the reference beside it where the case has one; then
+    the warnings."""
     out = []
     for row in metrics.get("cases", []):
-        parts = [f"{e}: {v['lambda']:.4g} +- {v['lambda_se']:.2g} m {v['m'] if v['m'] is not None else '?'}"
-                 for e, v in row["estimators"].items()]
-        out.append(f"{row['name']}: exact {row['lambda_exact']:.4g} (m {row['m_exact']}); " + "; ".join(parts))
-    return out
+        parts = []
+        for e, v in row["estimators"].items():
+            parts.append(f"{e}: {v['lambda']:.4g} +- {v['lambda_se']:.2g} m {v['m'] if v['m'] is not None else '?'}")
+            at = str(row["m_exact"])           # the same fit's number where the exact m is the chosen one
+            if v["m"] is None and at in v.get("lambda_se_by_m", {}) and v["lambda_by_m"][at] != v["lambda"]:
+                parts[-1] += f" (at m {at}: {v['lambda_by_m'][at]:.4g} +- {v['lambda_se_by_m'][at]:.2g})"
+        exact = ("no exact value" if row["lambda_exact"] is None
+                 else f"exact {row['lambda_exact']:.4g} (m {row['m_exact']})")
+        ref = row.get("reference")
+        if ref:
+            parts.append(f"{ref['name']}: {ref['estimate']:.4g} +- {ref['se']:.2g}")
+        out.append(f"{row['name']}: {exact}; " + "; ".join(parts))
+    return out + [f"warning: {w}" for w in metrics.get("warnings", [])]
 
 
 KIND = register_kind(Kind("lambda_curve", Settings, resolve, run, headline, description=first_line(__doc__)))

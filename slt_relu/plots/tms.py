@@ -1,5 +1,6 @@
 """Figures of the toy model of superposition's k-gons (``slt_relu.kinds.tms_kind``): the columns of W of each
-k-gon, the learning coefficient per k-gon against its first-principles value, and the k-gons' losses."""
+k-gon, the learning coefficient per k-gon against its first-principles value, and the k-gons' losses; and of its
+Bayesian transition (``slt_relu.kinds.tms_transition_kind``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -135,19 +136,22 @@ def kgon_loss_figure(rows: list, *, title: str = "The exact population loss of e
 
 
 def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float, crossover_se: float,
-                          formula: float, *, title: str = "The toy model of superposition's Bayesian phase transition"):
-    """The posterior mass of each k-gon phase against n, and the 6-gon / 5-gon log mass ratio with the crossover
-    measured by SMC beside the asymptotic formula's (``slt_relu.tms.transition``; Chen et al. 2023).
+                          formula: float, *, pair: tuple = ("6-gon", "5-gon"),
+                          title: str = "The toy model of superposition's Bayesian phase transition"):
+    """The posterior mass of each k-gon phase against n, and the log mass ratio of two phases (the 6-gon / 5-gon
+    at c = 6) with the crossover measured by SMC beside the asymptotic formula's (``slt_relu.tms.transition``;
+    Chen et al. 2023).
 
     Args:
         ns: the sample sizes (N,).
         phases: the phase names (P,).
         mass: the posterior mass of each phase, the mean over data sets (N, P).
         mass_se: its standard error over data sets (N, P).
-        log_ratio: log(mass of the 6-gon / mass of the 5-gon) per n (N,), NaN where undefined.
+        log_ratio: log(mass of pair[0] / mass of pair[1]) per n (N,), NaN where undefined.
         crossover: the n where the ratio crosses 0 (NaN: none), ``crossover_se`` its standard error.
         crossover_se: the crossover's standard error.
-        formula: the asymptotic formula's n, n (L_5 - L_6) = (lambda_6 - lambda_5) log n.
+        formula: the asymptotic formula's n, n (L_b - L_a) = (lambda_a - lambda_b) log n.
+        pair: the names of the two phases (a, b) of the ratio.
         title: the figure's title.
 
     Returns:
@@ -173,7 +177,7 @@ def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float
     ratio = np.asarray(log_ratio, float)
     axes[1].plot(ns, ratio, "o-", ms=3, color="C0")
     axes[1].axhline(0.0, color="0.5", lw=0.8)
-    axes[1].set_ylabel("log(mass 6-gon / mass 5-gon)")
+    axes[1].set_ylabel(f"log(mass {pair[0]} / mass {pair[1]})")
     legend_right(axes[1])
     suptitle(fig, title)
     return fig

@@ -26,17 +26,19 @@ References:
 """
 from __future__ import annotations
 
+import copy
 import math
+from functools import lru_cache
 from typing import NamedTuple, Sequence
 
 import numpy as np
 
 from ..network import check_count
-from .kgon import kgon_table
+from .kgon import kgon_record
 from .phases import label_name
 
 __all__ = ["Crossover", "crossover_from_masses", "formula_crossover", "formula_group_crossover",
-           "formula_predictions", "evidence_weights", "transition_crossover"]
+           "formula_predictions", "evidence_weights", "k_of", "pair_formula", "transition_crossover"]
 
 
 def _check_positive(value, name):
@@ -297,7 +299,13 @@ def formula_predictions(num_features: int = 6, k_a: int | None = None, k_b: int 
     k_b = c - 1 if k_b is None else check_count(k_b, "k_b")
     if not k_b < k_a <= c:
         raise ValueError(f"k_b: expected k_b < k_a <= c = {c}, got k_a = {k_a}, k_b = {k_b}")
-    rows = [r for r in kgon_table((c,)) if r.k in (k_a, k_b)]
+    return copy.deepcopy(_predictions(c, k_a, k_b, _check_positive(beta, "beta")))
+
+
+@lru_cache(maxsize=64)
+def _predictions(c: int, k_a: int, k_b: int, beta: float) -> dict:
+    """:func:`formula_predictions` of checked arguments, cached (the k-gon table of c takes seconds)."""
+    rows = [kgon_record(c, k, npos) for k in (k_a, k_b) for npos in range(c - k + 1)]       # kgon_table's rows
     top = [r for r in rows if r.k == k_a and r.lambda_ is not None]
     if not top:
         raise ValueError(f"k_a: no first-principles lambda for the {k_a}-gon of c = {c}")
@@ -316,3 +324,37 @@ def formula_predictions(num_features: int = 6, k_a: int | None = None, k_b: int 
         dominant = min(variants, key=lambda v: t * variants[v]["loss"] + variants[v]["lambda"] * math.log(t))
     return {"a": label_name(k_a, a.n_positive, c), "loss_a": a.loss, "lambda_a": a.lambda_, "variants": variants,
             "group": group, "dominant": dominant}
+
+
+def k_of(name: str) -> int | None:
+    """k of a phase name ("5-gon", "5-gon -"), None for "none"."""
+    head = str(name).split(" ")[0]
+    return int(head[:-4]) if head.endswith("-gon") and head[:-4].isdigit() else None
+
+
+def pair_formula(num_features: int, a: str, b: str, beta: float = 1.0) -> tuple[float, str | None]:
+    """The asymptotic formula's n where phase a takes the lead from phase b, for phase names of
+    ``slt_relu.tms.phases.phase_names`` (a group "5-gon" or a variant "5-gon -"), from
+    :func:`formula_predictions` with k_a, k_b read off the names: a stands for its k-gon's lowest-loss variant
+    with a first-principles lambda (the c-gon has one variant; a variant a other than that one: NaN); b is
+    a variant (:func:`formula_crossover`) or the group of its variants with a lambda
+    (:func:`formula_group_crossover`).
+
+    Returns:
+        (n or NaN, the variant of b whose free energy is lowest at the group's n (None for a variant b or
+        without a crossover)).
+    """
+    c = check_count(num_features, "num_features", 2)
+    k_a, k_b = k_of(a), k_of(b)
+    try:
+        pred = _predictions(c, k_a, k_b, _check_positive(beta, "beta")) if None not in (k_a, k_b) and k_b < k_a <= c \
+            else None
+    except ValueError:                                  # no first-principles lambda for the k_a-gon
+        pred = None
+    if pred is None or a not in (pred["a"], f"{k_a}-gon"):
+        return float("nan"), None
+    if b in pred["variants"]:
+        return pred["variants"][b]["n_formula"], None
+    if b == f"{k_b}-gon":
+        return pred["group"], pred["dominant"]
+    return float("nan"), None

@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..network import check_count
-from .crossover import (_check_positive, _pair_members, crossover_from_masses, evidence_weights, formula_predictions,
+from .crossover import (_check_positive, _pair_members, crossover_from_masses, evidence_weights, pair_formula,
                         transition_crossover)
 from .model import R_HIDDEN, TMSParams, sample_inputs
 from .phases import phase_codes, phase_names
@@ -63,8 +63,8 @@ __all__ = ["add_crossovers", "bayesian_transition", "default_settings", "posteri
 
 
 def default_settings():
-    """The SMC settings of the measurement (benchmarks/tms_transition.py, which checks them against twice the
-    particles and twice the moves): 512 particles, 5 HMC moves of 8 leapfrog steps per stage, target ESS 0.5,
+    """The SMC settings of the measurement (experiments/tms_transition.toml, whose run checks them against twice
+    the particles and twice the moves): 512 particles, 5 HMC moves of 8 leapfrog steps per stage, target ESS 0.5,
     all particles of a run moved together (the loss is cheap: :func:`sorted_empirical_loss`)."""
     from ..sampling import SMCSettings
     return SMCSettings(num_particles=512, num_mcmc_steps=5, num_leapfrog=8, target_ess=0.5, max_stages=400,
@@ -300,8 +300,8 @@ def bayesian_transition(key, num_features: int, ns: Sequence[int], *, datasets: 
     :func:`posterior_phase_masses` at every n of ``ns`` on nested data sets (data set k at n is the first n
     inputs of one sequence of max(ns) drawn with key k of the data key's split), then for each pair (a, b)
     the n where a takes the lead from b (:func:`transition_crossover`) beside the asymptotic formula's
-    (:func:`formula_predictions`; :func:`~slt_relu.tms.crossover.formula_crossover` for a variant,
-    :func:`~slt_relu.tms.crossover.formula_group_crossover` for a group).
+    (:func:`~slt_relu.tms.crossover.pair_formula`: ``formula_crossover`` for a variant b,
+    ``formula_group_crossover`` for a group).
 
     Args:
         key: a PRNG key, split once: data, then one key per n (``fold_in`` of the n's index).
@@ -322,7 +322,7 @@ def bayesian_transition(key, num_features: int, ns: Sequence[int], *, datasets: 
         ``comparison`` ("a vs b"): ``n_crossover``, ``n_crossover_se``, ``n_crossover_se_datasets``,
         ``n_crossover_se_runs``, ``crossover_found``, ``n_formula``, and ``log_mass_ratio`` (comparison, n);
         attrs as :func:`posterior_phase_masses`' without n, plus ``formula_dominant`` (the variant that
-        dominates the b group at the formula's group crossover) and ``wall_s``.
+        dominates the first pair's b group at the formula's group crossover) and ``wall_s``.
 
     References:
         Chen et al. 2023 (arXiv 2310.06301): the Bayesian phase transitions of c = 6.
@@ -426,18 +426,12 @@ def add_crossovers(ds, pairs: Sequence[tuple[str, str]] | None = None, *, n_boot
     if pairs is None:
         top, below = f"{c}-gon", f"{c - 1}-gon"
         pairs = [(top, below)] + [(top, v) for v in variants if v.startswith(below + " ")]
-    pred = formula_predictions(c, beta=beta)
     names, rows = [], []
     for a, b in pairs:
         cr = transition_crossover(ds, a, b, n_boot=n_boot)
-        if a == pred["a"] and b in pred["variants"]:
-            nf = pred["variants"][b]["n_formula"]
-        elif a == pred["a"] and b == f"{c - 1}-gon":
-            nf = pred["group"]
-        else:
-            nf = float("nan")
+        nf, dominant = pair_formula(c, a, b, beta)
         names.append(f"{a} vs {b}")
-        rows.append((cr, nf))
+        rows.append((cr, nf, dominant))
     old = ("n_crossover", "n_crossover_se", "n_crossover_se_datasets", "n_crossover_se_runs", "crossover_found",
            "n_formula", "log_mass_ratio", "comparison")
     ds = ds.drop_vars([v for v in old if v in ds.variables])
@@ -450,5 +444,5 @@ def add_crossovers(ds, pairs: Sequence[tuple[str, str]] | None = None, *, n_boot
     ds["n_formula"] = (comp, [r[1] for r in rows])
     ds["log_mass_ratio"] = (comp + ("n",), np.stack([r[0].log_ratio for r in rows]))
     ds = ds.assign_coords(comparison=names)
-    ds.attrs.update(formula_dominant=str(pred["dominant"]), n_boot=n_boot)
+    ds.attrs.update(formula_dominant=str(rows[0][2]), n_boot=n_boot)
     return ds

@@ -39,7 +39,7 @@ TOLERANCES = {"float64": (1e-9, 1e-12), "float32": (1e-4, 1e-6)}
 # The kinds whose numbers come from a sampler, and which keys of their metrics hold what.  A number is
 # a sampler output checked for its form if any key on its path is in SAMPLED, else named by the first key on
 # its path (from the root, skipping list indices) in STATISTICAL or DETERMINISTIC, else checked for its form.
-SAMPLER_KINDS = ("posterior", "learning_coefficient", "lambda_curve", "tms")
+SAMPLER_KINDS = ("posterior", "learning_coefficient", "lambda_curve", "tms", "tms_transition", "tms_training")
 SAMPLED = {                                 # containers of sampler outputs whose inner keys echo settings
     # draws: how many, and their files' size, follow SMC's stopping rule (runs or particles added where the
     # runs disagree), itself a sampler output
@@ -47,15 +47,22 @@ SAMPLED = {                                 # containers of sampler outputs whos
     # an optimiser's minimum on a singular loss moves along its flat directions with the rounding
     "learning_coefficient": frozenset({"loss_at_minimum"}),
     # the fit's candidates and checks: another draw of the same curves
-    "lambda_curve": frozenset({"lambda_by_m", "chi2_by_m", "residual_p", "reason"}),
+    "lambda_curve": frozenset({"lambda_by_m", "lambda_se_by_m", "chi2_by_m", "residual_p", "reason", "final_phases",
+                               "final_phase_fraction"}),
     # the fit's details (halves of the window, the other estimators, the region's check) and the verdict
     "tms": frozenset({"fit", "verdict", "z"}),
+    # the crossovers read off noisy masses (the grid's refined n too), the checks, the free-energy fits
+    "tms_transition": frozenset({"transition", "comparisons", "check", "labelling_sensitivity", "free_energy_fits"}),
+    # the LLC per final phase (which phases hold runs is the training's; each mean is another draw) and timings
+    "tms_training": frozenset({"llc_by_phase", "wall_s"}),
 }
 STATISTICAL = {
     "posterior": frozenset({"mass", "log_evidence"}),
     "learning_coefficient": frozenset({"estimate"}),
     "lambda_curve": frozenset({"lambda"}),
     "tms": frozenset({"lambda"}),
+    "tms_transition": frozenset({"mass", "log_evidence"}),
+    "tms_training": frozenset({"llc_final"}),
 }
 DETERMINISTIC = {
     "posterior": frozenset({"truth", "rule", "sweep", "sampler", "t", "v", "crossover_phases", "index",
@@ -63,14 +70,23 @@ DETERMINISTIC = {
     "learning_coefficient": frozenset({"n", "name", "true_lambda", "method", "exact_finite_n", "n_beta",
                                        "step_size", "localization", "num_steps", "refined", "case", "step_sizes",
                                        "localizations", "betas"}),
-    "lambda_curve": frozenset({"name", "family", "num_params", "lambda_exact", "m_exact", "t_range"}),
+    "lambda_curve": frozenset({"name", "family", "num_params", "lambda_exact", "m_exact", "t_range", "phase",
+                               "reference"}),
     # the exact k-gon table and the settings echoed back
     "tms": frozenset({"c", "k", "variant", "n_positive", "length", "bias", "positive_bias", "negative_bias", "loss",
                       "loss_formula", "grad_norm", "kind", "smooth", "hessian", "fisher_rank", "lambda_exact",
                       "lambda_rule", "note", "region"}),
+    # the formula's exact losses, lambdas and n; the grid of n (deterministic without transition.refine)
+    "tms_transition": frozenset({"formula", "n"}),
+    # training is deterministic given the seed (float arithmetic: its losses within the dtype's rtol, its phase
+    # labels, counts and sequences exact); the settings echoed back; the Bayesian side from exact losses
+    "tms_training": frozenset({"training", "bayes_sequence", "n", "n_beta", "final_phases", "final_phase_fraction",
+                               "sequences", "distinct_sequences", "final_loss", "final_population_loss", "bayes",
+                               "by_final_phase"}),
 }
 # the Monte Carlo standard error a run reports beside each statistical number (same path, this key)
-REPORTED_SE = {"mass": "mass_mcse", "log_evidence": "log_evidence_mcse", "estimate": "se", "lambda": "lambda_se"}
+REPORTED_SE = {"mass": "mass_mcse", "log_evidence": "log_evidence_mcse", "estimate": "se", "lambda": "lambda_se",
+               "llc_final": "llc_final_se"}
 # numbers that say how a run went on this machine (timing, resumption), never compared
 VOLATILE = frozenset({"program_wall_s", "resumed_points", "resumed_wall_s", "programs", "program_ticks",
                       "program_chains", "program_points", "wall_time_s"})

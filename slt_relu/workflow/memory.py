@@ -141,8 +141,9 @@ def _lambda_curve(s) -> list[Need]:
     from ..kinds.lambda_curve_kind import _exact
 
     D = max(_exact(c, f"cases[{i}]")[2] for i, c in enumerate(s.cases))
+    runs = max(c.runs or s.curve.runs for c in s.cases)                 # a case's runs override [curve]'s
     return [Need("smc.num_particles, curve.runs, cases", "the particles and their moves of every run of the largest "
-                 f"case ({D} parameters)", 2 * s.curve.runs * s.smc.num_particles * D)]
+                 f"case ({D} parameters)", 2 * runs * s.smc.num_particles * D)]
 
 
 def _tms(s) -> list[Need]:
@@ -152,6 +153,35 @@ def _tms(s) -> list[Need]:
     return [Need("table.c", f"the Hessian and Fisher matrices of the k-gon table ({D} parameters)", 2 * D * D),
             Need("smc.num_particles, estimate.runs, estimate.c, estimate.kgons", "the particles and their moves of "
                  f"every run of the largest k-gon ({D - 1} local parameters)", 2 * e.runs * s.smc.num_particles * D)]
+
+
+def _tms_transition(s) -> list[Need]:
+    t, D = s.transition, 3 * s.transition.c
+    runs = t.datasets * t.runs
+    check = s.check.factor * s.smc.num_particles * min(s.check.datasets, t.datasets) * t.runs if s.check.enabled else 0
+    return [Need("transition.ns, transition.refine, transition.datasets, transition.runs, smc.num_particles",
+                 f"the kept particles of every n ({D} parameters; relabelled after the scan)",
+                 (len(t.ns) + t.refine) * runs * s.smc.num_particles * (D + 1)),
+            Need("transition.ns, transition.datasets, transition.runs", "the nested data sets, sorted per run",
+                 runs * max(t.ns) * t.c * 2),
+            Need("check.factor, check.datasets, smc.num_particles", "the check's particles and their moves",
+                 2 * check * D)]
+
+
+def _tms_training(s) -> list[Need]:
+    t, q, D = s.training, s.llc, 3 * s.training.c
+    K = min(t.checkpoints, t.steps + 1)
+    data = 4 * t.c * max(t.ns)                                  # one data set's sorted magnitudes and prefix sums
+    kept = len(range(q.num_burnin, q.num_steps, q.thin)) * D
+    needs = [Need("training.ns, training.c", "the nested data sets, sorted", len(t.ns) * data),
+             Need("training.ns, training.runs, training.checkpoints", f"the parameters at every checkpoint ({D} "
+                  "parameters)", len(t.ns) * t.runs * K * D)]
+    if q.enabled:
+        needs += [Need("llc.num_chains, training.ns", "one checkpoint's SGLD chains' copies of the data",
+                       q.num_chains * data),
+                  Need("llc.num_chains, llc.num_steps, llc.num_burnin, llc.thin", "one checkpoint's kept SGLD draws",
+                       q.num_chains * kept)]
+    return needs
 
 
 def _regions(s) -> list[Need]:
@@ -175,7 +205,7 @@ def _functional_dimension(s) -> list[Need]:
 ESTIMATES: dict[str, Callable[[Any], list[Need]]] = {
     "landscape": _landscape, "fisher": _fisher, "posterior": _posterior, "learning_coefficient": _learning_coefficient,
     "regions": _regions, "functional_dimension": _functional_dimension, "lambda_curve": _lambda_curve,
-    "tms": _tms,
+    "tms": _tms, "tms_transition": _tms_transition, "tms_training": _tms_training,
 }
 
 

@@ -1,0 +1,504 @@
+"""Training trajectories of the toy model of superposition: many runs of Adam or SGD from random
+initialisations at several n, the k-gon phase at log-spaced checkpoints, and the local learning coefficient
+along training.
+
+The model and losses are ``slt_relu.tms.model``'s: f(x) = ReLU(W^T W x + b), W (2, c), and on a data set of
+n inputs x_k = mu_k e_(i_k) (:func:`~slt_relu.tms.model.sample_inputs`)
+
+    L_n(w) = (1/n) sum_k ||x_k - f(x_k; w)||^2.
+
+Training (:func:`train_trajectories`): R runs per n, each from W ~ N(0, init_std^2), b ~ N(0, init_bias_std^2)
+per entry (run r starts from the same point at every n, so that runs differ across n by their data alone), and
+``steps`` updates of optax's Adam or SGD,
+
+    w_(t+1) = w_t + update(grad L_B(w_t)),
+
+with L_B = L_n (full batch, exact from sorted inputs: ``slt_relu.tms.sorted_loss``) or the mean over a
+mini-batch B of ``batch_size`` inputs drawn with replacement at every step.  The data sets are nested: the
+data set at n is the first n inputs of one sequence of max(n) inputs.  All runs and all n are one compiled
+program (vmap over n and runs; a ``lax.scan`` over the checkpoints, each segment a ``fori_loop`` over its
+steps), and the parameters are kept at the checkpoints only: step 0 and log-spaced steps up to ``steps``.
+At each checkpoint: L_n, the exact population loss L(w) (:func:`~slt_relu.tms.model.population_loss`) and
+the phase, the k-gon label of ``slt_relu.tms.phases.phase_codes`` (the labelling of the Bayesian transition,
+``slt_relu.tms.transition``).
+
+The learning coefficient along training (:func:`llc_along_training`): at every checkpoint w*, the SGLD
+estimate of ``slt_relu.posterior.llc.estimate_llc`` on the localized tempered posterior of L_n,
+
+    p(w) proportional to exp(-n beta L_n(w) - (gamma / 2) |w - w*|^2),
+    lambda_hat(w*) = n beta (E_p[L_n(w)] - L_n(w*)),    n beta = n / log n,
+
+with C chains per checkpoint and its standard error over them (std / sqrt(C)).  n beta = n / log n is the
+inverse temperature of Lau et al. 2023 (devinterp's default, batch_size / log batch_size, is the same rule
+for mini-batch SGLD); the chains use full-batch gradients of the exact L_n.  The checkpoints of one n are
+estimated in chunks whose chains' copies of the data and kept draws stay below ``LLC_CHUNK_ELEMENTS`` elements,
+one compiled program per n.  A checkpoint that is not a local minimum of L_n (early in training) has no local
+learning coefficient; its estimate says how fast L_n falls nearby and may be negative.
+
+References:
+    Chen, Lau, Mendel, Wei, Murfet 2023, "Dynamical versus Bayesian phase transitions in a toy model of
+    superposition", arXiv 2310.06301 (the dynamical transitions, the LLC along training); Lau, Furman, Wang,
+    Murfet, Wei 2023, "The local learning coefficient" (the estimator); Kingma & Ba 2015 (Adam).
+"""
+from __future__ import annotations
+
+import math
+import time
+from functools import partial
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..network import check_count
+from .model import R_HIDDEN, TMSParams, population_loss, sample_inputs
+from .phases import phase_codes, phase_names
+from .sorted_loss import SortedInputs, sorted_empirical_loss, sorted_inputs
+
+__all__ = ["LLC_CHUNK_ELEMENTS", "OPTIMIZERS", "checkpoint_dataset", "checkpoint_steps", "llc_along_training",
+           "llc_at_checkpoints", "phase_sequence", "quadratic_llc", "quadratic_llc_at_checkpoint", "train_trajectories"]
+
+OPTIMIZERS = ("adam", "sgd")
+LLC_CHUNK_ELEMENTS = 2 ** 23
+"""The elements one SGLD program of :func:`llc_along_training` holds at most in its chains' copies of the data
+(the sorted inputs) and, separately, in their kept draws: 64 MB each in float64 (one checkpoint's chains at
+least)."""
+
+
+def _positive(value, name: str, *, allow_zero: bool = False) -> float:
+    ok = isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
+    if not ok or not math.isfinite(float(value)) or float(value) < 0 or (float(value) == 0 and not allow_zero):
+        raise ValueError(f"{name}: expected a {'non-negative' if allow_zero else 'positive'} finite number, "
+                         f"got {value!r}")
+    return float(value)
+
+
+def checkpoint_steps(steps: int, checkpoints: int) -> np.ndarray:
+    """Step 0 and ``checkpoints - 1`` steps log-spaced from 1 to ``steps`` (rounded, duplicates dropped).
+
+    Args:
+        steps: the last step, >= 1.
+        checkpoints: the checkpoints asked for, >= 2 (fewer come back where rounding merges early steps).
+
+    Returns:
+        (K,) increasing int steps, K <= checkpoints, first 0, last ``steps``.
+    """
+    steps, checkpoints = check_count(steps, "steps"), check_count(checkpoints, "checkpoints", 2)
+    return np.unique(np.concatenate([[0], np.round(np.geomspace(1, steps, checkpoints - 1)).astype(np.int64)]))
+
+
+def _optimizer(name: str, learning_rate):
+    import optax
+
+    return optax.adam(learning_rate) if name == "adam" else optax.sgd(learning_rate)
+
+
+def _batch_loss(flat, x):
+    """(1/B) sum_k ||x_k - ReLU(W^T W x_k + b)||^2 on flat parameters (W row-major, then b) and x (B, c)."""
+    c = x.shape[-1]
+    W, b = flat[: R_HIDDEN * c].reshape(R_HIDDEN, c), flat[R_HIDDEN * c:]
+    return jnp.mean(jnp.sum((x - jax.nn.relu((x @ W.T) @ W + b)) ** 2, axis=-1))
+
+
+@partial(jax.jit, static_argnames=("optimizer", "batch_size"))
+def _train(flat0, data, x, ns, batch_keys, bounds, learning_rate, *, optimizer: str, batch_size):
+    """Parameters at every checkpoint (N, R, K, D) of R runs from flat0 (R, D) at each of N data sets (data: the
+    stacked SortedInputs, x (n_max, c) the shared inputs, ns (N,)); bounds (K - 1, 2) the segments' steps."""
+
+    def one_run(w0, sorted_data, n, key):
+        opt = _optimizer(optimizer, learning_rate)
+
+        def loss(w, t):
+            if batch_size is None:
+                return sorted_empirical_loss(w, sorted_data)
+            idx = jax.random.randint(jax.random.fold_in(key, t), (batch_size,), 0, n)
+            return _batch_loss(w, x[idx])
+
+        def step(t, carry):
+            w, state = carry
+            updates, state = opt.update(jax.grad(loss)(w, t), state, w)
+            return w + updates, state
+
+        def segment(carry, bound):
+            carry = jax.lax.fori_loop(bound[0], bound[1], step, carry)
+            return carry, carry[0]
+
+        _, ws = jax.lax.scan(segment, (w0, opt.init(w0)), bounds)
+        return jnp.concatenate([w0[None], ws])
+
+    runs = jax.vmap(one_run, (0, None, None, 0))
+    return jax.vmap(runs, (None, 0, 0, 0))(flat0, data, ns, batch_keys)
+
+
+def _flat_init(init, R: int, c: int, dtype):
+    """(R, 3 c) flat starting points from a TMSParams of one point or of R points (ValueError naming ``init``)."""
+    if not isinstance(init, TMSParams):
+        raise ValueError(f"init: expected None or slt_relu.tms.TMSParams, got {type(init).__name__}")
+    W, b = jnp.asarray(init.W, dtype), jnp.asarray(init.b, dtype)
+    if W.shape == (R_HIDDEN, c) and b.shape == (c,):
+        W, b = jnp.broadcast_to(W, (R, R_HIDDEN, c)), jnp.broadcast_to(b, (R, c))
+    if W.shape != (R, R_HIDDEN, c) or b.shape != (R, c) or not bool(jnp.all(jnp.isfinite(W)) & jnp.all(jnp.isfinite(b))):
+        raise ValueError(f"init: expected finite W of shape (2, {c}) or ({R}, 2, {c}) and b to match, got {W.shape} "
+                         f"and {b.shape}")
+    return jnp.concatenate([W.reshape(R, -1), b], axis=1)
+
+
+def _check_ns(ns) -> list[int]:
+    try:
+        out = [check_count(v, "ns") for v in ns]
+    except TypeError:
+        raise ValueError(f"ns: expected a sequence of sample sizes, got {ns!r}") from None
+    if not out or any(b <= a for a, b in zip(out, out[1:])):
+        raise ValueError(f"ns: expected increasing sample sizes, got {out}")
+    return out
+
+
+def train_trajectories(key, num_features: int, ns: Sequence[int], *, runs: int = 16, steps: int = 10_000,
+                       optimizer: str = "adam", learning_rate: float = 0.01, batch_size: int | None = None,
+                       init_std: float = 1.0, init_bias_std: float = 0.0, checkpoints: int = 16, inputs=None,
+                       init: TMSParams | None = None):
+    """Train R runs of the TMS at each n from random initialisations; the loss and phase at every checkpoint.
+
+        w_0: W ~ N(0, init_std^2), b ~ N(0, init_bias_std^2) per entry (run r: the same w_0 at every n);
+        w_(t+1) = w_t + optax update of grad L_B(w_t),  L_B = L_n or a mini-batch mean (module docstring).
+
+    Args:
+        key: a PRNG key, split once: data, initialisations, mini-batches.
+        num_features: c >= 2.
+        ns: increasing sample sizes; the data set at n is the first n of max(ns) inputs.
+        runs: R >= 1 runs per n.
+        steps: optimiser steps per run, >= 1.
+        optimizer: "adam" (optax.adam) or "sgd" (optax.sgd).
+        learning_rate: > 0.
+        batch_size: None for full-batch gradients (the exact L_n), else 1 .. min(ns) inputs per step.
+        init_std: the initial W's standard deviation, > 0 (1: the prior N(0, 1) of ``slt_relu.tms.transition``).
+        init_bias_std: the initial b's standard deviation, >= 0 (0: b = 0).
+        checkpoints: checkpoints asked for, >= 2 (:func:`checkpoint_steps`).
+        inputs: (n_0, c) inputs to use instead of drawing them (n_0 >= max(ns)).
+        init: start every run here instead (TMSParams with W (2, c), b (c,), or W (R, 2, c), b (R, c) per run);
+            init_std and init_bias_std are then unused.
+
+    Returns:
+        xarray.Dataset with dims n (N), run (R), checkpoint (K), hidden (2), feature (c), sample (max(ns)),
+        variant (the phase names of ``phase_names(c)``): ``W`` (n, run, checkpoint, hidden, feature), ``b``
+        (n, run, checkpoint, feature), ``train_loss`` L_n and ``population_loss`` L (n, run, checkpoint),
+        ``phase`` (n, run, checkpoint) the variant's name ("6-gon", "5-gon -", ..., "none"), ``phase_code`` its
+        index along ``variant``, ``phase_group`` the k-gon without the variant ("5-gon"), ``inputs`` (sample,
+        feature) the data; coordinate ``step`` (checkpoint); attrs c, optimizer, learning_rate, batch_size
+        (0: full batch), steps, init_std, init_bias_std, wall_s.
+
+    References:
+        Chen et al. 2023 (arXiv 2310.06301), the dynamical transitions of SGD training.
+    """
+    from ..sampling import check_keys
+
+    start = time.time()
+    key = jax.random.wrap_key_data(check_keys(key, batch_ndim=0))
+    c = check_count(num_features, "num_features", 2)
+    ns = _check_ns(ns)
+    R = check_count(runs, "runs")
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer: expected one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
+    lr = _positive(learning_rate, "learning_rate")
+    if batch_size is not None and check_count(batch_size, "batch_size") > ns[0]:
+        raise ValueError(f"batch_size: expected None or at most the smallest n = {ns[0]}, got {batch_size}")
+    init_std = _positive(init_std, "init_std")
+    init_bias_std = _positive(init_bias_std, "init_bias_std", allow_zero=True)
+    ck = checkpoint_steps(steps, checkpoints)
+    dtype = jnp.zeros(()).dtype
+    k_data, k_init, k_batch = jax.random.split(key, 3)
+    N = ns[-1]
+    if inputs is None:
+        x = np.asarray(sample_inputs(k_data, N, c, dtype))
+    else:
+        x = np.asarray(inputs)
+        if x.ndim != 2 or x.shape[1] != c or x.shape[0] < N:
+            raise ValueError(f"inputs: expected shape (>= {N}, {c}), got {x.shape}")
+        x = x[:N].astype(dtype)
+    data = jax.tree.map(lambda *a: jnp.stack(a), *[sorted_inputs(x[:n], N) for n in ns])
+
+    def draw_init(k):
+        kw, kb = jax.random.split(k)
+        return jnp.concatenate([init_std * jax.random.normal(kw, (R_HIDDEN * c,), dtype),
+                                init_bias_std * jax.random.normal(kb, (c,), dtype)])
+
+    flat0 = jax.vmap(draw_init)(jax.random.split(k_init, R)) if init is None else _flat_init(init, R, c, dtype)
+    batch_keys = jax.vmap(lambda k: jax.random.split(k, R))(jax.random.split(k_batch, len(ns)))
+    bounds = jnp.asarray(np.stack([ck[:-1], ck[1:]], 1))
+    flat = np.asarray(_train(flat0, data, jnp.asarray(x), jnp.asarray(ns), batch_keys, bounds,
+                             jnp.asarray(lr, dtype), optimizer=optimizer, batch_size=batch_size))
+    ds = checkpoint_dataset(flat, ns, ck, x, data)
+    ds.attrs.update(optimizer=optimizer, learning_rate=lr, batch_size=int(batch_size or 0), steps=int(ck[-1]),
+                    init_std=init_std, init_bias_std=init_bias_std, wall_s=time.time() - start)
+    return ds
+
+
+@jax.jit
+def _evaluate(flat, data):
+    """(L_n, L) of flat (N, R, K, D) parameters on the stacked data sets (N, ...)."""
+    def per_n(f, d):
+        train = jax.vmap(jax.vmap(lambda w: sorted_empirical_loss(w, d)))(f)
+        c = d.mu.shape[0]
+        pop = jax.vmap(jax.vmap(lambda w: population_loss(TMSParams(w[: R_HIDDEN * c].reshape(R_HIDDEN, c),
+                                                                    w[R_HIDDEN * c:]))))(f)
+        return train, pop
+
+    return jax.vmap(per_n)(flat, data)
+
+
+def checkpoint_dataset(flat, ns, steps, x, data: SortedInputs):
+    """The Dataset of :func:`train_trajectories` from the flat parameters (N, R, K, D) at the checkpoints."""
+    import xarray as xr
+
+    flat = np.asarray(flat)
+    N, R, K, D = flat.shape
+    c = x.shape[1]
+    W = flat[..., : R_HIDDEN * c].reshape(N, R, K, R_HIDDEN, c)
+    b = flat[..., R_HIDDEN * c:]
+    train, pop = (np.asarray(a) for a in _evaluate(jnp.asarray(flat), data))
+    codes, groups = phase_codes(TMSParams(jnp.asarray(W), jnp.asarray(b)))
+    variants, group_names, _ = phase_names(c)
+    nrk = ("n", "run", "checkpoint")
+    return xr.Dataset(
+        {"W": (nrk + ("hidden", "feature"), W, {"long_name": "W at the checkpoint"}),
+         "b": (nrk + ("feature",), b, {"long_name": "b at the checkpoint"}),
+         "train_loss": (nrk, train, {"long_name": "L_n, the training loss (1/n) sum ||x - f(x)||^2"}),
+         "population_loss": (nrk, pop, {"long_name": "L, the exact population loss E ||x - f(x)||^2"}),
+         "phase": (nrk, np.asarray(variants, dtype=object)[codes].astype(str),
+                   {"long_name": "the k-gon phase and variant (slt_relu.tms.phases.phase_codes)"}),
+         "phase_code": (nrk, np.asarray(codes, np.int64), {"long_name": "index of the phase along variant"}),
+         "phase_group": (nrk, np.asarray(group_names, dtype=object)[groups].astype(str)),
+         "inputs": (("sample", "feature"), np.asarray(x), {"long_name": "the inputs; the data set at n: the first n"})},
+        coords={"n": np.asarray(ns, np.int64), "run": np.arange(R), "checkpoint": np.arange(K),
+                "step": ("checkpoint", np.asarray(steps, np.int64)), "variant": list(variants)},
+        attrs={"c": c})
+
+
+def phase_sequence(phases: Sequence[str], *, skip: Sequence[str] = ()) -> tuple[str, ...]:
+    """The distinct phases in the order a trajectory visits them (repeats collapsed), leaving out ``skip``.
+
+    Args:
+        phases: the phase names at the checkpoints, in order.
+        skip: names to drop before collapsing (e.g. ("none",): the k-gons only).
+
+    Returns:
+        e.g. ("none", "5-gon -", "6-gon").
+    """
+    for name, value in (("phases", phases), ("skip", skip)):
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            raise ValueError(f"{name}: expected a sequence of phase names, got {value!r}")
+    skip = {str(v) for v in skip}
+    out: list[str] = []
+    for p in phases:
+        p = str(p)
+        if p not in skip and (not out or out[-1] != p):
+            out.append(p)
+    return tuple(out)
+
+
+# ----------------------------------------------------------------------------------------------
+# the learning coefficient along training
+
+
+def quadratic_llc(hessian_eigenvalues, n_beta: float, localization: float, step_size: float = 0.0) -> float:
+    """The expected SGLD estimate lambda_hat at a minimum where L is quadratic, L = L* + (1/2) v^T H v:
+
+        E[lambda_hat] = sum_i (1/2) a_i / ((a_i + gamma) (1 - eps (a_i + gamma) / 4)),   a_i = n beta h_i,
+
+    each eigen-direction of H an Ornstein-Uhlenbeck process under SGLD's Euler step (stationary variance
+    1 / (k (1 - eps k / 4)) at curvature k = a_i + gamma); flat directions (h_i = 0) contribute 0.  With gamma
+    = eps = 0 it is half the rank of H, the Morse-Bott minimum's lambda; the difference is the estimator's bias
+    from the localization and the step (Lau et al. 2023; ``slt_relu.posterior.llc``).
+
+    Args:
+        hessian_eigenvalues: (D,) eigenvalues h_i of the Hessian of L at the minimum (negative rounding clipped).
+        n_beta: n beta > 0.
+        localization: gamma >= 0.
+        step_size: eps >= 0 (0: the continuous-time limit).
+
+    Returns:
+        E[lambda_hat] as a float.
+    """
+    try:
+        h = np.asarray(hessian_eigenvalues, np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        h = np.asarray([np.nan])
+    if h.size == 0 or not np.all(np.isfinite(h)):
+        raise ValueError(f"hessian_eigenvalues: expected a non-empty array of finite numbers, got {hessian_eigenvalues!r}")
+    h = np.clip(h, 0.0, None)
+    nb = _positive(n_beta, "n_beta")
+    gamma = _positive(localization, "localization", allow_zero=True)
+    eps = _positive(step_size, "step_size", allow_zero=True)
+    a = nb * h
+    k = a + gamma
+    if np.any(eps * k >= 4):
+        raise ValueError(f"step_size: SGLD is unstable at eps (a + gamma) >= 4; got eps = {eps:g}, largest curvature "
+                         f"{k.max():.3g}")
+    keep = a > 0
+    return float(np.sum(0.5 * a[keep] / (k[keep] * (1 - eps * k[keep] / 4))))
+
+
+def llc_at_checkpoints(keys, centers, data: SortedInputs, settings):
+    """estimate_llc at many centers of one data set in one SGLD program: (estimate (B,), se (B,), accept (B,)).
+
+    For center b, the C = ``settings.num_chains`` chains have the keys ``jax.random.split(keys[b], C)`` and the
+    arguments ``estimate_llc(keys[b], sorted_empirical_loss, centers[b], data, settings)`` gives them, so each
+    estimate is that function's (tests/test_tms_training.py).
+
+    Args:
+        keys: (B,) PRNG keys (raw key data).
+        centers: (B, D) flat parameters w*.
+        data: one data set's :class:`~slt_relu.tms.sorted_loss.SortedInputs`.
+        settings: ``slt_relu.posterior.llc.LLCSGLDSettings`` with n_beta set and batch_size None.
+
+    Returns:
+        three (B,) numpy arrays, lambda_hat (the chains' mean), its standard error std / sqrt(C) (NaN for C = 1)
+        and the chains' mean MALA acceptance.
+    """
+    from ..posterior.target import TemperedTarget
+    from ..sampling import check_keys, sample, unravel_fn
+
+    keys = check_keys(keys)
+    centers = jnp.asarray(centers)
+    B, D = centers.shape
+    C = settings.num_chains
+    _, unravel = unravel_fn(centers[0])
+    target = TemperedTarget(sorted_empirical_loss, unravel)
+    chain_keys = jax.vmap(lambda k: jax.random.split(k, C))(keys).reshape(B * C, -1)
+    z0 = jnp.repeat(centers, C, axis=0)
+    dt = centers.dtype
+    args = (jax.tree.map(lambda a: jnp.broadcast_to(a, (B * C,) + a.shape), data),
+            jnp.full((B * C,), settings.n_beta, dt), jnp.full((B * C,), settings.localization, dt), z0)
+    draws = sample(chain_keys, target, z0, args, settings.sampler())
+    losses = np.asarray(target.losses_at(draws.z, data), np.float64).reshape(B, C, -1)
+    init = np.asarray(jax.vmap(sorted_empirical_loss, (0, None))(centers, data), np.float64)
+    per_chain = settings.n_beta * (losses.mean(-1) - init[:, None])
+    se = per_chain.std(1, ddof=1) / np.sqrt(C) if C > 1 else np.full(B, np.nan)
+    accept = np.asarray(draws.stats["accept_prob"], np.float64).reshape(B, C).mean(1)
+    return per_chain.mean(1), se, accept
+
+
+def llc_along_training(key, ds, settings=None, *, progress: Callable | None = None):
+    """The local learning coefficient at every checkpoint of :func:`train_trajectories`' Dataset (module docstring).
+
+        lambda_hat(w*) = n beta (E[L_n(w)] - L_n(w*)),  p(w) proportional to exp(-n beta L_n(w) - (gamma/2) |w - w*|^2),
+
+    n beta = n / log n at each n, by SGLD with full-batch gradients of the exact L_n (:func:`llc_at_checkpoints`).
+
+    Args:
+        key: a PRNG key; the checkpoint (n index i, run r, checkpoint k) uses
+            ``fold_in(fold_in(key, i), r K + k)``.
+        ds: the Dataset of :func:`train_trajectories` (W, b, inputs; dims n, run, checkpoint).
+        settings: ``slt_relu.posterior.llc.LLCSGLDSettings`` (num_chains, num_steps, num_burnin, thin, step_size,
+            localization; n_beta and batch_size must be None); default LLCSGLDSettings().
+        progress: called as progress(done, total) after each chunk of checkpoints.
+
+    Returns:
+        ds with ``llc``, ``llc_se``, ``llc_accept`` (n, run, checkpoint) and ``n_beta`` (n), attrs ``llc_*`` the
+        settings.
+
+    References:
+        Lau et al. 2023 ("The local learning coefficient"); Chen et al. 2023 (the LLC along training).
+    """
+    from ..posterior.llc import LLCSGLDSettings
+    from ..sampling import check_keys
+
+    settings = LLCSGLDSettings() if settings is None else settings
+    if not isinstance(settings, LLCSGLDSettings):
+        raise ValueError(f"settings: expected LLCSGLDSettings, got {type(settings).__name__}")
+    if settings.n_beta is not None or settings.batch_size is not None:
+        raise ValueError("settings: expected n_beta = None (n / log n at each n) and batch_size = None (full batch)")
+    _check_dataset(ds)
+    key = jax.random.wrap_key_data(check_keys(key, batch_ndim=0))
+    ns = [int(v) for v in ds["n"].values]
+    if ns[0] < 2:
+        raise ValueError(f"ds: n / log n needs every n >= 2, got n = {ns[0]}")
+    N, R, K = ds.sizes["n"], ds.sizes["run"], ds.sizes["checkpoint"]
+    W = ds["W"].transpose("n", "run", "checkpoint", "hidden", "feature").values
+    b = ds["b"].transpose("n", "run", "checkpoint", "feature").values
+    flat = np.concatenate([W.reshape(N, R * K, -1), b.reshape(N, R * K, -1)], axis=-1)
+    x = ds["inputs"].values
+    est, se, acc = (np.full((N, R * K), np.nan) for _ in range(3))
+    C = settings.num_chains
+    done, total = 0, N * R * K
+    for i, n in enumerate(ns):
+        data = sorted_inputs(x[:n])
+        per_chain = sum(int(np.prod(a.shape)) for a in jax.tree.leaves(data))
+        kept = len(range(settings.num_burnin, settings.num_steps, settings.thin)) * flat.shape[-1]
+        chunk = max(1, min(R * K, LLC_CHUNK_ELEMENTS // (max(per_chain, kept) * C)))
+        s = settings.replace(n_beta=n / math.log(n))
+        k_n = jax.random.fold_in(key, i)
+        keys = jax.vmap(lambda j: jax.random.key_data(jax.random.fold_in(k_n, j)))(jnp.arange(R * K))
+        for lo in range(0, R * K, chunk):
+            idx = np.minimum(np.arange(lo, lo + chunk), R * K - 1)        # the last chunk padded: one program
+            e, s_e, a = llc_at_checkpoints(keys[idx], jnp.asarray(flat[i, idx]), data, s)
+            m = min(chunk, R * K - lo)
+            est[i, lo:lo + m], se[i, lo:lo + m], acc[i, lo:lo + m] = e[:m], s_e[:m], a[:m]
+            done += m
+            if progress is not None:
+                progress(done, total)
+    nrk = ("n", "run", "checkpoint")
+    out = ds.assign(
+        llc=(nrk, est.reshape(N, R, K), {"long_name": "lambda_hat = n beta (E[L_n] - L_n(w*)), SGLD at the checkpoint"}),
+        llc_se=(nrk, se.reshape(N, R, K), {"long_name": "standard error of lambda_hat over the chains"}),
+        llc_accept=(nrk, acc.reshape(N, R, K), {"long_name": "mean MALA acceptance of the SGLD proposals"}),
+        n_beta=("n", np.asarray([n / math.log(n) for n in ns]), {"long_name": "n beta = n / log n"}))
+    out.attrs.update({f"llc_{k}": v for k, v in settings.model_dump().items()
+                      if k in ("num_chains", "num_steps", "num_burnin", "thin", "step_size", "localization")})
+    return out
+
+
+def _check_dataset(ds):
+    """ValueError naming ``ds`` unless it is a Dataset of :func:`train_trajectories` (W, b, inputs; n, run, checkpoint)."""
+    import xarray as xr
+
+    if not isinstance(ds, xr.Dataset) or any(v not in ds for v in ("W", "b", "inputs")) or \
+            any(d not in ds.dims for d in ("n", "run", "checkpoint")):
+        raise ValueError("ds: expected the xarray Dataset of train_trajectories (W, b, inputs; dims n, run, checkpoint)")
+
+
+def _flat_at(ds, checkpoint: int) -> np.ndarray:
+    """(N, R, 3 c) flat parameters (W row-major, then b) at one checkpoint of the Dataset."""
+    W = ds["W"].isel(checkpoint=checkpoint).transpose("n", "run", "hidden", "feature").values
+    b = ds["b"].isel(checkpoint=checkpoint).transpose("n", "run", "feature").values
+    N, R = b.shape[:2]
+    return np.concatenate([W.reshape(N, R, -1), b], axis=-1)
+
+
+@jax.jit
+def _hessian_eigenvalues(flat, data):
+    """(B, D) eigenvalues of the Hessian of L_n (``sorted_empirical_loss``) at flat (B, D)."""
+    return jax.vmap(lambda w: jnp.linalg.eigvalsh(jax.hessian(sorted_empirical_loss)(w, data)))(flat)
+
+
+def quadratic_llc_at_checkpoint(ds, localization: float, step_size: float = 0.0, *, checkpoint: int = -1):
+    """The SGLD estimate's expectation if L_n were its quadratic expansion at each run's checkpoint (final by default):
+    :func:`quadratic_llc` of the eigenvalues of the Hessian of L_n there, with n beta = n / log n.
+
+    Beside :func:`llc_along_training`'s estimates at a minimum of L_n it separates the estimator's bias from the
+    localization gamma and the step eps (both in this number) from what is not quadratic (the singular directions,
+    the kinks of the ReLU): lambda_hat - this.  At a point that is not a minimum (a negative eigenvalue) the
+    expansion has no stationary distribution; the negative eigenvalues are clipped to 0 (a lower bound there).
+
+    Args:
+        ds: the Dataset of :func:`train_trajectories`.
+        localization: gamma >= 0; step_size: eps >= 0 (as the SGLD estimates').
+        checkpoint: the checkpoint's index along ``checkpoint`` (default the last).
+
+    Returns:
+        (N, R) numpy array over (n, run).
+    """
+    _check_dataset(ds)
+    K = ds.sizes["checkpoint"]
+    if isinstance(checkpoint, bool) or not isinstance(checkpoint, (int, np.integer)) or not -K <= checkpoint < K:
+        raise ValueError(f"checkpoint: expected an index in [-{K}, {K - 1}], got {checkpoint!r}")
+    ns = [int(v) for v in ds["n"].values]
+    if ns[0] < 2:
+        raise ValueError(f"ds: n / log n needs every n >= 2, got n = {ns[0]}")
+    flat, x = _flat_at(ds, int(checkpoint)), ds["inputs"].values
+    out = np.full(flat.shape[:2], np.nan)
+    for i, n in enumerate(ns):
+        eig = np.asarray(_hessian_eigenvalues(jnp.asarray(flat[i]), sorted_inputs(x[:n])))
+        out[i] = [quadratic_llc(e, n / math.log(n), localization, step_size) for e in eig]
+    return out
