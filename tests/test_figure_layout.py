@@ -668,7 +668,7 @@ def _tms(which: str):
 
 def _tms_transition(c: int):
     """tms_transition's figure: c + 2 phases over 12 n, the c-gon taking the lead from the (c-1)-gon near n = 435
-    (c = 6) or 35 (c = 5), the kind's title."""
+    (c = 6) or 35 (c = 5), two phases' local free energies against their asymptotic lines, the kind's title."""
     from slt_relu.plots import tms_transition_figure
 
     at, lo, hi = (435.0, 50, 5000) if c == 6 else (35.0, 4, 1000)
@@ -677,11 +677,14 @@ def _tms_transition(c: int):
     mass = np.zeros((12, c + 2))
     mass[:, 0], mass[:, 1], mass[:, -1] = top, 0.6 * (1 - top), 0.4 * (1 - top)
     a, b = f"{c}-gon", f"{c - 1}-gon"
+    free = {name: {"n": ns[3:], "G": lam * np.log(ns[3:]) + 2.0 + 0.3 * np.sin(ns[3:]), "G_se": np.full(9, 0.4),
+                   "lambda": lam, "C": 2.0} for name, lam in ((a, 8.5), (b + " -", 7.0))}
     return tms_transition_figure(ns, [f"{k}-gon" for k in range(c, -1, -1)] + ["none"], mass,
                                  np.full_like(mass, 0.03), np.log(top / (0.6 * (1 - top))), at, 0.12 * at, 1.02 * at,
-                                 pair=(a, b), title=f"TMS c = {c}, beta = 1: the posterior mass of each k-gon phase "
-                                                    f"(tempered SMC, 8 data sets x 4 runs per n) and where the {a} "
-                                                    f"takes the lead from the {b}")
+                                 pair=(a, b), free_energy=free,
+                                 title=f"TMS c = {c}, beta = 1: the posterior mass of each k-gon phase (tempered SMC, "
+                                       f"8 data sets x 4 runs per n), where the {a} takes the lead from the {b}, and "
+                                       f"each phase's local free energy against its asymptotic form")
 
 
 def _tms_training():

@@ -14,7 +14,7 @@ from slt_relu.settings import ConfigError
 from slt_relu.workflow import runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny import TINY  # noqa: E402
+from tiny import TINY, tiny_run  # noqa: E402
 
 OVERRIDES = {**TINY["known_lambda_suite.toml"], "cases": TINY["known_lambda_suite.toml"]["cases"][:2]}   # two compiles
 
@@ -93,12 +93,12 @@ PHASE = {"name": "p", "family": "dslt_phase", "truth": "dslt4_pt1", "truth_optio
          "width": 2, "phase": "++", "radius": 0.75}
 
 
-def test_the_tiny_per_phase_run_records_the_count_and_the_region(tmp_path):
+def test_the_tiny_per_phase_run_records_the_count_and_the_region():
     """lambda_per_phase's tiny run (PT1's degenerate phase, its own runs and t_max overriding [curve]'s): the
     exact value is known_lambda.two_layer_phase's count, the region's report (Fisher rank, the pinned slot, the
     final particles' phases) and SGLD's reference are in the metrics."""
     tiny = TINY["lambda_per_phase.toml"]
-    out = runner.run_config("lambda_per_phase", tmp_path / "res", progress=False, overrides=tiny)
+    out = tiny_run("lambda_per_phase.toml")                 # the run test_reference.py compares too
     metrics = json.loads((out / "metrics.json").read_text())
     (case,) = metrics["cases"]
     lam, m = two_layer_phase(2, 1, degenerate=1)

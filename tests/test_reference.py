@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from slt_relu.workflow import compare, runner
-from tiny import TINY
+from tiny import TINY, tiny_run
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "reference"
@@ -81,8 +81,8 @@ def test_every_shipped_config_has_tiny_settings():
 
 
 @pytest.mark.parametrize("name", sorted(TINY))
-def test_shipped_config_runs_tiny(tmp_path, name):
-    out = runner.run_config(ROOT / "experiments" / name, tmp_path / "res", progress=False, overrides=TINY[name])
+def test_shipped_config_runs_tiny(name):
+    out = tiny_run(name)                              # shared with the kind's own tests of the same run
     metrics = json.loads((out / "metrics.json").read_text())
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 0 and manifest["versions"]["jax"] and manifest["jax_devices"]
@@ -90,7 +90,7 @@ def test_shipped_config_runs_tiny(tmp_path, name):
     pngs = list(out.glob("*.png"))
     assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
     assert (out / "results.nc").exists() and not (out / "arrays.npz").exists()
-    assert not list(tmp_path.glob(".res.*"))
+    assert not list(out.parent.glob(".res.*"))
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert manifest["tool"] == "slt_relu" and sorted(manifest["files"]) == written
     if metrics.get("draws", {}).get("saved"):              # the draws as ArviZ netCDF, listed in the manifest

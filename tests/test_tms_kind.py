@@ -16,7 +16,7 @@ from slt_relu.settings import ConfigError
 from slt_relu.workflow import runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny import TINY  # noqa: E402
+from tiny import TINY, tiny_run  # noqa: E402
 
 TINY_TMS = TINY["tms_kgons.toml"]
 ROW_TYPES = {"c": int, "k": int, "variant": str, "n_positive": int, "length": float, "bias": float, "loss": float,
@@ -24,10 +24,10 @@ ROW_TYPES = {"c": int, "k": int, "variant": str, "n_positive": int, "length": fl
              "fisher_rank": int, "lambda_rule": str, "note": str}
 
 
-def test_the_tiny_config_runs_with_the_exact_table_and_lambda_per_kgon(tmp_path):
+def test_the_tiny_config_runs_with_the_exact_table_and_lambda_per_kgon():
     from slt_relu.tms import kgon_table
 
-    out = runner.run_config("tms_kgons", tmp_path / "res", progress=False, overrides=TINY_TMS)
+    out = tiny_run("tms_kgons.toml")                 # the run test_reference.py compares too
     metrics = json.loads((out / "metrics.json").read_text())
     rows = metrics["kgons"]
     table = kgon_table((5,))

@@ -16,16 +16,16 @@ from slt_relu.settings import ConfigError
 from slt_relu.workflow import report, runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny import TINY  # noqa: E402
+from tiny import TINY, tiny_run  # noqa: E402
 
 TINY_TRAINING = TINY["tms_training.toml"]
 
 
-def test_the_tiny_config_runs_and_is_the_library_call(tmp_path):
+def test_the_tiny_config_runs_and_is_the_library_call():
     from slt_relu.kinds.tms_training_kind import llc_settings
     from slt_relu.tms import training as T
 
-    out = runner.run_config("tms_training", tmp_path / "res", progress=False, overrides=TINY_TRAINING)
+    out = tiny_run("tms_training.toml")                 # the run test_reference.py compares too
     m = json.loads((out / "metrics.json").read_text())
     ds = read_tree(out / "results.nc").to_dataset()
     assert {p.name for p in out.glob("*.png")} == {"training.png"}

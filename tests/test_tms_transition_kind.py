@@ -17,16 +17,16 @@ from slt_relu.settings import ConfigError
 from slt_relu.workflow import report, runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny import TINY  # noqa: E402
+from tiny import TINY, tiny_run  # noqa: E402
 
 TINY_C5 = TINY["tms_transition_c5.toml"]
 
 
-def test_the_tiny_c5_config_runs_and_is_the_library_call(tmp_path):
+def test_the_tiny_c5_config_runs_and_is_the_library_call():
     from slt_relu.sampling import SMCSettings
     from slt_relu.tms import transition as T
 
-    out = runner.run_config("tms_transition_c5", tmp_path / "res", progress=False, overrides=TINY_C5)
+    out = tiny_run("tms_transition_c5.toml")                 # the run test_reference.py compares too
     m = json.loads((out / "metrics.json").read_text())
     t = m["transition"]
     assert t["c"] == 5 and t["phases"] == ["5-gon", "4-gon"]

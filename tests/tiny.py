@@ -71,3 +71,27 @@ TINY = {
                           "llc.thin": 2},
     "tms_transition_c5.toml": {**TMS_TRANSITION_TINY, "check.datasets": 1},
 }
+
+
+_RUNS: dict = {}
+
+
+def tiny_run(name: str):
+    """The results folder of shipped config NAME's tiny run (the overrides TINY[NAME]), run once per test process
+    and shared by the tests that read it (none may write to it): test_reference.py compares it with the stored
+    reference, the kind's own tests check its details; where pytest-xdist gives them one process, the run is paid
+    once."""
+    if name not in _RUNS:
+        import atexit
+        import shutil
+        import tempfile
+        from pathlib import Path
+
+        from slt_relu.workflow import runner
+
+        root = Path(tempfile.mkdtemp(prefix="slt-relu-tiny-"))
+        atexit.register(shutil.rmtree, root, True)
+        _RUNS[name] = runner.run_config(Path(__file__).resolve().parent.parent / "experiments" / name, root / "res",
+                                        progress=False, overrides=TINY[name])
+    return _RUNS[name]
+

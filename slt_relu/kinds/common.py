@@ -119,3 +119,16 @@ def resolve_setup(s: TruthExperiment) -> Setup:
                               f"got {s.inputs.n_in}")
         inputs = resolve_inputs(s.inputs, example.truth.n_in)
     return Setup(example, inputs, example.sigma if s.sigma is None else s.sigma)
+
+
+def require_float64(dtype: str, kind: str, why: str) -> None:
+    """ConfigError unless the config's ``dtype`` is float64 (``why``: what needs its resolution)."""
+    if dtype != "float64":
+        raise ConfigError(f"dtype: expected 'float64' for kind {kind!r} ({why} needs float64's resolution), "
+                          f"got {dtype!r}")
+
+
+def require_increasing(values, key: str) -> None:
+    """ConfigError naming ``key`` unless ``values`` increase strictly (e.g. sample sizes n)."""
+    if any(b <= a for a, b in zip(values, values[1:])):
+        raise ConfigError(f"{key}: expected increasing sample sizes, got {list(values)}")

@@ -36,7 +36,7 @@ from pydantic import Field
 
 from ..posterior.llc import LLCSGLDSettings
 from ..settings import ConfigError, Section
-from .common import Experiment
+from .common import Experiment, require_float64, require_increasing
 from .kind import Kind, Output, first_line, register_kind
 
 MAX_C = 10                   # as the tms kind: the phases' variants grow like 2^(c - k)
@@ -90,11 +90,8 @@ class Resolved(NamedTuple):
 
 def resolve(s: Settings, raw=None) -> Resolved:
     t = s.training
-    if s.dtype != "float64":
-        raise ConfigError(f"dtype: expected 'float64' for kind 'tms_training' (n beta (E[L_n] - L_n(w*)) at n = "
-                          f"{max(t.ns)} needs float64's resolution), got {s.dtype!r}")
-    if any(b <= a for a, b in zip(t.ns, t.ns[1:])):
-        raise ConfigError(f"training.ns: expected increasing sample sizes, got {list(t.ns)}")
+    require_float64(s.dtype, "tms_training", f"n beta (E[L_n] - L_n(w*)) at n = {max(t.ns)}")
+    require_increasing(t.ns, "training.ns")
     if t.batch_size > t.ns[0]:
         raise ConfigError(f"training.batch_size: expected 0 (full batch) or at most the smallest n = {t.ns[0]}, got "
                           f"{t.batch_size}")

@@ -65,20 +65,17 @@ def labelling_sensitivity(ds, comparison: str, rule: dict) -> dict:
     return out
 
 
-def free_energy_fits(ds, xs, a: str, b: str, *, min_mass: float = 0.02) -> dict:
-    """Per phase (a's formula variant and each variant of b, ``slt_relu.tms.crossover.formula_predictions``)
-    that holds a mean mass >= ``min_mass`` at two n or more: ``n``, ``lambda_eff`` +- ``lambda_eff_se``
-    (mean and se over data sets of the slope of G against log(n beta)), ``C_fit`` (the intercept), ``lambda``
-    (first principles, None without one) and ``C`` +- ``C_se``; and ``n_formula_with_constants`` (a against the
-    variant of b that dominates at the formula's n), module docstring.
+def local_free_energies(ds, xs, a: str, b: str, *, min_mass: float = 0.02) -> dict:
+    """Per phase (a's formula variant and each variant of b, ``slt_relu.tms.crossover.formula_predictions``) that
+    holds a mean mass >= ``min_mass`` at two n or more: ``n`` (B,) those n and ``G`` (B, K) the local free energy
+    less the loss at the phase's point, G_alpha = F_alpha - n beta L_n(w_alpha), per data set (module docstring);
+    with ``lambda`` (first principles, None without one) and ``loss`` (exact population loss, None without one).
 
     Args:
         ds: a Dataset of ``bayesian_transition`` (``free_energy`` (n, dataset, variant), ``mass_mean``).
         xs: (K, n_max, c) its nested data sets (:func:`nested_inputs`).
         a, b: the compared k-gon groups.
     """
-    from scipy.optimize import brentq
-
     from ..tms import refined_kgon, to_flat
     from ..tms.crossover import formula_predictions, k_of
     from ..tms.sorted_loss import sorted_empirical_loss, sorted_inputs
@@ -95,34 +92,59 @@ def free_energy_fits(ds, xs, a: str, b: str, *, min_mass: float = 0.02) -> dict:
         losses = {pred["a"]: pred["loss_a"], **{v: d["loss"] for v, d in pred["variants"].items()}}
     names = ([pred["a"]] if pred else []) + [v for v in ds.variant.values if str(v).startswith(b + " ")
                                              or str(v) == b]
-    fits = {}
+    out = {}
     for nm in map(str, names):
         use = np.flatnonzero(ds.mass_mean.sel(variant=nm).values >= min_mass)
         if len(use) < 2:
             continue
-        k = k_of(nm)
-        w = to_flat(refined_kgon(c, k, nm.count("+")))
+        w = to_flat(refined_kgon(c, k_of(nm), nm.count("+")))
         ns = ds.n.values[use]
-        nb = ns * beta
         Ln = np.array([[float(sorted_empirical_loss(w, sorted_inputs(xs[kk, :int(n)]))) for kk in range(K)]
                        for n in ns])                                                   # (B, K)
         F = ds["free_energy"].sel(variant=nm).isel(n=use).transpose("n", "dataset").values
-        G = F - nb[:, None] * Ln
+        out[nm] = {"n": ns, "G": F - (ns * beta)[:, None] * Ln, "lambda": lambdas.get(nm), "loss": losses.get(nm)}
+    out["_prediction"] = pred
+    return out
+
+
+def free_energy_fits(ds, xs, a: str, b: str, *, min_mass: float = 0.02, curves: dict | None = None) -> dict:
+    """Per phase of :func:`local_free_energies` (``curves``, computed here if not given): ``n``, ``lambda_eff`` +-
+    ``lambda_eff_se`` (mean and se over data sets of the slope of G against log(n beta)), ``C_fit`` (the
+    intercept), ``lambda`` (first principles, None without one) and ``C`` +- ``C_se`` (the mean of
+    G - lambda log(n beta)); and ``n_formula_with_constants`` (a against the variant of b that dominates at the
+    formula's n), module docstring.
+
+    Args:
+        ds: a Dataset of ``bayesian_transition`` (``free_energy`` (n, dataset, variant), ``mass_mean``).
+        xs: (K, n_max, c) its nested data sets (:func:`nested_inputs`).
+        a, b: the compared k-gon groups.
+        curves: :func:`local_free_energies` of the same arguments.
+    """
+    from scipy.optimize import brentq
+
+    beta = float(ds.attrs["beta"])
+    curves = local_free_energies(ds, xs, a, b, min_mass=min_mass) if curves is None else curves
+    pred = curves["_prediction"]
+    fits = {}
+    for nm, cv in curves.items():
+        if nm == "_prediction":
+            continue
+        nb, G = cv["n"] * beta, cv["G"]
         ok = np.all(np.isfinite(G), axis=0)
         if not ok.any():
             continue
         X = np.stack([np.log(nb), np.ones_like(nb)], 1)
         coef = np.linalg.lstsq(X, G[:, ok], rcond=None)[0]                             # (2, K')
-        lam = lambdas.get(nm)
+        lam = cv["lambda"]
         Cs = np.mean(G[:, ok] - lam * np.log(nb)[:, None], axis=0) if lam is not None else None
-        fits[nm] = {"n": [int(v) for v in ns], "lambda_eff": float(coef[0].mean()), "lambda_eff_se": _se(coef[0]),
-                    "C_fit": float(coef[1].mean()), "lambda": lam,
+        fits[nm] = {"n": [int(v) for v in cv["n"]], "lambda_eff": float(coef[0].mean()),
+                    "lambda_eff_se": _se(coef[0]), "C_fit": float(coef[1].mean()), "lambda": lam,
                     "C": None if Cs is None else float(Cs.mean()), "C_se": None if Cs is None else _se(Cs),
                     "datasets": int(ok.sum())}
     dom = pred and pred["dominant"]
     if dom and fits.get(pred["a"], {}).get("C") is not None and fits.get(dom, {}).get("C") is not None:
         fa, fb = fits[pred["a"]], fits[dom]
-        La, Lb = losses[pred["a"]], losses[dom]
+        La, Lb = curves[pred["a"]]["loss"], curves[dom]["loss"]
         gap = lambda u: (math.exp(u) * Lb + fb["lambda"] * u + fb["C"]) - (math.exp(u) * La + fa["lambda"] * u
                                                                             + fa["C"])
         try:

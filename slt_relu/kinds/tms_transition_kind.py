@@ -43,7 +43,7 @@ from pydantic import Field, ValidationError
 
 from ..sampling import SMCSettings
 from ..settings import ConfigError, Section
-from .common import Experiment
+from .common import Experiment, require_float64, require_increasing
 from .kind import Kind, Output, first_line, register_kind
 
 MAX_C = 10                   # as the tms kind's table: the phases' variants grow like 2^(c - k)
@@ -106,11 +106,8 @@ def resolve(s: Settings, raw=None) -> Resolved:
     from ..tms.phases import phase_names
 
     t = s.transition
-    if s.dtype != "float64":
-        raise ConfigError(f"dtype: expected 'float64' for kind 'tms_transition' (n L_n at n = {max(t.ns)} "
-                          f"needs float64's resolution), got {s.dtype!r}")
-    if any(b <= a for a, b in zip(t.ns, t.ns[1:])):
-        raise ConfigError(f"transition.ns: expected increasing sample sizes, got {list(t.ns)}")
+    require_float64(s.dtype, "tms_transition", f"n L_n at n = {max(t.ns)}")
+    require_increasing(t.ns, "transition.ns")
     variants, groups, _ = phase_names(t.c)
     kgons = [g for g in groups if g != "none"]
     a, b = t.phases or (f"{t.c}-gon", f"{t.c - 1}-gon")
@@ -164,7 +161,8 @@ def run(r: Resolved, key, ctx) -> Output:
     xs = C.nested_inputs(k_data, t.c, int(ds.n.values[-1]), t.datasets)
     a, b = r.pairs[0]
     sensitivity = C.labelling_sensitivity(ds, f"{a} vs {b}", rule)
-    fits = C.free_energy_fits(ds, xs, a, b)
+    curves = C.local_free_energies(ds, xs, a, b)
+    fits = C.free_energy_fits(ds, xs, a, b, curves=curves)
     check, check_ds = None, None
     if r.check_smc is not None:
         check, check_ds = C.settings_check(jax.random.fold_in(root, 1_000_003), ds, xs, f"{a} vs {b}", r.check_smc,
@@ -174,7 +172,7 @@ def run(r: Resolved, key, ctx) -> Output:
         results = results.merge(check_ds)
     metrics = _metrics(ds, r.pairs, check, sensitivity, fits)
     metrics["wall_s"] = {"scan": scan_s, "total": time.time() - start}
-    return Output(metrics, results, {"transition": _figure(ds, f"{a} vs {b}")})
+    return Output(metrics, results, {"transition": _figure(ds, f"{a} vs {b}", curves, fits)})
 
 
 def _comparison(q) -> dict:
@@ -225,7 +223,23 @@ def _metrics(ds, pairs, check, sensitivity, fits) -> dict:
         "free_energy_fits": fits, "formula": formula}
 
 
-def _figure(ds, comparison: str):
+def free_energy_panel(curves: dict, fits: dict) -> dict:
+    """The figure's free-energy panel from ``tms_transition_checks.local_free_energies`` and ``free_energy_fits``:
+    per fitted phase the mean and se over data sets of G_alpha at each n, lambda and the fitted C."""
+    from .tms_transition_checks import _se
+
+    out = {}
+    for name, fit in fits.items():
+        if name not in curves or name == "_prediction":
+            continue
+        G = curves[name]["G"]
+        out[name] = {"n": curves[name]["n"], "G": np.nanmean(G, axis=1),
+                     "G_se": np.array([_se(row[np.isfinite(row)]) for row in G]), "lambda": fit["lambda"],
+                     "C": fit["C"]}
+    return out
+
+
+def _figure(ds, comparison: str, curves: dict | None = None, fits: dict | None = None):
     from ..plots import tms_transition_figure
 
     q = ds.sel(comparison=comparison)
@@ -233,9 +247,10 @@ def _figure(ds, comparison: str):
     return tms_transition_figure(
         ds.n.values, ds.phase.values, ds.phase_mass_mean.values, ds.phase_mass_se.values, q.log_mass_ratio.values,
         float(q.n_crossover), float(q.n_crossover_se), float(q.n_formula), pair=(a, b),
+        free_energy=free_energy_panel(curves, fits) if curves and fits else None, beta=float(ds.attrs["beta"]),
         title=f"TMS c = {int(ds.attrs['c'])}, beta = {float(ds.attrs['beta']):g}: the posterior mass of each k-gon "
-              f"phase (tempered SMC, {ds.sizes['dataset']} data sets x {ds.sizes['run']} runs per n) and where the "
-              f"{a} takes the lead from the {b}")
+              f"phase (tempered SMC, {ds.sizes['dataset']} data sets x {ds.sizes['run']} runs per n), where the "
+              f"{a} takes the lead from the {b}, and each phase's local free energy against its asymptotic form")
 
 
 def headline(metrics: dict) -> list[str]:

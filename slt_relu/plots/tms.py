@@ -3,10 +3,21 @@ k-gon, the learning coefficient per k-gon against its first-principles value, an
 Bayesian transition (``slt_relu.kinds.tms_transition_kind``)."""
 from __future__ import annotations
 
+import matplotlib.ticker
 import numpy as np
 
 from ._style import figure_axes, label_grid, legend_right, panel_grid, subplots, suptitle, wrap
 
+
+
+def column_plane(ax, lim: float):
+    """The square [-lim, lim]^2 of the plane of W's columns, equal aspect, with the axes through 0."""
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-lim, lim)
+    ax.set_aspect("equal")
+    ax.axhline(0, color="0.85", lw=0.5, zorder=0)
+    ax.axvline(0, color="0.85", lw=0.5, zorder=0)
+    ax.tick_params(labelsize=6)
 
 def _variant_label(k: int, variant: str) -> str:
     return f"{k}-gon" + (f" {variant}" if variant else "")
@@ -45,12 +56,7 @@ def kgon_gallery_figure(panels: list, *, title: str = "The k-gon minima of the T
             lam.append(f"est {p['lambda']:.3g}±{p['lambda_se']:.1g}")
         head = f"c={p['c']} {_variant_label(p['k'], p['variant'])}"
         ax.set_title(f"{head}\nL={p['loss']:.4g}" + ("\n" + ", ".join(lam) if lam else ""), fontsize=7)
-        ax.set_xlim(-lim, lim)
-        ax.set_ylim(-lim, lim)
-        ax.set_aspect("equal")
-        ax.axhline(0, color="0.85", lw=0.5, zorder=0)
-        ax.axvline(0, color="0.85", lw=0.5, zorder=0)
-        ax.tick_params(labelsize=6)
+        column_plane(ax, lim)
     label_grid(axes, n, "W[0, i]", "W[1, i]", fontsize=7)
     suptitle(fig, title + " (red dots at the origin: unused features, filled with a positive bias, "
                           "hollow with negative ones)")
@@ -136,8 +142,8 @@ def kgon_loss_figure(rows: list, *, title: str = "The exact population loss of e
 
 
 def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float, crossover_se: float,
-                          formula: float, *, pair: tuple = ("6-gon", "5-gon"),
-                          title: str = "The toy model of superposition's Bayesian phase transition"):
+                          formula: float, *, pair: tuple = ("6-gon", "5-gon"), free_energy: dict | None = None,
+                          beta: float = 1.0, title: str = "The toy model of superposition's Bayesian phase transition"):
     """The posterior mass of each k-gon phase against n, and the log mass ratio of two phases (the 6-gon / 5-gon
     at c = 6) with the crossover measured by SMC beside the asymptotic formula's (``slt_relu.tms.transition``;
     Chen et al. 2023).
@@ -152,14 +158,19 @@ def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float
         crossover_se: the crossover's standard error.
         formula: the asymptotic formula's n, n (L_b - L_a) = (lambda_a - lambda_b) log n.
         pair: the names of the two phases (a, b) of the ratio.
+        free_energy: a third panel, each phase's local free energy less its loss term against n:
+            {phase: {"n": (B,), "G": (B,) G_alpha = F_alpha - n beta L_n(w_alpha) (mean over data sets), "G_se": (B,),
+            "lambda", "C": the asymptotic form lambda log(n beta) + C drawn beside it (None: not drawn)}}
+            (``slt_relu.kinds.tms_transition_checks``).
+        beta: the inverse temperature (the asymptotic form's n beta).
         title: the figure's title.
 
     Returns:
         the Figure.
     """
     ns, mass, mass_se = np.asarray(ns, float), np.asarray(mass, float), np.asarray(mass_se, float)
-    fig, axes = subplots(1, 2, figsize=(11.0, 4.2))
-    for ax in axes:
+    fig, axes = subplots(1, 3 if free_energy else 2, figsize=(16.5, 4.4) if free_energy else (11.0, 4.2))
+    for ax in axes[:2]:
         if np.isfinite(crossover):
             ax.axvspan(crossover - crossover_se, crossover + crossover_se, color="0.85", zorder=0)
             ax.axvline(crossover, color="k", lw=1, label=f"SMC crossover n = {crossover:.0f} +- {crossover_se:.0f}")
@@ -179,5 +190,19 @@ def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float
     axes[1].axhline(0.0, color="0.5", lw=0.8)
     axes[1].set_ylabel(f"log(mass {pair[0]} / mass {pair[1]})")
     legend_right(axes[1])
+    if free_energy:
+        ax = axes[2]
+        for j, (name, cv) in enumerate(free_energy.items()):
+            n = np.asarray(cv["n"], float)
+            ax.errorbar(n, cv["G"], yerr=cv["G_se"], marker="o", ms=3, capsize=2, color=f"C{j}", label=str(name))
+            if cv.get("lambda") is not None and cv.get("C") is not None:
+                grid = np.geomspace(n.min(), n.max(), 50)
+                ax.plot(grid, cv["lambda"] * np.log(grid * beta) + cv["C"], ls="--", lw=1, color=f"C{j}",
+                        label=f"{cv['lambda']:g} log n + C")
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())     # a decade or less: no crowded labels
+        ax.set_xlabel("n")
+        ax.set_ylabel("F_alpha - n L_n(w_alpha) (nats; bars: se)")
+        legend_right(ax)
     suptitle(fig, title)
     return fig

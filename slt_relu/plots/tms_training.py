@@ -7,6 +7,7 @@ import matplotlib
 import numpy as np
 
 from ._style import figure_legend, new_figure, suptitle
+from .tms import column_plane
 
 
 def phase_colours(names) -> dict:
@@ -36,12 +37,7 @@ def _snapshot(ax, W, b, lim: float, length_threshold: float = 0.5):
                       scale_units="xy", scale=1, width=0.025, color=colour)
     for i in np.flatnonzero(~long):
         ax.plot([W[0, i]], [W[1, i]], "o", ms=3.5, color="C3", mfc="C3" if b[i] > 0 else "none")
-    ax.set_xlim(-lim, lim)
-    ax.set_ylim(-lim, lim)
-    ax.set_aspect("equal")
-    ax.axhline(0, color="0.85", lw=0.5, zorder=0)
-    ax.axvline(0, color="0.85", lw=0.5, zorder=0)
-    ax.tick_params(labelsize=6)
+    column_plane(ax, lim)
 
 
 def tms_training_figure(steps, ns, loss, phases, llc, llc_se, snapshots: list, *, levels: dict | None = None,
