@@ -13,6 +13,7 @@ jax.config.update("jax_enable_x64", True)
 from slt_relu.posterior.llc import LLCSGLDSettings, estimate_llc  # noqa: E402
 from slt_relu.tms import TMSParams, flat_empirical_loss, sample_inputs  # noqa: E402
 from slt_relu.tms import training as T  # noqa: E402
+from slt_relu.tms import training_llc as TL  # noqa: E402
 from slt_relu.tms.phases import phase_codes, phase_names  # noqa: E402
 from slt_relu.tms.sorted_loss import sorted_empirical_loss, sorted_inputs  # noqa: E402
 
@@ -130,15 +131,15 @@ def test_phase_sequence_by_hand():
 
 def test_quadratic_llc_closed_forms():
     # gamma = eps = 0: half the rank of H (flat directions and rounding below 0 contribute nothing)
-    assert T.quadratic_llc([3.0, 0.5, 0.0, -1e-17], 100.0, 0.0) == pytest.approx(1.0, rel=1e-15)
+    assert TL.quadratic_llc([3.0, 0.5, 0.0, -1e-17], 100.0, 0.0) == pytest.approx(1.0, rel=1e-15)
     # one direction: (1/2) a / (a + gamma), a = n beta h
-    assert T.quadratic_llc([2.0], 50.0, 25.0) == pytest.approx(0.5 * 100 / 125, rel=1e-15)
+    assert TL.quadratic_llc([2.0], 50.0, 25.0) == pytest.approx(0.5 * 100 / 125, rel=1e-15)
     # the Euler step: the OU process w' = (1 - eps k / 2) w + sqrt(eps) xi has stationary variance
     # eps / (1 - (1 - eps k / 2)^2) = 1 / (k (1 - eps k / 4))
     a, g, eps = 100.0, 10.0, 0.01
     k = a + g
     var = eps / (1 - (1 - eps * k / 2) ** 2)
-    assert T.quadratic_llc([2.0], 50.0, g, eps) == pytest.approx(0.5 * a * var, rel=1e-13)
+    assert TL.quadratic_llc([2.0], 50.0, g, eps) == pytest.approx(0.5 * a * var, rel=1e-13)
 
 
 def _quadratic_loss(h):
@@ -156,8 +157,8 @@ def test_sgld_on_a_quadratic_is_quadratic_llc_within_its_standard_error():
     s = LLCSGLDSettings(num_chains=16, num_steps=6000, num_burnin=400, thin=2, step_size=eps, localization=gamma,
                         n_beta=nb)
     out = estimate_llc(jax.random.PRNGKey(7), _quadratic_loss(h), jnp.zeros(4), jnp.zeros((5, 1)), s)
-    exact = T.quadratic_llc(np.asarray(h), nb, gamma, eps)
-    continuous = T.quadratic_llc(np.asarray(h), nb, gamma, 0.0)
+    exact = TL.quadratic_llc(np.asarray(h), nb, gamma, eps)
+    continuous = TL.quadratic_llc(np.asarray(h), nb, gamma, 0.0)
     assert abs(out.estimate - exact) < 4 * out.se, (out.estimate, out.se, exact)
     assert abs(continuous - exact) > 6 * out.se
 
@@ -170,7 +171,7 @@ def test_llc_at_checkpoints_is_estimate_llc_at_each_center(adam):
     keys = jax.vmap(lambda j: jax.random.key_data(jax.random.fold_in(jax.random.PRNGKey(11), j)))(jnp.arange(4))
     s = LLCSGLDSettings(num_chains=3, num_steps=50, num_burnin=10, thin=2, step_size=1e-4, localization=5.0,
                         n_beta=40 / math.log(40))
-    est, se, acc = T.llc_at_checkpoints(keys, jnp.asarray(centers), data, s)
+    est, se, acc = TL.llc_at_checkpoints(keys, jnp.asarray(centers), data, s)
     for j in range(4):
         ref = estimate_llc(keys[j], sorted_empirical_loss, jnp.asarray(centers[j]), data, s)
         assert est[j] == pytest.approx(ref.estimate, rel=1e-9, abs=1e-9)
@@ -184,16 +185,16 @@ def test_llc_along_training_keys_and_chunks(adam, monkeypatch):
     elements, 30 x 12 kept per chain: 3936 // 720) and of 3 at n = 40 (656 data elements: 3936 // 1312)."""
     ds, x, _ = adam
     s = LLCSGLDSettings(num_chains=2, num_steps=40, num_burnin=10, thin=1, step_size=1e-4, localization=5.0)
-    monkeypatch.setattr(T, "LLC_CHUNK_ELEMENTS", 3936)
+    monkeypatch.setattr(TL, "LLC_CHUNK_ELEMENTS", 3936)
     calls = []
-    out = T.llc_along_training(jax.random.PRNGKey(3), ds, s, progress=lambda d, t: calls.append((d, t)))
+    out = TL.llc_along_training(jax.random.PRNGKey(3), ds, s, progress=lambda d, t: calls.append((d, t)))
     assert calls == [(5, 16), (8, 16), (11, 16), (14, 16), (16, 16)]
     np.testing.assert_allclose(out.n_beta.values, [12 / math.log(12), 40 / math.log(40)], rtol=1e-15)
     K = ds.sizes["checkpoint"]
     for i, r, k in ((1, 1, 3), (1, 0, 1)):                      # the padded last chunk, a middle one
         key = jax.random.key_data(jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(3), i), r * K + k))
         center = np.concatenate([ds.W.values[i, r, k].reshape(-1), ds.b.values[i, r, k]])
-        est, se, _ = T.llc_at_checkpoints(key[None], jnp.asarray(center)[None], sorted_inputs(x[:40]),
+        est, se, _ = TL.llc_at_checkpoints(key[None], jnp.asarray(center)[None], sorted_inputs(x[:40]),
                                           s.replace(n_beta=40 / math.log(40)))
         assert out.llc.values[i, r, k] == pytest.approx(est[0], rel=1e-9)
         assert out.llc_se.values[i, r, k] == pytest.approx(se[0], rel=1e-9)
@@ -203,11 +204,11 @@ def test_llc_along_training_keys_and_chunks(adam, monkeypatch):
 
 def test_quadratic_llc_at_checkpoint_is_quadratic_llc_of_the_hessian(adam):
     ds, x, _ = adam
-    q = T.quadratic_llc_at_checkpoint(ds, 5.0, 1e-4)
+    q = TL.quadratic_llc_at_checkpoint(ds, 5.0, 1e-4)
     assert q.shape == (2, 2)
     w = np.concatenate([ds.W.values[0, 1, -1].reshape(-1), ds.b.values[0, 1, -1]])
     H = jax.hessian(lambda v: flat_empirical_loss(v, jnp.asarray(x[:12])))(jnp.asarray(w))   # the dense loss
-    exact = T.quadratic_llc(np.linalg.eigvalsh(np.asarray(H)), 12 / math.log(12), 5.0, 1e-4)
+    exact = TL.quadratic_llc(np.linalg.eigvalsh(np.asarray(H)), 12 / math.log(12), 5.0, 1e-4)
     assert q[0, 1] == pytest.approx(exact, rel=1e-8)
 
 
@@ -231,12 +232,12 @@ def test_quadratic_llc_at_checkpoint_is_quadratic_llc_of_the_hessian(adam):
      r"^init: expected finite W of shape"),
     (lambda: T.phase_sequence("6-gon"), r"^phases: expected a sequence of phase names"),
     (lambda: T.phase_sequence(["6-gon"], skip="none"), r"^skip: expected a sequence of phase names"),
-    (lambda: T.quadratic_llc([1.0], 0.0, 1.0), r"^n_beta: expected a positive finite number, got 0.0$"),
-    (lambda: T.quadratic_llc([1.0], 1.0, -1.0), r"^localization: expected a non-negative"),
-    (lambda: T.quadratic_llc([np.nan], 1.0, 1.0), r"^hessian_eigenvalues: expected a non-empty array of finite"),
-    (lambda: T.quadratic_llc([100.0], 1.0, 0.0, 0.05), r"^step_size: SGLD is unstable at eps \(a \+ gamma\) >= 4"),
-    (lambda: T.llc_along_training(jax.random.PRNGKey(0), {"W": 1}), r"^ds: expected the xarray Dataset"),
-    (lambda: T.quadratic_llc_at_checkpoint({"W": 1}, 1.0), r"^ds: expected the xarray Dataset"),
+    (lambda: TL.quadratic_llc([1.0], 0.0, 1.0), r"^n_beta: expected a positive finite number, got 0.0$"),
+    (lambda: TL.quadratic_llc([1.0], 1.0, -1.0), r"^localization: expected a non-negative"),
+    (lambda: TL.quadratic_llc([np.nan], 1.0, 1.0), r"^hessian_eigenvalues: expected a non-empty array of finite"),
+    (lambda: TL.quadratic_llc([100.0], 1.0, 0.0, 0.05), r"^step_size: SGLD is unstable at eps \(a \+ gamma\) >= 4"),
+    (lambda: TL.llc_along_training(jax.random.PRNGKey(0), {"W": 1}), r"^ds: expected the xarray Dataset"),
+    (lambda: TL.quadratic_llc_at_checkpoint({"W": 1}, 1.0), r"^ds: expected the xarray Dataset"),
 ])
 def test_bad_arguments_are_refused_in_one_line(call, match):
     with pytest.raises(ValueError, match=match) as err:
@@ -250,6 +251,6 @@ def test_bad_llc_settings_and_checkpoints_are_refused(adam):
                             (LLCSGLDSettings(batch_size=2), r"^settings: expected n_beta = None"),
                             ("sgld", r"^settings: expected LLCSGLDSettings, got str$")):
         with pytest.raises(ValueError, match=match):
-            T.llc_along_training(jax.random.PRNGKey(0), ds, settings)
+            TL.llc_along_training(jax.random.PRNGKey(0), ds, settings)
     with pytest.raises(ValueError, match=r"^checkpoint: expected an index in \[-4, 3\], got 4$"):
-        T.quadratic_llc_at_checkpoint(ds, 1.0, checkpoint=4)
+        TL.quadratic_llc_at_checkpoint(ds, 1.0, checkpoint=4)

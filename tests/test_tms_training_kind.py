@@ -24,6 +24,7 @@ TINY_TRAINING = TINY["tms_training.toml"]
 def test_the_tiny_config_runs_and_is_the_library_call():
     from slt_relu.kinds.tms_training_kind import llc_settings
     from slt_relu.tms import training as T
+    from slt_relu.tms import training_llc as TL
 
     out = tiny_run("tms_training.toml")                 # the run test_reference.py compares too
     m = json.loads((out / "metrics.json").read_text())
@@ -34,11 +35,11 @@ def test_the_tiny_config_runs_and_is_the_library_call():
     k_train, k_llc = jax.random.split(jax.random.PRNGKey(0))
     direct = T.train_trajectories(k_train, 4, [20, 60], runs=3, steps=60, learning_rate=0.01, init_std=0.1,
                                   checkpoints=5)
-    direct = T.llc_along_training(k_llc, direct, llc_settings(s.llc))
+    direct = TL.llc_along_training(k_llc, direct, llc_settings(s.llc))
     for v in ("W", "b", "train_loss", "population_loss", "llc", "llc_se"):
         np.testing.assert_array_equal(ds[v].values, direct[v].values)
     assert ds.phase.values.astype(str).tolist() == direct.phase.values.tolist()
-    q = T.quadratic_llc_at_checkpoint(direct, 10.0, 5e-4)
+    q = TL.quadratic_llc_at_checkpoint(direct, 10.0, 5e-4)
     np.testing.assert_array_equal(ds.llc_quadratic.values, q)
     for i, e in enumerate(m["by_n"]):
         final = direct.phase.values[i, :, -1]

@@ -5,7 +5,7 @@ The dynamical side of Chen, Lau, Mendel, Wei, Murfet 2023: the toy model of supe
 W ~ N(0, init_std^2), b ~ N(0, init_bias_std^2) at each n of ``training.ns`` (nested data sets; full-batch
 gradients of the exact L_n, or mini-batches), ``slt_relu.tms.training.train_trajectories``: at log-spaced
 checkpoints the training loss L_n, the population loss L, the k-gon phase (``slt_relu.tms.phases.phase_codes``)
-and the local learning coefficient (``slt_relu.tms.training.llc_along_training``, the devinterp use case)
+and the local learning coefficient (``slt_relu.tms.training_llc.llc_along_training``, the devinterp use case)
 
     lambda_hat(w*) = n beta (E[L_n(w)] - L_n(w*)),   p(w) proportional to exp(-n beta L_n(w) - (gamma/2) |w - w*|^2),
 
@@ -143,6 +143,7 @@ def run(r: Resolved, key, ctx) -> Output:
 
     from ..sampling import check_keys
     from ..tms import training as T
+    from ..tms import training_llc as TL
 
     s, t, llc = r.settings, r.settings.training, r.settings.llc
     root = jax.random.wrap_key_data(check_keys(key, batch_ndim=0))
@@ -154,9 +155,9 @@ def run(r: Resolved, key, ctx) -> Output:
     if llc.enabled:
         bar = tqdm(total=ds.sizes["n"] * ds.sizes["run"] * ds.sizes["checkpoint"], desc="LLC at checkpoints",
                    disable=not ctx.progress, leave=False)
-        ds = T.llc_along_training(k_llc, ds, llc_settings(llc), progress=lambda done, total: bar.update(done - bar.n))
+        ds = TL.llc_along_training(k_llc, ds, llc_settings(llc), progress=lambda done, total: bar.update(done - bar.n))
         bar.close()
-        ds["llc_quadratic"] = (("n", "run"), T.quadratic_llc_at_checkpoint(ds, llc.localization, llc.step_size),
+        ds["llc_quadratic"] = (("n", "run"), TL.quadratic_llc_at_checkpoint(ds, llc.localization, llc.step_size),
                                {"long_name": "E[lambda_hat] were L_n quadratic at the final checkpoint "
                                              "(quadratic_llc of its Hessian)"})
     minima = kgon_minima(t.c)

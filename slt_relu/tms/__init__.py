@@ -13,14 +13,16 @@ Murfet 2023, arXiv 2310.06301).
 - ``phases``: the k-gon label of a posterior draw or a training checkpoint;
 - ``sorted_loss``: the exact empirical loss from sorted inputs, O(c^2 log n);
 - ``transition``: the posterior mass of each k-gon phase against n by tempered SMC;
-- ``crossover``: the n where two phases exchange the lead, measured and by the asymptotic formula.
+- ``crossover``: the n where two phases exchange the lead, measured and by the asymptotic formula;
+- ``training``: optax training runs from random starts at several n, the k-gon of every checkpoint;
+- ``training_llc``: the local learning coefficient at the checkpoints (SGLD) and its quadratic expectation.
 
 The empirical loss plugs into the tempered target of any loss
 (``slt_relu.posterior.target.TemperedTarget``), ``estimate_llc`` (``empirical_loss`` on
 ``TMSParams``) and ``smc_free_energy_curve`` (``flat_empirical_loss`` / ``flat_population_loss`` on
 flat parameters).
 """
-from . import crossover, fisher, kgon, model, phases, sorted_loss, symmetry, transition
+from . import crossover, fisher, kgon, model, phases, sorted_loss, symmetry, training, training_llc, transition
 from .fisher import fisher_information, fisher_rank, fisher_spectrum
 from .kgon import (KGonRecord, hessian_counts, kgon_loss_formula, kgon_record, kgon_table, loss_hessian,
                    make_kgon, positive_unused_bias, refine_kgon, refined_kgon)
