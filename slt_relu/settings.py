@@ -29,6 +29,12 @@ class ConfigError(ValueError):
     what was expected.  The CLI prints it and exits with status 2 before computing anything."""
 
 
+# the largest magnitude of a real setting that is a value or scale of the model (a weight, a bias, a prior's or
+# the noise's scale, a radius, a length, a step size): DSLT's values are O(1), and products of a few such values
+# stay far inside float32's range, so losses, Fisher information, samplers and plots stay finite
+SCALE_BOUND = 1e4
+
+
 class Section(BaseModel):
     """A table of a config: unknown keys refused, no coercion (``"3"`` is not 3, ``true`` is not
     1), no infinities or NaN, frozen (hashable, so usable as a static ``jax.jit`` argument)."""
@@ -241,6 +247,10 @@ def _with_bounds(text: str, metadata) -> str:
                 text = text.replace("a list of", "a non-empty list of" if n == 1 else f"a list of at least {n}", 1)
     if low_open is not None and high_open is not None:
         return text + f" in ({low_open}, {high_open})"
+    if low_open is not None and high is not None:
+        return text + f" in ({low_open}, {high}]"
+    if low is not None and high_open is not None:
+        return text + f" in [{low}, {high_open})"
     if low_open is not None:
         text += f" > {low_open}"
     if high_open is not None:

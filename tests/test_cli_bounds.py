@@ -145,3 +145,40 @@ def test_workers_end_when_their_launcher_is_killed(tmp_path):
     for w in survivors:
         os.kill(w, signal.SIGKILL)
     assert not survivors, f"workers {survivors} outlived their launcher"
+
+
+def _real_truth_options():
+    """(truth name, option) for every real option of every registered example."""
+    import inspect
+    import typing
+
+    from slt_relu import truths
+
+    for name in truths.names():
+        fn = truths.REGISTRY[name]
+        hints = typing.get_type_hints(fn)
+        for option in inspect.signature(fn).parameters:
+            if hints.get(option, float) is float:
+                yield name, option
+
+
+@pytest.mark.parametrize("value", [1e153, -2e4, 1e-300, -3e-5])
+@pytest.mark.parametrize("truth,option", list(_real_truth_options()))
+def test_a_truths_real_options_are_zero_or_resolved_magnitudes(tmp_path, capsys, truth, option, value):
+    """A weight of 1e153 overflows the population loss's squares and one of 1e-300 underflows them (a truth that
+    is minimal on paper and degenerate in floating point): both are refused by name before anything runs."""
+    path = tmp_path / "cfg.toml"
+    path.write_text(f'kind = "landscape"\n[truth]\nname = "{truth}"\n{option} = {value!r}\n[landscape]\n'
+                    'ranges = [[-1.0, 2.0], [-1.0, 2.0]]\nresolution = 9\n')
+    refused(capsys, ["run", str(path), "--no-progress", "--no-cache", "--out", str(tmp_path / "o")],
+            f"truth.{option}: expected")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("line", ["sigma = 1e20", "[inputs]\ndistribution = \"uniform\"\nhalf_width = 1e300",
+                                  "[inputs]\ndistribution = \"gaussian\"\nstd = 2e4"])
+def test_the_setups_scales_are_bounded(tmp_path, capsys, line):
+    key = {"s": "sigma", "[": "inputs.half_width" if "half" in line else "inputs.std"}[line[0]]
+    path = tmp_path / "cfg.toml"
+    path.write_text(line + "\n" + GOOD if line.startswith("sigma") else GOOD + line + "\n")
+    refused(capsys, ["run", str(path), "--no-progress", "--no-cache", "--out", str(tmp_path / "o")], f"{key}: expected")

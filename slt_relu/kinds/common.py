@@ -11,10 +11,10 @@ import inspect
 import typing
 from typing import Annotated, Literal, NamedTuple, Union
 
-from pydantic import Field, create_model
+from pydantic import AfterValidator, Field, create_model
 
 from .. import truths
-from ..settings import ConfigError, Section
+from ..settings import SCALE_BOUND, ConfigError, Section
 
 DTYPES = ("float64", "float32")
 NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$"       # a plain file name: no separator, no leading dot
@@ -26,13 +26,24 @@ NAME_WORDS = "a plain file name (letters, digits, _ - ., at most 100 characters,
 TRUTH_SIZE_BOUNDS = {"m": (1, 256), "width": (1, 256)}
 
 
+def _zero_or_resolved(value: float) -> float:
+    """A real option is 0 or at least 1 / SCALE_BOUND in magnitude: a weight of 1e-300 is neither zero
+    (the truth stays minimal) nor anything its squares can resolve (they underflow)."""
+    if 0 < abs(value) < 1 / SCALE_BOUND:
+        raise ValueError(f"expected 0 or a magnitude in [{1 / SCALE_BOUND}, {SCALE_BOUND}], got {value!r}")
+    return value
+
+
 def _truth_schema(name: str):
     fn = truths.REGISTRY[name]
     hints = typing.get_type_hints(fn)
     fields = {"name": (Literal[name], Field(description="a registered example (slt_relu.truths)"))}
     for pname, p in inspect.signature(fn).parameters.items():
-        low, high = TRUTH_SIZE_BOUNDS.get(pname, (None, None))
-        fields[pname] = (hints.get(pname, float), Field(p.default, ge=low, le=high, description=f"option of {name}"))
+        hint = hints.get(pname, float)
+        low, high = TRUTH_SIZE_BOUNDS.get(pname, (-SCALE_BOUND, SCALE_BOUND) if hint is float else (None, None))
+        if hint is float:
+            hint = Annotated[float, AfterValidator(_zero_or_resolved)]
+        fields[pname] = (hint, Field(p.default, ge=low, le=high, description=f"option of {name}"))
     return create_model(f"Truth_{name}", __base__=Section, **fields)
 
 
@@ -49,12 +60,12 @@ class _Inputs(Section):
 
 class UniformInputs(_Inputs):
     distribution: Literal["uniform"]
-    half_width: float = Field(gt=0, description="q(x) uniform on [-half_width, half_width]^n_in")
+    half_width: float = Field(gt=0, le=SCALE_BOUND, description="q(x) uniform on [-half_width, half_width]^n_in")
 
 
 class GaussianInputs(_Inputs):
     distribution: Literal["gaussian"]
-    std: float = Field(gt=0, description="q(x) = N(0, std^2 I)")
+    std: float = Field(gt=0, le=SCALE_BOUND, description="q(x) = N(0, std^2 I)")
 
 
 InputsSettings = Annotated[Union[UniformInputs, GaussianInputs],
@@ -77,7 +88,7 @@ class TruthExperiment(Experiment):
 
     truth: TruthSettings
     inputs: InputsSettings | None = None
-    sigma: float | None = Field(None, gt=0, description="noise standard deviation (default: the example's)")
+    sigma: float | None = Field(None, gt=0, le=SCALE_BOUND, description="noise standard deviation (default: the example's)")
 
 
 class Setup(NamedTuple):
@@ -94,7 +105,8 @@ def example_of(truth) -> truths.Example:
     try:
         return truths.get(truth.name, **options)
     except (TypeError, ValueError) as err:
-        raise ConfigError(f"truth: {err}") from None
+        message = str(err)
+        raise ConfigError(message if message.startswith("truth") else f"truth: {message}") from None
 
 
 def resolve_inputs(spec, n_in_default: int | None):

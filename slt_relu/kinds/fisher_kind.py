@@ -24,7 +24,7 @@ from ..fisher import default_rtol, null_accounting
 from ..inputs import UniformBox
 from ..network import TwoLayer, from_flat, init_params, make_params, num_params, to_flat
 from ..plots import rank_vs_bound_figure, spectrum_figure
-from ..settings import ConfigError, Section
+from ..settings import SCALE_BOUND, ConfigError, Section
 from ..truths import Example, m_symmetric
 from .common import Experiment, InputsSettings, TruthSettings, example_of, resolve_inputs
 from .kind import Kind, Output, first_line, register_kind
@@ -67,7 +67,7 @@ class RandomPoints(_Group):
     source: Literal["random"]
     widths: tuple[Width, ...] = Field(min_length=1, description="network widths")
     count: int = Field(4, ge=1, description="networks per width")
-    scale: float = Field(1.0, gt=0, description="every coordinate N(0, scale^2) (placement = \"iid\")")
+    scale: float = Field(1.0, gt=0, le=SCALE_BOUND, description="every coordinate N(0, scale^2) (placement = \"iid\")")
     placement: Literal["iid", "crossing"] = Field("iid", description="i.i.d. coordinates, or every boundary "
                                                   "through the central half of the box / one std of the origin")
 
@@ -75,8 +75,8 @@ class RandomPoints(_Group):
 class MSymmetricPoints(_Group):
     source: Literal["m_symmetric"]
     m: tuple[Width, ...] = Field(min_length=1, description="the m-symmetric truths")
-    bias: float = Field(-0.3, description="their bias")
-    q: float = Field(1.0, description="their output weight")
+    bias: float = Field(-0.3, ge=-SCALE_BOUND, le=SCALE_BOUND, description="their bias")
+    q: float = Field(1.0, ge=-SCALE_BOUND, le=SCALE_BOUND, description="their output weight")
 
 
 class TruthPoint(_Group):
@@ -123,7 +123,7 @@ class Settings(Experiment):
     kind: Literal["fisher"]
     truth: TruthSettings | None = None
     inputs: InputsSettings | None = None
-    sigma: float | None = Field(None, gt=0, description="noise standard deviation (default: the example's, or 1)")
+    sigma: float | None = Field(None, gt=0, le=SCALE_BOUND, description="noise standard deviation (default: the example's, or 1)")
     fisher: FisherSettings
 
 

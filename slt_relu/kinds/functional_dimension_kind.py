@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from ..settings import Section
+from ..settings import SCALE_BOUND, Section
 from .common import Experiment
 from .kind import Kind, Output, first_line, register_kind
 
@@ -30,7 +30,7 @@ class FunctionalDimensionSettings(Section):
     networks: int = Field(20, ge=1, le=10000, description="He-initialised networks per (n0, depth)")
     point_factors: tuple[Annotated[float, Field(gt=0)], ...] = Field((1.0, 2.0), min_length=1, description="numbers "
                                                                      "of points as multiples of the bound")
-    bias_std: float = Field(0.1, ge=0, description="biases N(0, bias_std^2)")
+    bias_std: float = Field(0.1, ge=0, le=SCALE_BOUND, description="biases N(0, bias_std^2)")
     rtol: float | None = Field(None, ge=0, description="rank threshold (default max(shape) * eps)")
 
     @field_validator("n_in", "depths", "point_factors")

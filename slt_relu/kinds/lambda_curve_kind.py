@@ -31,7 +31,7 @@ from pydantic import Field
 
 from .. import known_lambda, truths
 from ..sampling import SMCSettings
-from ..settings import ConfigError, Section
+from ..settings import SCALE_BOUND, ConfigError, Section
 from .common import Experiment
 from .kind import Kind, Output, first_line, register_kind
 
@@ -64,7 +64,7 @@ class CaseSettings(Section):
     phase: str | None = Field(None, max_length=200, description="dslt_phase: the phase of W0, its label as "
                               "slt_relu.phases prints it (e.g. \"+ | 1 degenerate\")")
     radius: float | None = Field(None, gt=0, le=10, description="dslt_phase: the region's ball |z| <= radius")
-    prior_std: float | None = Field(None, gt=0, description="overrides curve.prior_std")
+    prior_std: float | None = Field(None, gt=0, le=SCALE_BOUND, description="overrides curve.prior_std")
     t_max: float | None = Field(None, gt=1, le=1e30, description="overrides curve.t_max")
     decades: float | None = Field(None, gt=0, le=29, description="overrides curve.decades")
     runs: int | None = Field(None, ge=2, le=256, description="overrides curve.runs")
@@ -75,7 +75,7 @@ class CurveSettings(Section):
     t_max: float = Field(1e8, gt=1, le=1e30, description="the largest inverse temperature t = n beta")
     decades: float = Field(5.0, gt=0, le=29, description="the fitted window: the last decades of t")
     runs: int = Field(8, ge=2, le=256, description="independent SMC runs per case (their spread: the errors)")
-    prior_std: float = Field(1.0, gt=0, description="the prior N(0, prior_std^2 I)")
+    prior_std: float = Field(1.0, gt=0, le=SCALE_BOUND, description="the prior N(0, prior_std^2 I)")
     max_multiplicity: int = Field(3, ge=1, le=8, description="the largest candidate m")
 
 

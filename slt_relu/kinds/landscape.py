@@ -17,7 +17,7 @@ from ..fisher import null_accounting
 from ..loss import empirical_loss, loss_slice, population_loss, sample_dataset
 from ..network import coordinate_index, coordinate_names, from_flat, num_params, to_flat
 from ..plots import landscape_figure
-from ..settings import ConfigError, Section
+from ..settings import SCALE_BOUND, ConfigError, Section
 from ..truths import Example
 from .common import TruthExperiment, resolve_setup
 from .kind import Kind, Output, first_line, register_kind
@@ -36,8 +36,8 @@ class LandscapeSettings(Section):
     resolution: int = Field(201, ge=3, le=4001, description="grid points per axis")
     fisher_points: int = Field(0, ge=0, le=2000, description="points along W0 where the restricted model's Fisher "
                                "rank is computed")
-    n_beta: float = Field(100.0, ge=0, description="n beta of the posterior mass across the valley along W0")
-    valley_halfwidth: float = Field(0.5, gt=0, description="half-length of the normal segments that mass "
+    n_beta: float = Field(100.0, ge=0, le=1e12, description="n beta of the posterior mass across the valley along W0")
+    valley_halfwidth: float = Field(0.5, gt=0, le=SCALE_BOUND, description="half-length of the normal segments that mass "
                                     "is integrated over")
 
 

@@ -29,7 +29,7 @@ from pydantic import Field, model_validator
 from .. import truths
 from ..posterior.llc import LLCSGLDSettings
 from ..sampling import NUTSSettings
-from ..settings import ConfigError, Section, parse
+from ..settings import SCALE_BOUND, ConfigError, Section, parse
 from ..workflow.sweep import Point, fingerprint, run_points
 from .common import TRUTH_SCHEMAS, Experiment
 from .kind import Kind, Output, first_line, register_kind
@@ -44,9 +44,9 @@ class SGLDTable(LLCSGLDSettings):
 
     num_steps: int = Field(20000, ge=1, description="SGLD steps per chain")
     num_burnin: int = Field(5000, ge=0, description="first steps dropped")
-    step_size: float = Field(1e-5, gt=0, description="eps")
+    step_size: float = Field(1e-5, gt=0, le=SCALE_BOUND, description="eps")
     num_chains: int = Field(8, ge=1, description="chains, vmapped in one program")
-    localization: float = Field(1.0, ge=0, description="gamma of exp(-n beta L_n - gamma/2 |w - w*|^2)")
+    localization: float = Field(1.0, ge=0, le=SCALE_BOUND ** 2, description="gamma of exp(-n beta L_n - gamma/2 |w - w*|^2)")
 
 
 class BetaSweepSettings(NUTSSettings):
@@ -58,8 +58,8 @@ class BetaSweepSettings(NUTSSettings):
     factors: tuple[Annotated[float, Field(ge=1e-6)], ...] = Field(
         (2 / 3, 1.0, 1.5, 2.0, 3.0), min_length=2, description="betas as multiples of 1/log n")
     chains_per_beta: int = Field(4, ge=1, description="NUTS chains per beta")
-    prior_std: float = Field(1.0, gt=0, description="N(0, prior_std^2) prior of the global posterior")
-    localization: float = Field(0.0, ge=0, description="0: the global posterior; gamma > 0: the localized one "
+    prior_std: float = Field(1.0, gt=0, le=SCALE_BOUND, description="N(0, prior_std^2) prior of the global posterior")
+    localization: float = Field(0.0, ge=0, le=SCALE_BOUND ** 2, description="0: the global posterior; gamma > 0: the localized one "
                                 "around the case's point (its slope is the local lambda)")
 
 
@@ -92,7 +92,7 @@ class TwoLayerCase(_Case):
 class MonomialCase(_Case):
     model: Literal["monomial"]
     exponents: tuple[Annotated[int, Field(ge=1, le=10)], ...] = Field(min_length=1, description="k_i of prod w_i^k_i")
-    theta0: float = Field(0.0, ge=0, description="the truth's slope")
+    theta0: float = Field(0.0, ge=0, le=SCALE_BOUND, description="the truth's slope")
 
 
 class LLCSettings(Section):

@@ -32,7 +32,7 @@ from pydantic import Field, model_validator
 from ..network import Restriction, make_params
 from ..posterior import GROUPS, PRIOR_KINDS, Prior, resolve_beta
 from ..sampling import HMCSettings, NUTSSettings, SMCSettings
-from ..settings import ConfigError, Section, parse
+from ..settings import SCALE_BOUND, ConfigError, Section, parse
 from ..workflow.sweep import Point, expand, fingerprint, flatten_sweep, run_points
 from .common import TruthExperiment, resolve_setup
 from .kind import Kind, first_line, register_kind
@@ -57,12 +57,12 @@ class ModelSettings(Section):
 
 class PriorGroup(Section):
     dist: Literal[PRIOR_KINDS] | None = Field(None, description="this group's prior (default: [prior] dist)")
-    scale: float | None = Field(None, gt=0, description="this group's scale (default: [prior] scale)")
+    scale: float | None = Field(None, gt=0, le=SCALE_BOUND, description="this group's scale (default: [prior] scale)")
 
 
 class PriorSettings(Section):
     dist: Literal[PRIOR_KINDS] = Field("normal", description="N(0, scale^2) or U[-scale, scale] per coordinate")
-    scale: float = Field(1.0, gt=0, description="the prior's scale")
+    scale: float = Field(1.0, gt=0, le=SCALE_BOUND, description="the prior's scale")
     w: PriorGroup = PriorGroup()
     b: PriorGroup = PriorGroup()
     q: PriorGroup = PriorGroup()
@@ -76,7 +76,7 @@ class PosteriorSettings(Section):
     datasets: int = Field(4, ge=1, le=100_000, description="trials per sweep point, each its own data set")
     chains_per_dataset: int = Field(1, ge=1, le=1000, description="chains (MCMC) or independent runs (SMC: at "
                                     "least 2 for the masses' Monte Carlo errors) per data set")
-    init_radius: float = Field(2.0, gt=0, description="chains start uniformly in [-r, r] (unconstrained)")
+    init_radius: float = Field(2.0, gt=0, le=SCALE_BOUND, description="chains start uniformly in [-r, r] (unconstrained)")
     trial_filter: bool = Field(False, description="DSLT4's filter dropping trials whose mean L_n has "
                                "|z| > trial_filter_z")
     trial_filter_z: float = Field(1.5, ge=0, description="the filter's threshold")
@@ -88,9 +88,9 @@ class PosteriorSettings(Section):
 class PhasesSettings(Section):
     rule: Literal[RULES] = Field("radius", description="DSLT4's rule on |q_i| w_i (radius: degenerate / "
                                  "non-degenerate; sector: true / reversed orientation)")
-    eps: float = Field(0.3, ge=0, description="radius rule: tolerance around the radii")
-    non_degenerate: float = Field(1.0, description="radius rule: every node's radius")
-    degenerate: float = Field(2.0, description="radius rule: the one live node's radius")
+    eps: float = Field(0.3, ge=0, le=SCALE_BOUND, description="radius rule: tolerance around the radii")
+    non_degenerate: float = Field(1.0, le=SCALE_BOUND, description="radius rule: every node's radius")
+    degenerate: float = Field(2.0, le=SCALE_BOUND, description="radius rule: the one live node's radius")
     classify: bool = Field(True, description="classify_phase labels (a phase of W0 or \"not in W0\", at the "
                            "resolution of the point's n, sigma, beta) on every classify_every-th draw")
     classify_every: int = Field(10, ge=1, description="thinning of the classified draws")

@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..settings import Section
+from ..settings import SCALE_BOUND, Section
 from .common import Experiment
 from .kind import Kind, Output, first_line, register_kind
 
@@ -28,7 +28,7 @@ Positive = Annotated[int, Field(ge=1)]
 class XorWide(Section):
     width: int = Field(20, ge=1, le=4096, description="width of the network trained on XOR data")
     steps: int = Field(2000, ge=0, description="Adam steps")
-    learning_rate: float = Field(0.02, ge=0, description="Adam's learning rate")
+    learning_rate: float = Field(0.02, ge=0, le=SCALE_BOUND, description="Adam's learning rate")
     samples: int = Field(400, ge=4, description="training points")
 
 
@@ -36,8 +36,8 @@ class Annulus(Section):
     widths: tuple[Positive, ...] = Field((2, 8, 8, 8, 1), description="[2, hidden widths..., 1]")
     samples: int = Field(2000, ge=10, description="training points")
     steps: int = Field(4000, ge=0, description="Adam steps")
-    learning_rate: float = Field(0.01, ge=0, description="Adam's learning rate")
-    inner: float = Field(0.5, gt=0, description="radius of the inner disc")
+    learning_rate: float = Field(0.01, ge=0, le=SCALE_BOUND, description="Adam's learning rate")
+    inner: float = Field(0.5, gt=0, le=SCALE_BOUND, description="radius of the inner disc")
     annulus: tuple[float, float] = Field((0.7, 1.0), description="[inner, outer] radii of the annulus")
 
     @model_validator(mode="after")
@@ -58,12 +58,12 @@ class Lines(Section):
     widths: tuple[Positive, ...] = Field((8, 16, 32, 64), min_length=1, description="hidden widths")
     hidden_layers: int = Field(3, ge=1, le=20, description="hidden layers")
     lines: int = Field(30, ge=2, description="random segments per width")
-    bias_std: float = Field(0.3, ge=0, description="biases N(0, bias_std^2)")
-    length: float = Field(4.0, gt=0, description="segment length")
+    bias_std: float = Field(0.3, ge=0, le=SCALE_BOUND, description="biases N(0, bias_std^2)")
+    length: float = Field(4.0, gt=0, le=SCALE_BOUND, description="segment length")
 
 
 class RegionsSettings(Section):
-    half_width: float = Field(1.5, gt=0, description="the picture box [-a, a]^2")
+    half_width: float = Field(1.5, gt=0, le=SCALE_BOUND, description="the picture box [-a, a]^2")
     resolution: int = Field(401, ge=5, le=2001, description="grid points per axis (pictures, grid counts, dual points)")
     clusters: tuple[Positive, ...] = Field((1, 2, 3), min_length=1, description="k-means centres for the XOR "
                                            "network's dual points")

@@ -46,6 +46,7 @@ from pydantic import Field
 
 from .. import diagnostics as dg
 from ..network import check_count, check_finite, check_number, check_params
+from ..settings import SCALE_BOUND
 from ..sampling import HMCSettings, NUTSSettings, SGLDSettings, check_keys, sample, unravel_fn
 from .target import GaussianPrior, TemperedTarget, num_data
 
@@ -57,8 +58,8 @@ class LLCSGLDSettings(SGLDSettings):
     with its own defaults."""
 
     num_chains: int = Field(4, ge=1, description="chains, vmapped in one program")
-    localization: float = Field(100.0, ge=0, description="gamma of exp(-n beta L_n - gamma/2 |w - w*|^2)")
-    n_beta: float | None = Field(None, gt=0, description="n beta (default n / log n)")
+    localization: float = Field(100.0, ge=0, le=SCALE_BOUND ** 2, description="gamma of exp(-n beta L_n - gamma/2 |w - w*|^2)")
+    n_beta: float | None = Field(None, gt=0, le=1e12, description="n beta (default n / log n)")
 
     def sampler(self) -> SGLDSettings:
         """SGLD's own settings: the compiled program's static argument (chains, gamma and n beta are

@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import Field
 
 from ..network import check_finite
-from ..settings import Section
+from ..settings import SCALE_BOUND, Section
 
 
 class Draws(NamedTuple):
@@ -126,7 +126,7 @@ class MCMCSettings(Section):
     thin: int = Field(1, ge=1, description="keep every thin-th iteration (num_samples counts kept draws)")
     target_accept_prob: float = Field(0.8, gt=0, lt=1, description="dual averaging's target acceptance")
     dense_mass: bool = Field(False, description="adapt a dense inverse mass matrix")
-    step_size: float = Field(1.0, gt=0, description="initial step size")
+    step_size: float = Field(1.0, gt=0, le=SCALE_BOUND, description="initial step size")
     symmetry_moves: bool = Field(False, description="after every trajectory, a Metropolis-Hastings proposal along "
                                  "the model's symmetries (slt_relu.moves: the orientation flip of every node)")
 

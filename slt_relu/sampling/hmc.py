@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..settings import document_fields
+from ..settings import SCALE_BOUND, document_fields
 from .base import Draws, MCMCSettings, register
 from .lockstep import run_lockstep
 
@@ -24,7 +24,7 @@ class HMCSettings(MCMCSettings):
 
     name: Literal["hmc"] = "hmc"
     num_steps: int | None = Field(10, ge=1, description="leapfrog steps (None: trajectory_length / step_size)")
-    trajectory_length: float = Field(2 * math.pi, gt=0, description="used when num_steps is None")
+    trajectory_length: float = Field(2 * math.pi, gt=0, le=SCALE_BOUND, description="used when num_steps is None")
 
 
 def run_hmc(keys, potential_gen, init_z, args, settings: HMCSettings, *, moves=None, devices=None,

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..settings import Section, document_fields
+from ..settings import SCALE_BOUND, Section, document_fields
 from .base import Draws, StaticPartial, register
 from .sharding import run_sharded
 
@@ -35,7 +35,7 @@ class SGLDSettings(Section):
     num_steps: int = Field(1000, ge=1, description="SGLD steps per chain")
     num_burnin: int = Field(0, ge=0, description="first steps dropped")
     thin: int = Field(1, ge=1, description="keep every thin-th step after the burn-in")
-    step_size: float = Field(1e-4, gt=0, description="eps")
+    step_size: float = Field(1e-4, gt=0, le=SCALE_BOUND, description="eps")
     batch_size: int | None = Field(None, ge=1, description="mini-batch size (None: full-batch gradients)")
 
     @model_validator(mode="after")

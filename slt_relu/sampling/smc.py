@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..settings import Section, document_fields
+from ..settings import SCALE_BOUND, Section, document_fields
 from .base import Draws, StaticPartial, register
 from .sharding import run_sharded
 
@@ -75,7 +75,7 @@ class SMCSettings(Section):
     num_mcmc_steps: int = Field(5, ge=1, description="HMC moves per stage")
     num_leapfrog: int = Field(10, ge=1, description="leapfrog steps per HMC move")
     target_accept_prob: float = Field(0.7, gt=0, lt=1, description="acceptance the step size is tuned towards")
-    step_size: float = Field(0.3, gt=0, description="initial step size (then tuned per stage)")
+    step_size: float = Field(0.3, gt=0, le=SCALE_BOUND, description="initial step size (then tuned per stage)")
     waste_free: bool = Field(False, description="waste-free SMC (Dau & Chopin 2022): resample N / (num_mcmc_steps + "
                              "1) particles and keep every state of their moves as the next particles")
     max_stages: int = Field(200, ge=1, le=10_000, description="stages at most (a run that needs more stops "
