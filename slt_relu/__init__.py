@@ -20,6 +20,7 @@ from .mlp import MLP, init_mlp, mlp_forward
 from .network import Restriction, TwoLayer, forward, from_flat, init_params, make_params, num_params, to_flat
 from .posterior import (GridPosterior, PosteriorSamples, Prior, SMCPosterior, grid_posterior, sample_posterior,
                         smc_posterior)
+from .posterior.estimand_curve import mcmc_tempered_loss_curve
 from .posterior.free_energy_curve import fit_learning_coefficient, smc_free_energy_curve
 from .posterior.llc import estimate_llc
 from .posterior.masses import phase_masses
@@ -47,7 +48,7 @@ __all__ = [
     # samplers: one interface, many chains sharded over the devices
     "sample", "Draws", "NUTSSettings", "HMCSettings", "SGLDSettings", "SMCSettings",
     # the learning coefficient: local (Lau et al. 2023), from the free-energy curve, and the known values
-    "estimate_llc", "smc_free_energy_curve", "fit_learning_coefficient", "known_lambda",
+    "estimate_llc", "smc_free_energy_curve", "mcmc_tempered_loss_curve", "fit_learning_coefficient", "known_lambda",
     # the local posterior's observables: Bayesian influence functions and susceptibilities (Kreer et al. 2025)
     "per_sample_losses", "bayesian_influence", "susceptibility",
     # a second model family: the toy model of superposition (Chen et al. 2023), its own namespace slt_relu.tms

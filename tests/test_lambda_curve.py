@@ -16,7 +16,10 @@ from slt_relu.workflow import runner
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny import TINY, tiny_run  # noqa: E402
 
-OVERRIDES = {**TINY["known_lambda_suite.toml"], "cases": TINY["known_lambda_suite.toml"]["cases"][:2]}   # two compiles
+# two compiles of each sampler; NUTS's estimand at 4 t, 2 chains of 50 + 50 draws (the tiny reference runs without it)
+OVERRIDES = {**{k: v for k, v in TINY["known_lambda_suite.toml"].items() if k != "mcmc"},
+             "cases": TINY["known_lambda_suite.toml"]["cases"][:2],
+             "mcmc.temperatures": 4, "mcmc.chains": 2, "mcmc.num_warmup": 50, "mcmc.num_samples": 50}
 
 
 def test_the_tiny_suite_runs_and_records_the_exact_values(tmp_path):
@@ -27,13 +30,14 @@ def test_the_tiny_suite_runs_and_records_the_exact_values(tmp_path):
     for case in metrics["cases"]:
         lam, m = exact[case["name"]]
         assert case["lambda_exact"] == pytest.approx(float(lam), rel=1e-15) and case["m_exact"] == m
-        assert set(case["estimators"]) == {"free_energy", "tempered_loss", "thermodynamic"}
+        assert set(case["estimators"]) == {"free_energy", "tempered_loss", "thermodynamic", "nuts_tempered_loss"}
+        assert case["estimators"]["nuts_tempered_loss"]["grad_evals"] > 0
         for est in case["estimators"].values():
             assert est["lambda_se"] > 0 and est["m"] in (None, 1, 2, 3)
             assert set(est["lambda_by_m"]) == {"1", "2", "3"}
         assert case["t_range"] == pytest.approx([1e3, 1e5], rel=1e-6)
     ds = read_tree(out / "results.nc").to_dataset()
-    assert dict(ds["lambda"].sizes) == {"case": 2, "estimator": 3}
+    assert dict(ds["lambda"].sizes) == {"case": 2, "estimator": 4}
     assert ds["t"].sizes["run"] == 2
     assert (out / "lambda_curve.png").stat().st_size > 0
 
@@ -208,3 +212,20 @@ def test_the_headline_gives_lambda_at_the_exact_m_where_m_is_not_identified():
     assert lines == ["a: exact 2 (m 1); free_energy: 1.9 +- 0.05 m ? (at m 1: 2.08 +- 0.016); SGLD: 2.3 +- 0.05",
                      "b: exact 2 (m 1); free_energy: 1.9 +- 0.05 m 2",
                      "c: no exact value; free_energy: 1.9 +- 0.05 m ?", "warning: w"]
+
+
+def test_nuts_and_smc_readings_of_the_estimand_are_compared():
+    """The warning fires where the two samplers' lambda at a common m differ by more than 3 combined standard
+    errors (here 0.05 against se hypot(0.01, 0.01) = 0.0141: 3.5), or where both identify different m; not
+    where they agree within their errors (0.04: 2.8)."""
+    from slt_relu.kinds.lambda_curve_kind import _estimand_disagreement
+
+    def est(lam, m, se=0.01):
+        return {"lambda": lam, "lambda_se": se, "m": m, "lambda_by_m": {"1": lam, "2": lam + 0.1},
+                "lambda_se_by_m": {"1": se, "2": se}}
+
+    assert _estimand_disagreement("a", {"tempered_loss": est(0.5, None), "nuts_tempered_loss": est(0.46, None)}) == []
+    far = _estimand_disagreement("a", {"tempered_loss": est(0.5, 1), "nuts_tempered_loss": est(0.45, None)})
+    assert len(far) == 1 and far[0].startswith("a: nuts_tempered_loss and SMC's tempered_loss differ by -0.05 at m = 1 (3.5")
+    both = _estimand_disagreement("a", {"tempered_loss": est(0.5, 2), "nuts_tempered_loss": est(0.5, 1)})
+    assert both == ["a: nuts_tempered_loss identifies m = 1, SMC's tempered_loss m = 2"]

@@ -109,7 +109,7 @@ def test_smc_weights_separated_modes_where_nuts_reports_its_starting_points():
     P = g.points()
     exact = g.mass(P[..., 0] > 0)
     assert 0.2 < exact < 0.8 and g.edge_mass < 1e-10
-    ps = runs_on(5, x, y, nb, model, SMCSettings(num_particles=1024, waste_free=True, num_mcmc_steps=7))
+    ps = runs_on(5, x, y, nb, model, SMCSettings(num_particles=512, waste_free=True, num_mcmc_steps=7))
     per_run = (ps.params.w[..., 0, 0] > 0).mean(1)
     mcse = per_run.std(ddof=1) / math.sqrt(RUNS)
     assert abs(per_run.mean() - exact) < 5 * mcse + 0.01, (per_run, exact)      # + 0.01: as in the test above

@@ -14,7 +14,10 @@ closed form (``slt_relu.known_lambda``), with the prior N(0, prior_std^2 I) on i
 
 (the truths' factors are standard normal, drawn from the case's key).  For every case, ``curve.runs``
 independent SMC runs from the prior to t_max give F(t) and E_t[K] at every stage
-(``slt_relu.posterior.free_energy_curve``), and the three estimators read lambda and m off them.  A case's
+(``slt_relu.posterior.free_energy_curve``), and the three estimators read lambda and m off them.  With [mcmc], a
+fourth, ``nuts_tempered_loss``: NUTS's t E_t[K] at log-spaced t over the same window
+(``slt_relu.posterior.estimand_curve``), read by the tempered_loss rule, with a warning where it and SMC's
+reading of the same estimand differ by more than 3 combined standard errors.  A case's
 ``prior_std``, ``t_max``, ``decades`` and ``runs`` override [curve]'s; its ``reference`` (another estimate of the
 same lambda, e.g. SGLD's) is carried to the metrics and the figure for comparison.
 Outputs: metrics.json (``cases``: name, family, num_params, lambda_exact (null if unknown), m_exact, and per
@@ -79,9 +82,22 @@ class CurveSettings(Section):
     max_multiplicity: int = Field(3, ge=1, le=8, description="the largest candidate m")
 
 
+class MCMCSettings(Section):
+    """The MCMC estimand curve beside SMC's (``slt_relu.posterior.estimand_curve``): NUTS's t E_t[K] at
+    ``temperatures`` log-spaced t over the case's fitted window, ``chains`` independent chains at each (the
+    chains are the fit's runs), read by the ``tempered_loss`` rule: the estimator ``nuts_tempered_loss``."""
+
+    temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
+    chains: int = Field(8, ge=2, le=256, description="independent NUTS chains per t (their spread: the errors)")
+    num_warmup: int = Field(500, ge=1, le=100_000, description="NUTS warm-up steps per chain")
+    num_samples: int = Field(1000, ge=1, le=100_000, description="NUTS draws kept per chain")
+
+
 class Settings(Experiment):
     kind: Literal["lambda_curve"]
     curve: CurveSettings = CurveSettings()
+    mcmc: MCMCSettings | None = Field(None, description="when set, the estimator nuts_tempered_loss beside SMC's "
+                                      "three on every case but dslt_phase (whose ball NUTS does not keep)")
     smc: SMCSettings = Field(description="the SMC runs (a target_ess near 1 gives the stages the fit needs: "
                              "0.9 gives 4-10 a decade)")
     cases: tuple[CaseSettings, ...] = Field(min_length=1, max_length=64, description="the losses")
@@ -137,6 +153,7 @@ class Resolved(NamedTuple):
     curve: CurveSettings
     smc: SMCSettings
     cases: tuple
+    mcmc: MCMCSettings | None = None
 
 
 def _exact(c: CaseSettings, where: str):
@@ -218,7 +235,7 @@ def resolve(s: Settings, raw=None) -> Resolved:
         cases.append(Case(c, loss, D, float(lam), int(m), curve))
     if len({c.name for c in s.cases}) != len(s.cases):
         raise ConfigError("cases: expected distinct names, got " + ", ".join(c.name for c in s.cases))
-    return Resolved(s.curve, s.smc, tuple(cases))
+    return Resolved(s.curve, s.smc, tuple(cases), s.mcmc)
 
 
 def run(r: Resolved, key, ctx) -> Output:
@@ -238,11 +255,10 @@ def run(r: Resolved, key, ctx) -> Output:
                 fit = fit_learning_coefficient(curve, name, decades=cv.decades, max_multiplicity=cv.max_multiplicity)
             except ValueError as err:           # too few stages in the window: the settings' doing
                 raise ConfigError(f"cases[{i}] ({c.settings.name}): {err}; see smc.target_ess, curve.decades") from None
-            estimators[name] = {"lambda": fit.lambda_, "lambda_se": fit.lambda_se, "m": fit.m,
-                                "lambda_by_m": {str(k): v for k, v in fit.lambda_by_m.items()},
-                                "lambda_se_by_m": {str(k): v for k, v in fit.lambda_se_by_m.items()},
-                                "chi2_by_m": {str(k): v for k, v in fit.chi2_by_m.items()},
-                                "residual_p": fit.residual_p, "reason": fit.reason}
+            estimators[name] = _estimate(fit)
+        if r.mcmc is not None and c.phase is None:
+            estimators[MCMC_ESTIMATOR] = _mcmc_estimate(jax.random.fold_in(jax.random.fold_in(key, i), 1), c, r.mcmc)
+            warnings += _estimand_disagreement(c.settings.name, estimators)
         row = {"name": c.settings.name, "family": c.settings.family, "num_params": c.num_params,
                "lambda_exact": c.lambda_exact, "m_exact": c.m_exact, "t_range": list(fit.t_range),
                "grad_evals": curve.grad_evals, "estimators": estimators}
@@ -257,6 +273,52 @@ def run(r: Resolved, key, ctx) -> Output:
     fig = lambda_curve_figure(rows, curves)
     metrics = {"cases": rows, **({"warnings": warnings} if warnings else {})}
     return Output(metrics, _dataset(rows, curves), {"lambda_curve": fig})
+
+
+MCMC_ESTIMATOR = "nuts_tempered_loss"
+
+
+def _estimate(fit) -> dict:
+    """An estimator's entry of a case's metrics from its :class:`LambdaFit`."""
+    return {"lambda": fit.lambda_, "lambda_se": fit.lambda_se, "m": fit.m,
+            "lambda_by_m": {str(k): v for k, v in fit.lambda_by_m.items()},
+            "lambda_se_by_m": {str(k): v for k, v in fit.lambda_se_by_m.items()},
+            "chi2_by_m": {str(k): v for k, v in fit.chi2_by_m.items()},
+            "residual_p": fit.residual_p, "reason": fit.reason}
+
+
+def _estimand_disagreement(name: str, estimators: dict) -> list[str]:
+    """A warning where NUTS's and SMC's readings of the same estimand t E_t[K] over the same window differ by more
+    than 3 combined standard errors at a common m, or where both identify m and their m differ: then at least
+    one sampler does not sample the tempered posterior (an MCMC chain at large t keeps the branch of the singular
+    set it reached during warm-up; SMC's particles cross between branches while t is small)."""
+    a, b = estimators["tempered_loss"], estimators[MCMC_ESTIMATOR]
+    m = str(a["m"] if a["m"] is not None else b["m"] if b["m"] is not None else 1)
+    diff = b["lambda_by_m"][m] - a["lambda_by_m"][m]
+    se = float(np.hypot(a["lambda_se_by_m"][m], b["lambda_se_by_m"][m]))
+    out = []
+    if abs(diff) > 3 * se:
+        out.append(f"{name}: {MCMC_ESTIMATOR} and SMC's tempered_loss differ by {diff:+.4g} at m = {m} "
+                   f"({abs(diff) / se:.1f} combined standard errors): one sampler misses part of the posterior")
+    if a["m"] is not None and b["m"] is not None and a["m"] != b["m"]:
+        out.append(f"{name}: {MCMC_ESTIMATOR} identifies m = {b['m']}, SMC's tempered_loss m = {a['m']}")
+    return out
+
+
+def _mcmc_estimate(key, c: Case, mc: MCMCSettings) -> dict:
+    """The nuts_tempered_loss entry of a case: NUTS's t E_t[K] at mc.temperatures t over the case's window, read
+    by the tempered_loss rule on a grid that is those temperatures; with the gradients the chains spent."""
+    from ..posterior.estimand_curve import mcmc_tempered_loss_curve
+    from ..posterior.free_energy_curve import fit_learning_coefficient
+    from ..sampling import NUTSSettings
+
+    cv = c.curve
+    curve = mcmc_tempered_loss_curve(key, c.loss, c.num_params, cv.t_max, decades=cv.decades,
+                                     temperatures=mc.temperatures, chains=mc.chains, prior_std=cv.prior_std,
+                                     settings=NUTSSettings(num_warmup=mc.num_warmup, num_samples=mc.num_samples))
+    fit = fit_learning_coefficient(curve, "tempered_loss", decades=cv.decades, points=mc.temperatures,
+                                   max_multiplicity=cv.max_multiplicity, min_stages=mc.temperatures)
+    return {**_estimate(fit), "grad_evals": curve.grad_evals}
 
 
 def _phase_check(c: Case, curve, cv: CurveSettings, warnings: list) -> dict:
@@ -282,8 +344,10 @@ def _dataset(rows, curves):
 
     from ..posterior.free_energy_curve import ESTIMATORS, stack_curves
 
-    est = lambda key: np.array([[row["estimators"][e][key] if row["estimators"][e][key] is not None else np.nan
-                                 for e in ESTIMATORS] for row in rows], np.float64)
+    names = list(ESTIMATORS) + ([MCMC_ESTIMATOR] if any(MCMC_ESTIMATOR in row["estimators"] for row in rows) else [])
+    value = lambda row, e, key: row["estimators"].get(e, {}).get(key)
+    est = lambda key: np.array([[np.nan if value(row, e, key) is None else value(row, e, key) for e in names]
+                                for row in rows], np.float64)
     return xr.Dataset(
         {"lambda": (("case", "estimator"), est("lambda")), "lambda_se": (("case", "estimator"), est("lambda_se")),
          "m": (("case", "estimator"), est("m"), {"long_name": "multiplicity, NaN where not identifiable"}),
@@ -293,7 +357,7 @@ def _dataset(rows, curves):
          "t": (("case", "run", "stage"), stack_curves(curves, "t")),
          "free_energy": (("case", "run", "stage"), stack_curves(curves, "free_energy"), {"long_name": "F(t) = -log Z(t)"}),
          "mean_loss": (("case", "run", "stage"), stack_curves(curves, "mean_loss"), {"long_name": "E_t[K]"})},
-        coords={"case": [row["name"] for row in rows], "estimator": list(ESTIMATORS),
+        coords={"case": [row["name"] for row in rows], "estimator": names,
                 "family": ("case", [row["family"] for row in rows])})
 
 

@@ -5,7 +5,8 @@ import numpy as np
 
 from ._style import figure_legend, subplots, suptitle
 
-ESTIMATOR_STYLE = {"free_energy": ("C0", "o"), "tempered_loss": ("C1", "s"), "thermodynamic": ("C2", "^")}
+ESTIMATOR_STYLE = {"free_energy": ("C0", "o"), "tempered_loss": ("C1", "s"), "thermodynamic": ("C2", "^"),
+                   "nuts_tempered_loss": ("C7", "D")}
 CASE_COLORS = ("C3", "C4", "C5", "C6", "C8", "C9")          # the right panel's cases: none of the estimators' colours
 
 
@@ -19,7 +20,8 @@ def _at_exact_m(row: dict, est: str):
 
 
 def lambda_curve_figure(rows: list, curves: list):
-    """Two panels: each case's lambda by every estimator relative to the exact value, with 2 standard errors
+    """Two panels: each case's lambda by every estimator (the rows' estimators among ESTIMATOR_STYLE) relative to the
+    exact value, with 2 standard errors
     and the +-5 % band (where the fit leaves m unidentified, also the fit at the exact m as open markers; a row's
     ``reference`` estimate, e.g. SGLD's, as a black cross); and t E_t[K] / lambda
     against log10 t (every run), which rises to 1 as t grows (below it by (m - 1) / log t for m > 1), coloured by
@@ -39,15 +41,20 @@ def lambda_curve_figure(rows: list, curves: list):
     by_case = n <= len(CASE_COLORS)
     y = np.arange(n)
     exact = np.array([np.nan if r["lambda_exact"] is None else r["lambda_exact"] for r in rows], float)
-    for j, (est, (color, marker)) in enumerate(ESTIMATOR_STYLE.items()):
-        rel = np.array([r["estimators"][est]["lambda"] for r in rows]) / exact - 1
-        se = np.array([r["estimators"][est]["lambda_se"] for r in rows]) / exact
-        ax.errorbar(100 * rel, y + (j - 1) * 0.26, xerr=200 * se, fmt=marker, color=color, ms=4, lw=1,
+    drawn = [e for e in ESTIMATOR_STYLE if any(e in r["estimators"] for r in rows)]
+    step = 0.78 / len(drawn)
+    for j, est in enumerate(drawn):
+        color, marker = ESTIMATOR_STYLE[est]
+        get = lambda r, key: r["estimators"][est][key] if est in r["estimators"] else np.nan
+        rel = np.array([get(r, "lambda") for r in rows], float) / exact - 1
+        se = np.array([get(r, "lambda_se") for r in rows], float) / exact
+        offset = (j - (len(drawn) - 1) / 2) * step
+        ax.errorbar(100 * rel, y + offset, xerr=200 * se, fmt=marker, color=color, ms=4, lw=1,
                     label=est.replace("_", " "))
-        at = [i for i, r in enumerate(rows) if _at_exact_m(r, est) is not None]
+        at = [i for i, r in enumerate(rows) if est in r["estimators"] and _at_exact_m(r, est) is not None]
         if at:                                  # m not identified: the same fit at the exact m, open markers
             lam, lam_se = np.array([_at_exact_m(rows[i], est) for i in at]).T
-            ax.errorbar(100 * (lam / exact[at] - 1), y[at] + (j - 1) * 0.26 + 0.1, xerr=200 * lam_se / exact[at],
+            ax.errorbar(100 * (lam / exact[at] - 1), y[at] + offset + 0.1, xerr=200 * lam_se / exact[at],
                         fmt=marker, color=color, mfc="none", ms=4, lw=0.8, ls="none",
                         label="open: at the exact m (m not identified)" if j == 0 else None)
     refs = [i for i, r in enumerate(rows) if r.get("reference") and np.isfinite(exact[i])]
@@ -86,5 +93,6 @@ def lambda_curve_figure(rows: list, curves: list):
         handles += [Line2D([], [], color="C0"), Line2D([], [], color="C3")]
         labels += ["m = 1 (right)", "m > 1 (right)"]
     figure_legend(fig, handles, labels, ncol=min(len(handles), 5 if by_case else 6))
-    suptitle(fig, "lambda from tempered SMC's free-energy curves against the exact values")
+    suptitle(fig, "lambda from tempered SMC's free-energy curves" + (" and NUTS's estimand" if "nuts_tempered_loss" in drawn
+                                                                    else "") + " against the exact values")
     return fig

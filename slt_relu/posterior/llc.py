@@ -351,9 +351,15 @@ class BetaSweep(NamedTuple):
     losses: np.ndarray
 
 
-def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chains_per_beta: int = 4,
+def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, **kwargs) -> np.ndarray:
+    """L_n at NUTS draws of the tempered posterior at each n_beta: :func:`tempered_sample`'s losses
+    (B, chains_per_beta, S)."""
+    return tempered_sample(key, loss_fn, params_init, data, n_betas, **kwargs)[0]
+
+
+def tempered_sample(key, loss_fn: Callable, params_init, data, n_betas, *, chains_per_beta: int = 4,
                     prior_std: float = 1.0, localization: float = 0.0, settings=None, init_radius: float = 2.0,
-                    devices=None) -> np.ndarray:
+                    devices=None):
     """L_n at NUTS draws of the tempered posterior for each n_beta >= 0 in n_betas (B,), all in one
     program (chains_per_beta chains each, slt_relu.sampling.nuts), on
     :class:`~slt_relu.posterior.target.TemperedTarget`:
@@ -371,7 +377,9 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
         settings: NUTSSettings or HMCSettings (default NUTSSettings()).
 
     Returns:
-        (B, chains_per_beta, S) L_n at every kept draw (chunked, :meth:`TemperedTarget.losses_at`).
+        (losses, draws): (B, chains_per_beta, S) L_n at every kept draw (chunked,
+        :meth:`TemperedTarget.losses_at`), and the chains' :class:`~slt_relu.sampling.Draws` (their
+        ``grad_evals``: the gradients each chain spent).
     """
     key = check_keys(key, "key", batch_ndim=0)
     settings = NUTSSettings() if settings is None else settings
@@ -397,7 +405,7 @@ def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, *, chain
     if localization:
         args += (jnp.full(C, localization, flat0.dtype),) + _per_chain(C, flat0)
     out = sample(jax.random.split(k_run, C), target, z0, args, settings, devices=devices)
-    return np.asarray(target.losses_at(out.z, data)).reshape(B, chains_per_beta, -1)
+    return np.asarray(target.losses_at(out.z, data)).reshape(B, chains_per_beta, -1), out
 
 
 def rlct_from_beta_sweep(key, loss_fn: Callable, params_init, data, *, betas: Sequence[float] | None = None,
