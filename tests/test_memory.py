@@ -54,6 +54,9 @@ def test_check_names_the_keys_and_the_estimate():
     ("linear_regions_xor.toml", {"regions.resolution": 2001, "regions.lines.widths": [10**9]}, "regions."),
     ("fisher_rank_survey.toml", {"inputs.cells": 2048, "inputs.order": 16, "fisher.points[0].widths": [256]},
      "fisher.points[0]"),
+    # 64 t x 256 chains x 1e5 draws x 27 parameters (the deep linear network 3-3-3-3): 44 G floats, 0.35 TB
+    ("known_lambda_suite.toml", {"mcmc.temperatures": 64, "mcmc.chains": 256, "mcmc.num_samples": 100_000},
+     "mcmc.temperatures, mcmc.chains, mcmc.num_samples, cases: the kept NUTS draws of the largest case (27 parameters)"),
 ])
 def test_runs_that_cannot_fit_are_refused_before_anything_starts(tmp_path, capsys, config, overrides, message):
     import json

@@ -142,8 +142,13 @@ def _lambda_curve(s) -> list[Need]:
 
     D = max(_exact(c, f"cases[{i}]")[2] for i, c in enumerate(s.cases))
     runs = max(c.runs or s.curve.runs for c in s.cases)                 # a case's runs override [curve]'s
-    return [Need("smc.num_particles, curve.runs, cases", "the particles and their moves of every run of the largest "
-                 f"case ({D} parameters)", 2 * runs * s.smc.num_particles * D)]
+    out = [Need("smc.num_particles, curve.runs, cases", "the particles and their moves of every run of the largest "
+                f"case ({D} parameters)", 2 * runs * s.smc.num_particles * D)]
+    if s.mcmc is not None:
+        m = s.mcmc
+        out.append(Need("mcmc.temperatures, mcmc.chains, mcmc.num_samples, cases", "the kept NUTS draws of the largest "
+                        f"case ({D} parameters)", m.temperatures * m.chains * m.num_samples * D))
+    return out
 
 
 def _tms(s) -> list[Need]:
