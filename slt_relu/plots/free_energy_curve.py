@@ -20,9 +20,8 @@ def _at_exact_m(row: dict, est: str):
 
 
 def lambda_curve_figure(rows: list, curves: list):
-    """Two panels: each case's lambda by every estimator (the rows' estimators among ESTIMATOR_STYLE) relative to the
-    exact value, with 2 standard errors
-    and the +-5 % band (where the fit leaves m unidentified, also the fit at the exact m as open markers; a row's
+    """Two panels: each case's lambda by every estimator the rows have (among ESTIMATOR_STYLE) relative to the
+    exact value, with 2 standard errors and the +-5 % band (where the fit leaves m unidentified, also the fit at the exact m as open markers; a row's
     ``reference`` estimate, e.g. SGLD's, as a black cross); and t E_t[K] / lambda
     against log10 t (every run), which rises to 1 as t grows (below it by (m - 1) / log t for m > 1), coloured by
     m, or by case where there are at most ``len(CASE_COLORS)`` cases.  A row without an exact value (lambda_exact
@@ -93,6 +92,6 @@ def lambda_curve_figure(rows: list, curves: list):
         handles += [Line2D([], [], color="C0"), Line2D([], [], color="C3")]
         labels += ["m = 1 (right)", "m > 1 (right)"]
     figure_legend(fig, handles, labels, ncol=min(len(handles), 5 if by_case else 6))
-    suptitle(fig, "lambda from tempered SMC's free-energy curves" + (" and NUTS's estimand" if "nuts_tempered_loss" in drawn
-                                                                    else "") + " against the exact values")
+    nuts = " and NUTS's estimand" if "nuts_tempered_loss" in drawn else ""
+    suptitle(fig, f"lambda from tempered SMC's free-energy curves{nuts} against the exact values")
     return fig
