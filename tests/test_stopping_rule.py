@@ -1,8 +1,8 @@
 """SMC's stopping rule (kind posterior, [convergence]): a point whose independent runs disagree beyond the
 targets gets more runs on its data sets (pooled with the first) and, if they still disagree, is flagged in
 metrics.json, the warnings, the headline and the figures; a point whose runs agree is left alone; with
-convergence.max_particles the runs are replaced by runs with more particles instead.  Bad settings are
-refused."""
+convergence.max_particles the runs may be replaced by runs with more particles instead, whichever costs fewer
+gradients.  Bad settings are refused."""
 import json
 from typing import NamedTuple
 
@@ -37,9 +37,9 @@ def runs(tmp_path_factory):
 
 def test_disagreeing_runs_get_more_particles_with_max_particles(tmp_path):
     """With max_particles the rule replaces a point's runs by as many runs with more particles (64 -> 128,
-    the bound, in one round as the error is far above the target), counts the replaced runs' gradients,
-    and flags the point if they still disagree."""
-    m = run(tmp_path, "particles", **{"convergence.mass_mcse": 1e-6})
+    the bound, in one round as the error is far above the target and more runs are bounded at 4), counts
+    the replaced runs' gradients, and flags the point if they still disagree."""
+    m = run(tmp_path, "particles", **{"convergence.mass_mcse": 1e-6, "convergence.max_chains_per_dataset": 4})
     c = m["points"][0]["convergence"]
     assert c["converged"] is False and c["runs_per_dataset"] == 4 and c["particles"] == 128
     assert c["targets"]["max_particles"] == 128 and c["worst_ratio"] > 1
@@ -89,10 +89,11 @@ def test_agreeing_runs_are_left_alone(runs):
     ({"convergence.mass_mcse": 0}, "convergence.mass_mcse: expected a number in (0, 1)"),
     ({"convergence.max_chains_per_dataset": 3, "convergence.max_particles": None},
      "convergence.max_chains_per_dataset: expected at least posterior.chains_per_dataset = 4"),
+    ({"convergence.max_chains_per_dataset": 3},
+     "convergence.max_chains_per_dataset: expected at least posterior.chains_per_dataset = 4"),
     ({"convergence.max_particles": 96}, "convergence.max_particles: expected sampler.num_particles = 64 times a "
                                         "power of 2 (at least 2), got 96"),
     ({"convergence.max_particles": 64}, "convergence.max_particles: expected sampler.num_particles = 64 times"),
-    ({"convergence.max_chains_per_dataset": 8}, "convergence.max_particles: the rule then grows the particles"),
     ({"sampler": {"name": "nuts"}, "convergence.mass_mcse": None, "convergence.log_evidence_mcse": None},
      'convergence.max_particles: grows the particles of SMC runs under the stopping rule; expected sampler.name'),
 ])
@@ -130,7 +131,8 @@ def _stub_sample(spread):
             calls.append((round_, N, R))
             lz = np.tile(spread(N) * (np.arange(R) - (R - 1) / 2), 2)
             out.append({"log_evidence": lz, "dataset": np.repeat([0, 1], R), "flat": np.zeros((2 * R, N, 1)),
-                        "grad_evals": np.full(2 * R, float(N)), "program_ticks": 1, "program_chains": 2 * R})
+                        "grad_evals": np.full(2 * R, float(N)), "program_ticks": 1, "program_chains": 2 * R,
+                        "stats": {}})
         return out
     return sample, calls
 
@@ -141,13 +143,14 @@ def _stub_sample(spread):
     (lambda N: 2.0, [64, 256, 1024], False),                  # no better with particles (r = 3.9): the bound
 ])
 def test_particle_growth_rounds_by_stub(spread, grown, converged):
-    """until_runs_agree with max_particles on a stub sampler (log Z target 0.15 only): the particles grow by
-    2^ceil(log2 error/target), at most max_particles, in at most MAX_ROUNDS rounds, each round with its own
-    round index (new keys); the runs are replaced, the replaced runs' gradients counted."""
+    """until_runs_agree with max_particles and no room for more runs on a stub sampler (log Z target 0.15
+    only): the particles grow by 2^ceil(log2 error/target), at most max_particles, in at most MAX_ROUNDS
+    rounds, each round with its own round index (new keys); the runs are replaced, the replaced runs'
+    gradients counted."""
     from slt_relu.kinds.posterior_convergence import ConvergenceSettings, until_runs_agree
     from slt_relu.sampling.smc import SMCSettings
 
-    conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=1024)
+    conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=1024, max_chains_per_dataset=4)
     sample, calls = _stub_sample(spread)
     pt = _Point(_Settings(conv, SMCSettings(num_particles=64, waste_free=False), 4), 0)
     res = until_runs_agree([pt], sample, conv)[0]
@@ -175,3 +178,60 @@ def test_one_run_carrying_a_data_set_is_not_converged():
     assert len(warning) == 1 and "one run carries a data set's evidence: 1.00 effective runs" in warning[0]
     res["log_evidence"] = np.tile([0.0, -0.1, 0.1, 0.05], 2)
     assert run_agreement(_Settings(conv, None, 4), res)["converged"] is True
+
+
+def _agreement(r, R=4, N=1024):
+    """run_agreement's verdict on R runs of N particles per data set with worst error / target r."""
+    return {"converged": r <= 1, "worst_ratio": r, "runs_per_dataset": R, "particles": N,
+            "runs_needed": R if r <= 1 else int(np.ceil(R * r**2)) if np.isfinite(r) else None}
+
+
+@pytest.mark.parametrize("r, R, N, max_particles, expected", [
+    # r = 1.05: 5 runs meet it, 1 more run (1,024 gradients per unit) against 4 runs of 2,048 (8,192)
+    (1.05, 4, 1024, 4096, ("runs", 1, 1024)),
+    # r = 1.5: 9 runs, 5 more (5,120) against 4 x 2,048 (8,192): runs
+    (1.5, 4, 1024, 4096, ("runs", 5, 1024)),
+    # r = 1.9: 15 runs, 11 more (11,264) against 4 x 2,048 (8,192): particles, twice
+    (1.9, 4, 1024, 4096, ("particles", 4, 2048)),
+    # r = 2.5: 25 runs, above max_chains_per_dataset 16; particles x 2^ceil(log2 2.5) = 4
+    (2.5, 4, 1024, 4096, ("particles", 4, 4096)),
+    # r = 3: x 4 would be 8,192, bounded at 4,096
+    (3.0, 4, 2048, 4096, ("particles", 4, 4096)),
+    # at the particle bound: 1 more run; far above the target, as many runs as the bound allows
+    (1.05, 4, 4096, 4096, ("runs", 1, 4096)),
+    (2.5, 4, 4096, 4096, ("runs", 12, 4096)),
+    # at both bounds, converged, or an error NaN: no growth
+    (2.5, 16, 4096, 4096, None),
+    (0.9, 4, 1024, 4096, None),
+    (np.inf, 4, 1024, 4096, None),
+    # without max_particles: runs only (9 for r = 1.5; up to the bound 16 for r = 3)
+    (1.5, 4, 1024, None, ("runs", 5, 1024)),
+    (3.0, 4, 1024, None, ("runs", 12, 1024)),
+])
+def test_growth_takes_the_cheaper_way(r, R, N, max_particles, expected):
+    """growth compares the gradients of more runs (the missing R r^2 - R runs of N particles) with those of R
+    new runs of N 2^ceil(log2 r) particles, and takes the cheaper; more runs short of the target only where
+    the particles are at their bound."""
+    from slt_relu.kinds.posterior_convergence import ConvergenceSettings, growth
+
+    conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=max_particles, max_chains_per_dataset=16)
+    assert growth(_agreement(r, R, N), conv) == expected
+
+
+def test_particles_then_runs_by_stub():
+    """On a stub whose log Z spread falls as 1 / sqrt(particles), from 64 particles (r = 2.9: 34 runs needed,
+    above the bound 16) the rule grows the particles x 4, then (r = 1.46 at 256: 9 runs, 5 more, cost 1,280
+    against 4 x 512 = 2,048) adds runs at 256 particles, pooled with the 4 it has; the 9 runs' spread
+    leaves r = 1.03 (the stub's new runs spread wider), so round 3 adds one more and the 10 meet it."""
+    from slt_relu.kinds.posterior_convergence import ConvergenceSettings, until_runs_agree
+    from slt_relu.sampling.smc import SMCSettings
+
+    conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=1024, max_chains_per_dataset=16)
+    sample, calls = _stub_sample(lambda N: 8.0 / np.sqrt(N))
+    pt = _Point(_Settings(conv, SMCSettings(num_particles=64, waste_free=False), 4), 0)
+    res = until_runs_agree([pt], sample, conv)[0]
+    assert calls == [(0, 64, 4), (1, 256, 4), (2, 256, 5), (3, 256, 1)]
+    c = res["convergence"]
+    assert c["converged"] is True and c["particles"] == 256 and c["runs_per_dataset"] == 10
+    assert res["grad_evals_replaced"] == pytest.approx(2 * 4 * 64)         # the 64-particle runs, replaced
+    assert res["program_chains"] == 2 * (4 + 4 + 5 + 1) and len(res["log_evidence"]) == 2 * 10

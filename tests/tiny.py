@@ -42,7 +42,9 @@ TINY = {
     "dslt4_pt1_smc.toml": {**SMC_TINY, "posterior.chains_per_dataset": 4, "convergence.max_chains_per_dataset": 4,
                            "compare.num_warmup": 30, "compare.num_samples": 20,
                            "sweep.truth.t": [1.0, 1.5707963267948966]},
+    # (at most 4 runs: the growth of the particles only; tests/test_stopping_rule.py grows both)
     "dslt4_pt2_smc.toml": {**SMC_TINY, "posterior.chains_per_dataset": 4, "convergence.max_particles": 128,
+                           "convergence.max_chains_per_dataset": 4,
                            "sweep.truth.v": [1.0, 3.0]},
     # three small cases (two with m = 2), two runs each, t up to 1e5
     # (without [mcmc]: NUTS compiles a program per loss; tests/test_lambda_curve.py runs it on two cases)

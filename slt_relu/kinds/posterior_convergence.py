@@ -5,18 +5,27 @@ estimated from the spread of its independent runs on each data set, each data se
 their evidence (``slt_relu.posterior.masses``: :func:`run_weights`, :func:`runs_mcse`,
 :func:`log_evidence_mcse`), is at most its target.  log Z's error is on the Z scale, so a data set
 where one run carries most of the evidence (a mode the other runs missed) cannot pass however
-close the other runs are.  The error falls as
-1 / sqrt(R), so a point with R runs per data set and a worst ratio error / target = r > 1 needs about
-R r^2: it gets the missing runs (new keys, the same data sets), pooled with the first.  With
-``max_particles`` the rule grows the runs instead: the point's runs are replaced by as many runs with
-2^ceil(log2 r) times the particles (at least twice).  Where the runs disagree because the share of a
-mode in a run rests on few ancestors (resampling), the spread can fall as 1 / particles, faster than
-1 / sqrt(runs), and then r = 4 costs 4x the particles where more runs would cost 16x (on some data
-sets it does not fall at all: docs/notes.md).  Where the spread falls only as
-1 / sqrt(particles) the growth falls short and the next round grows again.  A pool whose data set rests on one run (fewer
-than MIN_EFFECTIVE_RUNS effective runs, ``analysis.effective_runs``) is not converged whatever its
-errors: its mass errors then vanish because the others' spread no longer enters them.  A point still above a target after MAX_ROUNDS rounds or at its bound is
-reported as not converged (``posterior_report``: metrics, warnings, headline, figures).
+close the other runs are.
+
+A point with R runs of N particles per data set and a worst ratio error / target = r > 1 grows in
+one of two ways, whichever costs fewer gradients (a run's gradients are proportional to its
+particles):
+
+- more runs: the error falls as 1 / sqrt(runs), so it needs about R r^2 runs; the missing ones
+  (new keys, the same data sets) are pooled with the first, at most ``max_chains_per_dataset``;
+  cost (R r^2 - R) N;
+- with ``max_particles``, more particles: R new runs with 2^ceil(log2 r) times the particles (at
+  least twice, at most ``max_particles``) replace the first; cost R 2^ceil(log2 r) N.  Where the
+  runs disagree because the share of a mode in a run rests on few ancestors (resampling), the
+  spread can fall as 1 / particles, faster than 1 / sqrt(runs) (docs/notes.md); where it falls
+  only as 1 / sqrt(particles) the growth falls short and the next round grows again.
+
+So a point just above its target gets a few more runs, one far above it more particles, and one at
+the particle bound more runs.  A pool whose data set rests on one run (fewer than
+MIN_EFFECTIVE_RUNS effective runs, ``analysis.effective_runs``) is not converged whatever its
+errors: its mass errors then vanish because the others' spread no longer enters them.  A point
+still above a target after MAX_ROUNDS rounds or at its bounds is reported as not converged
+(``posterior_report``: metrics, warnings, headline, figures).
 """
 from __future__ import annotations
 
@@ -30,9 +39,9 @@ from ..settings import ConfigError, Section
 class ConvergenceSettings(Section):
     """SMC's stopping rule: a point whose independent runs disagree more than these targets gets more runs
     on its data sets (as many as its runs' spread says the targets need, pooled with the first ones), up
-    to max_chains_per_dataset, or with max_particles new runs with more particles, in at most MAX_ROUNDS
-    rounds; a point still above a target is flagged as not converged in metrics.json, the warnings, the
-    headline and the figures."""
+    to max_chains_per_dataset, or with max_particles new runs with more particles where that costs fewer
+    gradients, in at most MAX_ROUNDS rounds; a point still above a target is flagged as not converged in
+    metrics.json, the warnings, the headline and the figures."""
 
     mass_mcse: float | None = Field(None, gt=0, lt=1, description="largest Monte Carlo error of a phase mass "
                                     "(the rule's phases; from the runs' spread on each data set)")
@@ -40,9 +49,10 @@ class ConvergenceSettings(Section):
     max_chains_per_dataset: int = Field(16, ge=2, le=1000, description="independent runs per data set at most, "
                                         "the first posterior.chains_per_dataset included")
     max_particles: int | None = Field(None, ge=8, le=1_000_000, description="when set, a point whose runs disagree "
-                                      "gets new runs with more particles instead of more runs (as many runs, "
-                                      "2^ceil(log2 error/target) times the particles, replacing the first), up to "
-                                      "this many: sampler.num_particles times a power of 2")
+                                      "may instead get new runs with more particles (as many runs, "
+                                      "2^ceil(log2 error/target) times the particles, replacing the first) where "
+                                      "that costs fewer gradients than more runs, up to this many: "
+                                      "sampler.num_particles times a power of 2")
 
     @property
     def active(self) -> bool:
@@ -52,7 +62,6 @@ class ConvergenceSettings(Section):
 MIN_RUNS_FOR_CONVERGENCE = 4   # runs per data set: from 2 the spread (so the MC error) is itself uncertain ~2x
 MAX_ROUNDS = 3                 # rounds of growth: the first's estimate of the runs needed is itself noisy
 MIN_EFFECTIVE_RUNS = 2.0       # a data set's evidence-weighted pool resting on fewer runs is not converged
-RUNS_STEP = 4                  # runs per data set are added up to a multiple of this (fewer programs to compile)
 
 
 def check_convergence(s) -> ConvergenceSettings | None:
@@ -69,7 +78,7 @@ def check_convergence(s) -> ConvergenceSettings | None:
         raise ConfigError("convergence.max_particles: grows the particles of SMC runs under the stopping rule; "
                           "expected sampler.name = \"smc\" and a target (convergence.mass_mcse or "
                           "convergence.log_evidence_mcse)")
-    if conv.active and conv.max_particles is None and conv.max_chains_per_dataset < p.chains_per_dataset:
+    if conv.active and conv.max_chains_per_dataset < p.chains_per_dataset:
         raise ConfigError(f"convergence.max_chains_per_dataset: expected at least posterior.chains_per_dataset = "
                           f"{p.chains_per_dataset}, got {conv.max_chains_per_dataset}")
     if conv.max_particles is not None:
@@ -77,9 +86,6 @@ def check_convergence(s) -> ConvergenceSettings | None:
         if ratio < 2 or ratio != 2 ** round(np.log2(ratio)):
             raise ConfigError(f"convergence.max_particles: expected sampler.num_particles = {s.sampler.num_particles} "
                               f"times a power of 2 (at least 2), got {conv.max_particles}")
-        if "max_chains_per_dataset" in conv.model_fields_set:
-            raise ConfigError("convergence.max_particles: the rule then grows the particles of a point's runs, not "
-                              "their number; expected no convergence.max_chains_per_dataset beside it")
     if conv.mass_mcse is not None and s.phases.rule == "none":
         raise ConfigError("convergence.mass_mcse: the masses it bounds are the rule's; expected phases.rule "
                           "\"radius\" or \"sector\", got \"none\"")
@@ -139,39 +145,48 @@ def pool_runs(first: dict, more: dict) -> dict:
     return out
 
 
+def growth(a: dict, conv: ConvergenceSettings) -> tuple[str, int, int] | None:
+    """How a point whose runs disagree grows (module docstring): ("runs", k, N), k new runs of N particles
+    per data set pooled with the first, or ("particles", R, N'), R new runs of N' particles replacing
+    them, whichever costs fewer gradients (more runs on a tie: their law is certain); more runs short of
+    the targets only where they are the one way left (then up to max_chains_per_dataset).  None when
+    converged, at both bounds, or an error is NaN.  ``a``: what :func:`run_agreement` says of the
+    point's runs."""
+    if a["converged"] or a["runs_needed"] is None:
+        return None
+    R, N = a["runs_per_dataset"], a["particles"]
+    added = min(max(a["runs_needed"], R + 1), conv.max_chains_per_dataset) - R
+    options = []                                         # (gradients per data set, growth)
+    if added > 0 and R + added >= a["runs_needed"]:
+        options.append((added * N, ("runs", added, N)))
+    if conv.max_particles is not None and N < conv.max_particles:
+        particles = min(N * 2 ** max(1, int(np.ceil(np.log2(a["worst_ratio"])))), conv.max_particles)
+        options.append((R * particles, ("particles", R, particles)))
+    if not options and added > 0:
+        options.append((added * N, ("runs", added, N)))
+    return min(options, key=lambda o: (o[0], o[1][0] != "runs"))[1] if options else None
+
+
 def until_runs_agree(points: list, sample, conv: ConvergenceSettings) -> list[dict]:
     """The points' results from ``sample(points, round_)`` (a dict of arrays per point; round_ 0: the
     first runs, then the runs each round adds, with their own keys), growing a point whose runs
-    disagree, in at most MAX_ROUNDS rounds (points grown alike share a program): with more runs
-    (:func:`run_agreement`'s estimate, rounded up to a multiple of RUNS_STEP, at most
-    max_chains_per_dataset per data set, pooled with the first) or, with ``max_particles``, with new
-    runs of more particles (module docstring).  Each result gets under "convergence" what
-    :func:`run_agreement` says of all its runs."""
+    disagree by :func:`growth` (more runs, pooled with the first, or new runs with more particles), in
+    at most MAX_ROUNDS rounds; points grown alike share a program.  Each result gets under
+    "convergence" what :func:`run_agreement` says of all its runs."""
     out = sample(points, 0)
     agreement = [run_agreement(pt.settings, res) for pt, res in zip(points, out)]
     for round_ in range(1, MAX_ROUNDS + 1):
         grow = {}
         for i, a in enumerate(agreement):
-            if a["converged"] or a["runs_needed"] is None:
-                continue
-            if conv.max_particles is not None:
-                factor = 2 ** max(1, int(np.ceil(np.log2(a["worst_ratio"]))))
-                want = min(a["particles"] * factor, conv.max_particles)
-                if want > a["particles"]:
-                    grow.setdefault(("particles", want), []).append(i)
-                continue
-            have = a["runs_per_dataset"]
-            want = min(-(-max(a["runs_needed"], have + 1) // RUNS_STEP) * RUNS_STEP, conv.max_chains_per_dataset)
-            if want > have:
-                grow.setdefault(("runs", want - have), []).append(i)
+            g = growth(a, conv)
+            if g is not None:
+                grow.setdefault(g, []).append(i)
         if not grow:
             break
-        for (how, count), idx in sorted(grow.items()):
-            if how == "runs":
-                more = [points[i]._replace(settings=points[i].settings._replace(chains_per_dataset=count)) for i in idx]
-            else:
-                more = [points[i]._replace(settings=points[i].settings._replace(
-                    sampler=points[i].settings.sampler.model_copy(update={"num_particles": count}))) for i in idx]
+        for (how, runs, particles), idx in sorted(grow.items()):
+            more = [points[i]._replace(settings=points[i].settings._replace(
+                chains_per_dataset=runs,
+                sampler=points[i].settings.sampler.model_copy(update={"num_particles": particles}))) for i in idx]
             for i, res in zip(idx, sample(more, round_)):
                 out[i] = pool_runs(out[i], res) if how == "runs" else _replace_runs(out[i], res)
                 agreement[i] = run_agreement(points[i].settings, out[i])

@@ -104,10 +104,9 @@ def _posterior(s) -> list[Need]:
     out = [Need("posterior.n, posterior.datasets", "the data sets of one sweep point", p.datasets * p.n * (n_in + 1))]
     if isinstance(sampler, SMCSettings):
         particles = sampler.num_particles
-        if s.convergence.active and s.convergence.max_particles is not None:   # the rule may grow the particles
-            particles = max(particles, s.convergence.max_particles)
-        elif s.convergence.active:                        # the stopping rule may add runs up to its bound
+        if s.convergence.active:                          # the stopping rule may add runs and grow their particles
             runs = p.datasets * max(p.chains_per_dataset, s.convergence.max_chains_per_dataset)
+            particles = max(particles, s.convergence.max_particles or 0)
         out += [Need("sampler.num_particles, posterior.datasets, posterior.chains_per_dataset, "
                      "convergence.max_chains_per_dataset, convergence.max_particles", "the particles of one sweep point",
                      runs * particles * D),
