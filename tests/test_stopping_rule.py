@@ -195,8 +195,12 @@ def _agreement(r, R=4, N=1024):
     (1.9, 4, 1024, 4096, ("particles", 4, 2048)),
     # r = 2.5: 25 runs, above max_chains_per_dataset 16; particles x 2^ceil(log2 2.5) = 4
     (2.5, 4, 1024, 4096, ("particles", 4, 4096)),
-    # r = 3: x 4 would be 8,192, bounded at 4,096
+    # r = 3: x 4 would be 8,192, bounded at 4,096, and 36 runs are above 16: neither meets it, particles first
     (3.0, 4, 2048, 4096, ("particles", 4, 4096)),
+    # r = 1.7: 12 runs, 8 more (8,192) against 4 x 2,048 (8,192): a tie, runs
+    (1.7, 4, 1024, 4096, ("runs", 8, 1024)),
+    # r = 2 exactly: x 2^ceil(log2 2) = 2 (8,192) against 12 more runs (12,288)
+    (2.0, 4, 1024, 4096, ("particles", 4, 2048)),
     # at the particle bound: 1 more run; far above the target, as many runs as the bound allows
     (1.05, 4, 4096, 4096, ("runs", 1, 4096)),
     (2.5, 4, 4096, 4096, ("runs", 12, 4096)),
@@ -235,3 +239,51 @@ def test_particles_then_runs_by_stub():
     assert c["converged"] is True and c["particles"] == 256 and c["runs_per_dataset"] == 10
     assert res["grad_evals_replaced"] == pytest.approx(2 * 4 * 64)         # the 64-particle runs, replaced
     assert res["program_chains"] == 2 * (4 + 4 + 5 + 1) and len(res["log_evidence"]) == 2 * 10
+
+
+def test_growth_prefers_a_way_that_meets_the_target():
+    """r = 3 at 2,048 particles with room for 64 runs: x 2 particles (bounded at 4,096, short of the x 4 the 1 / N
+    law needs) costs 4 x 4,096 = 16,384 against 32 more runs of 2,048 (65,536), but only the runs meet the
+    target."""
+    from slt_relu.kinds.posterior_convergence import ConvergenceSettings, growth
+
+    conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=4096, max_chains_per_dataset=64)
+    assert growth(_agreement(3.0, 4, 2048), conv) == ("runs", 32, 2048)
+
+
+def _scripted_sample(spreads):
+    """A stub sampler of 2 data sets whose k-th call returns runs with log Z spread spreads[k] (as _stub_sample,
+    the same pattern on both data sets); records (round, particles, runs) of each call."""
+    calls = []
+
+    def sample(points, round_):
+        out = []
+        for pt in points:
+            N, R = pt.settings.sampler.num_particles, pt.settings.chains_per_dataset
+            spread = spreads[len(calls)]
+            calls.append((round_, N, R))
+            lz = np.tile(spread * (np.arange(R) - (R - 1) / 2), 2)
+            out.append({"log_evidence": lz, "dataset": np.repeat([0, 1], R), "flat": np.zeros((2 * R, N, 1)),
+                        "grad_evals": np.full(2 * R, float(N)), "program_ticks": 1, "program_chains": 2 * R,
+                        "stats": {"num_stages": np.full(2 * R, 3)}})
+        return out
+    return sample, calls
+
+
+def test_runs_then_particles_by_stub():
+    """First runs a little too far apart (r about 1.2: 2 more runs of 64 particles, 128 gradients, against 4 x 128),
+    then the 2 new runs far apart (the pool's r far above 2, beyond 16 runs: particles, bounded at 128, for all
+    6 runs the point now has), then runs that agree: the replaced runs' gradients are the 6 runs of 64, the
+    stats joined along the runs."""
+    from slt_relu.kinds.posterior_convergence import ConvergenceSettings, until_runs_agree
+    from slt_relu.sampling.smc import SMCSettings
+
+    conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=128, max_chains_per_dataset=16)
+    sample, calls = _scripted_sample([0.41, 5.0, 0.01])
+    pt = _Point(_Settings(conv, SMCSettings(num_particles=64, waste_free=False), 4), 0)
+    res = until_runs_agree([pt], sample, conv)[0]
+    assert calls == [(0, 64, 4), (1, 64, 2), (2, 128, 6)]
+    c = res["convergence"]
+    assert c["converged"] is True and c["particles"] == 128 and c["runs_per_dataset"] == 6
+    assert res["grad_evals_replaced"] == pytest.approx(2 * 6 * 64)
+    assert res["program_chains"] == 2 * (4 + 2 + 6) and res["stats"]["num_stages"].shape == (12,)

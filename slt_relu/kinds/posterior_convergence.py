@@ -20,8 +20,9 @@ particles):
   spread can fall as 1 / particles, faster than 1 / sqrt(runs) (docs/notes.md); where it falls
   only as 1 / sqrt(particles) the growth falls short and the next round grows again.
 
-So a point just above its target gets a few more runs, one far above it more particles, and one at
-the particle bound more runs.  A pool whose data set rests on one run (fewer than
+Of the two, the cheaper that meets the targets by its law; where neither can within the bounds, as far
+as they allow, particles first.  So a point just above its target gets a few more runs, one far above
+it more particles, and one at the particle bound more runs.  A pool whose data set rests on one run (fewer than
 MIN_EFFECTIVE_RUNS effective runs, ``analysis.effective_runs``) is not converged whatever its
 errors: its mass errors then vanish because the others' spread no longer enters them.  A point
 still above a target after MAX_ROUNDS rounds or at its bounds is reported as not converged
@@ -148,23 +149,26 @@ def pool_runs(first: dict, more: dict) -> dict:
 def growth(a: dict, conv: ConvergenceSettings) -> tuple[str, int, int] | None:
     """How a point whose runs disagree grows (module docstring): ("runs", k, N), k new runs of N particles
     per data set pooled with the first, or ("particles", R, N'), R new runs of N' particles replacing
-    them, whichever costs fewer gradients (more runs on a tie: their law is certain); more runs short of
-    the targets only where they are the one way left (then up to max_chains_per_dataset).  None when
-    converged, at both bounds, or an error is NaN.  ``a``: what :func:`run_agreement` says of the
-    point's runs."""
+    them.  Of the ways that meet the targets by their law (more runs within max_chains_per_dataset;
+    more particles by the full factor 2^ceil(log2 r) within max_particles) the one that costs fewer
+    gradients, more runs on a tie (their law is certain); where neither can, as far as the bounds allow,
+    particles first (their law may be faster).  None when converged, at both bounds, or an error is
+    NaN.  ``a``: what :func:`run_agreement` says of the point's runs."""
     if a["converged"] or a["runs_needed"] is None:
         return None
     R, N = a["runs_per_dataset"], a["particles"]
     added = min(max(a["runs_needed"], R + 1), conv.max_chains_per_dataset) - R
-    options = []                                         # (gradients per data set, growth)
-    if added > 0 and R + added >= a["runs_needed"]:
-        options.append((added * N, ("runs", added, N)))
+    options = []                                         # (meets the targets, gradients per data set, growth)
+    if added > 0:
+        options.append((R + added >= a["runs_needed"], added * N, ("runs", added, N)))
     if conv.max_particles is not None and N < conv.max_particles:
-        particles = min(N * 2 ** max(1, int(np.ceil(np.log2(a["worst_ratio"])))), conv.max_particles)
-        options.append((R * particles, ("particles", R, particles)))
-    if not options and added > 0:
-        options.append((added * N, ("runs", added, N)))
-    return min(options, key=lambda o: (o[0], o[1][0] != "runs"))[1] if options else None
+        factor = 2 ** max(1, int(np.ceil(np.log2(a["worst_ratio"]))))
+        particles = min(N * factor, conv.max_particles)
+        options.append((particles == N * factor, R * particles, ("particles", R, particles)))
+    meets = [o for o in options if o[0]]
+    if meets:
+        return min(meets, key=lambda o: (o[1], o[2][0] != "runs"))[2]
+    return min(options, key=lambda o: o[2][0] != "particles")[2] if options else None
 
 
 def until_runs_agree(points: list, sample, conv: ConvergenceSettings) -> list[dict]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..sampling import NUTSSettings, SMCSettings
 from .kind import Output
-from .posterior_convergence import MIN_EFFECTIVE_RUNS
+from .posterior_convergence import MAX_ROUNDS, MIN_EFFECTIVE_RUNS
 from .posterior_figures import posterior_figures
 
 SAVE_DRAWS_MB = 50          # save_draws = None (the default): the draws are saved when they take at most this
@@ -136,7 +136,8 @@ def convergence_warnings(c: dict, where: str) -> list[str]:
         need = (f"one run carries a data set's evidence: {min(c['effective_runs']):.2f} effective runs, fewer than "
                 f"{MIN_EFFECTIVE_RUNS}")
     elif t.get("max_particles") is not None:
-        need = f"errors {c['worst_ratio']:.2g} x the targets; at most {t['max_particles']} particles"
+        need = (f"errors {c['worst_ratio']:.2g} x the targets; at most {t['max_particles']} particles and "
+                f"{t['max_chains_per_dataset']} runs per data set in {MAX_ROUNDS} rounds")
     else:
         need = f"their spread asks for {c['runs_needed']}; at most {t['max_chains_per_dataset']}"
     return [f"{where}: NOT CONVERGED with {c['runs_per_dataset']} runs of {c['particles']} particles per data set "

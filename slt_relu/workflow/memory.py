@@ -5,7 +5,10 @@ machine has is refused with one line naming the keys that size them and the esti
 Each estimate is a lower bound on the run's peak: the size of one array the kind must hold at once
 (a data set, the kept draws of one sweep point, one batch of forward passes, a Fisher matrix), counted
 from the settings alone. A run refused here could never have finished; a run that passes may still be
-too large for other reasons (XLA's temporaries), which the estimates do not try to predict.
+too large for other reasons (XLA's temporaries), which the estimates do not try to predict. One
+exception: under SMC's stopping rule a sweep point is counted at the bounds the rule may grow it to
+(max_chains_per_dataset runs of max_particles particles), so a run is refused before it could reach
+them, though one that met its targets early would have fit.
 """
 from __future__ import annotations
 
