@@ -192,7 +192,7 @@ def test_weighted_chains_match_the_jackknife_by_hand():
     theta = cov(L, wts)
     np.testing.assert_allclose(ds.cov.values, theta, rtol=1e-12)
     loo = [cov(np.delete(L, c, 0), np.delete(wts, c)) for c in range(4)]
-    se = np.sqrt(4 / 3 * sum((1 - wts[c]) ** 2 * (loo[c] - theta) ** 2 for c in range(4)))
+    se = np.sqrt(3 / 4 * sum((loo[c] - np.mean(loo, 0)) ** 2 for c in range(4)))
     np.testing.assert_allclose(ds.cov_se.values, se, rtol=1e-10)
 
 

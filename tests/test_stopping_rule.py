@@ -68,6 +68,17 @@ def test_disagreeing_runs_get_more_runs_then_are_flagged(runs):
     assert len(c["effective_runs"]) == 2 and all(1 <= e <= 8 + 1e-9 for e in c["effective_runs"])
     for nm, v in c["mass_mcse"].items():                    # what the rule saw is what the row reports
         assert v == pytest.approx(strict["points"][0]["mass_mcse"][nm], rel=1e-9)
+    # each run's masses and data set are in the row: pooled by the runs' evidence they give the masses and
+    # their jackknife errors again (the trial filter is off in this config)
+    from slt_relu.posterior.masses import run_weights, runs_mcse
+    row = strict["points"][0]
+    ds, lz = np.array(row["dataset_per_run"]), np.array(row["log_evidence_per_run"])
+    assert not row["trial_filter"]["applied"] and np.bincount(ds).tolist() == [8, 8]
+    per_run = np.stack([row["mass_per_run"][nm] for nm in row["mass"]], -1)
+    w = run_weights(lz, ds)
+    pooled = [np.mean([w[ds == k] @ per_run[ds == k, i] for k in (0, 1)]) for i in range(per_run.shape[1])]
+    np.testing.assert_allclose(pooled, list(row["mass"].values()), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(runs_mcse(per_run, ds, w), list(row["mass_mcse"].values()), rtol=1e-9, atol=1e-12)
 
 
 def test_agreeing_runs_are_left_alone(runs):
@@ -112,6 +123,7 @@ class _Settings(NamedTuple):
     convergence: object
     sampler: object
     chains_per_dataset: int
+    phases: object = None
 
 
 class _Point(NamedTuple):
@@ -178,6 +190,31 @@ def test_one_run_carrying_a_data_set_is_not_converged():
     assert len(warning) == 1 and "one run carries a data set's evidence: 1.00 effective runs" in warning[0]
     res["log_evidence"] = np.tile([0.0, -0.1, 0.1, 0.05], 2)
     assert run_agreement(_Settings(conv, None, 4), res)["converged"] is True
+
+
+def test_a_data_set_whose_evidence_is_in_one_run_grows_to_the_bound(monkeypatch):
+    """Every run but one on a data set has Z = 0 (log Z = -inf): the pool without that run is undefined, so the
+    masses' jackknife error is infinite (not NaN, which more runs cannot mend): the point is not converged, asks
+    for more runs than the bound and grows to it; a NaN log Z instead stops it where it is."""
+    from slt_relu.kinds.posterior_convergence import ConvergenceSettings, growth, run_agreement
+    from slt_relu.posterior.masses import runs_mcse
+
+    lz = np.array([0.0, -np.inf, -np.inf, -np.inf, 0.0, -0.1, 0.1, 0.05])
+    ds = np.repeat([0, 1], 4)
+    x = np.linspace(0.1, 0.8, 8)
+    assert np.isinf(runs_mcse(x, ds, np.exp(lz) / np.repeat([1.0, np.exp(lz[4:]).sum()], 4)))
+    conv = ConvergenceSettings(mass_mcse=0.01, max_chains_per_dataset=12, max_particles=256)
+    codes = (np.random.default_rng(0).random((8, 64)) < x[:, None]).astype(int)       # phase b with share x_r
+    monkeypatch.setattr("slt_relu.kinds.posterior_report._params", lambda p, flat: None)
+    monkeypatch.setattr("slt_relu.kinds.posterior_report._rule_labels", lambda phases, p, params: (codes, ("a", "b")))
+    flat = np.zeros((8, 64, 1))
+    a = run_agreement(_Settings(conv, None, 4), {"log_evidence": lz, "dataset": ds, "flat": flat})
+    assert a["converged"] is False and a["worst_ratio"] == np.inf and a["runs_needed"] == 13
+    assert growth(a, conv) == ("particles", 4, 256)                  # neither way meets it: particles first
+    assert growth({**a, "particles": 256}, conv) == ("runs", 8, 256)
+    lz[5] = np.nan
+    b = run_agreement(_Settings(conv, None, 4), {"log_evidence": lz, "dataset": ds, "flat": flat})
+    assert b["converged"] is False and b["runs_needed"] is None and growth(b, conv) is None
 
 
 def _agreement(r, R=4, N=1024):

@@ -24,7 +24,9 @@ Of the two, the cheaper that meets the targets by its law; where neither can wit
 as they allow, particles first.  So a point just above its target gets a few more runs, one far above
 it more particles, and one at the particle bound more runs.  A pool whose data set rests on one run (fewer than
 MIN_EFFECTIVE_RUNS effective runs, ``analysis.effective_runs``) is not converged whatever its
-errors: its mass errors then vanish because the others' spread no longer enters them.  A point
+errors; where every other run has Z = 0 the masses' error is infinite (:func:`runs_mcse`) and the point
+grows as far as the bounds allow.  An error that is NaN (a run's log Z or mass not finite) more runs
+cannot mend: such a point is flagged as it is.  A point
 still above a target after MAX_ROUNDS rounds or at its bounds is reported as not converged
 (``posterior_report``: metrics, warnings, headline, figures).
 """
@@ -98,8 +100,9 @@ def run_agreement(p, res: dict) -> dict:
     and of log Z (from the spread of the runs on each data set, pooled by their evidence) against the
     [convergence] targets, and the runs per data set that would meet them (the error falls as
     1 / sqrt(runs)).  Returns {"converged", "mass_mcse": {phase: ...}, "log_evidence_mcse",
-    "runs_per_dataset", "runs_needed", "particles", "worst_ratio" (the largest error / target),
-    "effective_runs"} (the last: per data set, 1 / sum_r w_r^2 of the runs' evidence weights)."""
+    "runs_per_dataset", "runs_needed" (None where an error is NaN; max_chains_per_dataset + 1 where one is
+    infinite), "particles", "worst_ratio" (the largest error / target), "effective_runs"} (the last: per data
+    set, 1 / sum_r w_r^2 of the runs' evidence weights)."""
     from ..posterior.masses import effective_runs, log_evidence_mcse, phase_masses
     from .posterior_report import _params, _rule_labels
 
@@ -113,14 +116,18 @@ def run_agreement(p, res: dict) -> dict:
     ratios = [v / conv.mass_mcse for v in mass_mcse.values()]
     if conv.log_evidence_mcse is not None:
         ratios.append(lz_mcse / conv.log_evidence_mcse)
-    ratios = [r if np.isfinite(r) else np.inf for r in ratios]
     runs = int(np.min(np.bincount(np.asarray(res["dataset"]))))
-    worst = max(ratios, default=0.0)
     effective = effective_runs(res["log_evidence"], res["dataset"])
-    if not np.all(effective >= MIN_EFFECTIVE_RUNS):     # one run carries a data set (or its log Z is NaN)
-        worst = max(worst, np.inf if np.any(np.isnan(effective)) else 2.0)
-    # None: an error is NaN (a run's log Z or mass not finite), which more runs cannot mend
-    needed = runs if worst <= 1 else int(np.ceil(runs * worst**2)) if np.isfinite(worst) else None
+    undefined = any(np.isnan(r) for r in ratios) or bool(np.any(np.isnan(effective)))
+    worst = np.inf if undefined else max(ratios, default=0.0)          # inf: one run holds a data set's Z
+    if not np.all(effective >= MIN_EFFECTIVE_RUNS):     # one run carries a data set
+        worst = max(worst, 2.0)
+    if undefined:                                       # an error is NaN, which more runs cannot mend
+        needed = None
+    elif worst <= 1:
+        needed = runs
+    else:                                               # an infinite error: more than the bound allows
+        needed = int(np.ceil(runs * worst**2)) if np.isfinite(worst) else conv.max_chains_per_dataset + 1
     return {"converged": bool(worst <= 1), "mass_mcse": mass_mcse, "log_evidence_mcse": lz_mcse,
             "runs_per_dataset": runs, "runs_needed": needed, "particles": int(np.shape(res["flat"])[1]),
             "worst_ratio": float(worst),
@@ -162,8 +169,9 @@ def growth(a: dict, conv: ConvergenceSettings) -> tuple[str, int, int] | None:
     if added > 0:
         options.append((R + added >= a["runs_needed"], added * N, ("runs", added, N)))
     if conv.max_particles is not None and N < conv.max_particles:
-        factor = 2 ** max(1, int(np.ceil(np.log2(a["worst_ratio"]))))
-        particles = min(N * factor, conv.max_particles)
+        r = a["worst_ratio"]
+        factor = 2 ** max(1, int(np.ceil(np.log2(r)))) if np.isfinite(r) else np.inf
+        particles = int(min(N * factor, conv.max_particles))
         options.append((particles == N * factor, R * particles, ("particles", R, particles)))
     meets = [o for o in options if o[0]]
     if meets:

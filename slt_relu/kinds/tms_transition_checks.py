@@ -156,7 +156,7 @@ def free_energy_fits(ds, xs, a: str, b: str, *, min_mass: float = 0.02, curves: 
 
 
 def _per_dataset_mcse(ds, name: str) -> np.ndarray:
-    """(K,) the Monte Carlo error of each data set's pooled mass of phase ``name`` (the delta method over its runs,
+    """(K,) the Monte Carlo error of each data set's pooled mass of phase ``name`` (the jackknife over its runs,
     ``slt_relu.posterior.masses.runs_mcse``)."""
     from ..posterior.masses import runs_mcse
 

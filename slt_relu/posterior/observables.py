@@ -25,18 +25,19 @@ Monte Carlo errors.  The estimates pool every draw of every chain (the plug-in c
 pooled draws, so that chains in different modes count with the spread between them); their standard
 errors are the delete-one-chain jackknife,
 
-    se^2 = C / (C - 1) sum_c (1 - w_c)^2 (theta_{-c} - theta)^2,
+    se^2 = (C - 1) / C sum_c (theta_{-c} - mean_c' theta_{-c'})^2,
 
-theta_{-c} the estimate without chain c (the remaining chains' weights renormalised), w_c the chains'
-weights (1/C, or for independent SMC runs their evidence weights,
-:func:`slt_relu.posterior.masses.run_weights`).  With equal weights this is the textbook jackknife
-(C - 1)/C sum_c (theta_{-c} - theta)^2; for a mean it is the spread of the per-chain means over
-sqrt(C); for unequal weights it matches the delta method of
-:func:`~slt_relu.posterior.masses.runs_mcse`.  Why chains and not batch means: the only independence a
-sampler guarantees is between its chains (SMC's particles share ancestors after resampling, NUTS's
-draws are autocorrelated, and a chain stuck in one mode has small batch-mean errors however wrong it
-is); the jackknife needs no autocorrelation model and covers nonlinear estimates such as the
-correlation.  It has C - 1 degrees of freedom: use C >= 8 chains (runs) for error bars worth reading.
+theta_{-c} the estimate without chain c (the remaining chains' weights renormalised; the weights 1/C,
+or for independent SMC runs their evidence weights, :func:`slt_relu.posterior.masses.run_weights`), as
+for phase masses (:func:`~slt_relu.posterior.masses.runs_mcse`).  For a plain mean it is the spread of
+the per-chain means over sqrt(C); for a pool by evidence it does not understate at few runs where the
+delta method does (Efron-Stein), and a run carrying most of the evidence shows in it.
+
+Why chains and not batch means: the only independence a sampler guarantees is between its chains
+(SMC's particles share ancestors after resampling, NUTS's draws are autocorrelated, and a chain stuck
+in one mode has small batch-mean errors however wrong it is); the jackknife needs no autocorrelation
+model and covers nonlinear estimates such as the correlation.  It has C - 1 degrees of freedom: use
+C >= 8 chains (runs) for error bars worth reading.
 
 Memory.  Three passes over the chains (their means and variances; the pooled cross moment; the
 jackknife), one chain's (S, n_a) and (S, n_b) blocks at a time: besides the draws, a constant number
@@ -56,8 +57,8 @@ from ..loss import check_data, check_sigma
 from ..network import TwoLayer, check_count, check_params, forward_columns, from_flat, num_params
 from .target import LOSSES_CHUNK_POINTS
 
-JACKKNIFE = ("delete-one-chain jackknife of the pooled estimate: se^2 = C/(C-1) sum_c (1 - w_c)^2 "
-             "(theta_-c - theta)^2")
+JACKKNIFE = ("delete-one-chain jackknife of the pooled estimate: se^2 = (C-1)/C sum_c "
+             "(theta_-c - mean theta_-c)^2")
 
 
 # ----------------------------------------------------------------------------------------
@@ -183,7 +184,8 @@ def _pooled_covariance(block_a, block_b, C: int, w: np.ndarray, correlation: boo
     chain c's mean of (a - mu_a)(b - mu_b)^T: the pooled covariance.  Pass 2: each chain's M_c again,
     its leave-one-out covariance (T - w_c M_c) / (1 - w_c) - outer(mbar_-c,a, mbar_-c,b) with
     mbar_-c = -w_c (m_c - mu) / (1 - w_c) (its mean, centred at the pooled one), and the jackknife
-    sums."""
+    sums of d_c = theta_-c - theta and d_c^2 (sum_c (theta_-c - mean theta_-c)^2 = sum d^2 - (sum d)^2 / C;
+    a chain of weight 0 has d_c = 0)."""
     ma, mb, va, vb = [], [], [], []
     for c in range(C):
         a, b = block_a(c), block_b(c)
@@ -206,22 +208,19 @@ def _pooled_covariance(block_a, block_b, C: int, w: np.ndarray, correlation: boo
         T += w[c] * moment(c)
     with np.errstate(divide="ignore", invalid="ignore"):
         corr = T / np.sqrt(np.outer(Va, Vb)) if correlation else None
-        acc = np.zeros_like(T)
-        acc_corr = np.zeros_like(T) if correlation else None
-        live = w > 0
-        for c in np.flatnonzero(live):
+        sums = [np.zeros_like(T), np.zeros_like(T)]                  # sum_c d_c, sum_c d_c^2
+        sums_corr = [np.zeros_like(T), np.zeros_like(T)] if correlation else None
+        for c in np.flatnonzero(w > 0):
             rest = 1.0 - w[c]
             ka, kb = -w[c] * da[c] / rest, -w[c] * db[c] / rest          # leave-one-out means (centred)
             cov_c = (T - w[c] * moment(c)) / rest - np.outer(ka, kb)
-            acc += (rest * (cov_c - T)) ** 2
+            _accumulate(sums, cov_c - T)
             if correlation:
                 va_c = (Va - w[c] * sa[c]) / rest - ka**2
                 vb_c = (Vb - w[c] * sb[c]) / rest - kb**2
-                acc_corr += (rest * (cov_c / np.sqrt(np.outer(va_c, vb_c)) - corr)) ** 2
-        k = int(live.sum())
-        factor = k / (k - 1) if k > 1 else np.nan
-        se = np.sqrt(factor * acc)
-        se_corr = np.sqrt(factor * acc_corr) if correlation else None
+                _accumulate(sums_corr, cov_c / np.sqrt(np.outer(va_c, vb_c)) - corr)
+        se = _jackknife_se(sums, C)
+        se_corr = _jackknife_se(sums_corr, C) if correlation else None
     if not np.all(np.isfinite(w)):
         T[:] = np.nan
         se[:] = np.nan
@@ -229,6 +228,18 @@ def _pooled_covariance(block_a, block_b, C: int, w: np.ndarray, correlation: boo
             corr[:] = np.nan
             se_corr[:] = np.nan
     return T, se, corr, se_corr
+
+
+def _accumulate(sums, d):
+    sums[0] += d
+    sums[1] += d**2
+
+
+def _jackknife_se(sums, C: int):
+    """The jackknife se from sum_c d_c and sum_c d_c^2 over C chains (NaN with one chain)."""
+    if C < 2:
+        return np.full_like(sums[0], np.nan)
+    return np.sqrt(np.maximum((C - 1) / C * (sums[1] - sums[0] ** 2 / C), 0.0))
 
 
 def bayesian_influence(losses, index_a=None, index_b=None, *, weights=None):

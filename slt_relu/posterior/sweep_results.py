@@ -13,6 +13,7 @@ order, their values as coordinates), the data set, the independent run and the p
     cross_table                                                  (sweep..., phase, label)
     log_evidence, log_evidence_se, log_evidence_mcse             (sweep...)             SMC
     log_evidence_per_trial (sweep..., dataset), log_evidence_per_run (sweep..., run), num_runs (sweep...)
+    mass_per_run (sweep..., run, phase), dataset_per_run (sweep..., run)               SMC, each run
     free_energy[_se, _mcse], relative_free_energy[_se]           (sweep..., phase)      SMC
     free_energy_per_trial                                        (sweep..., dataset, phase)
     classify_free_energy[...]                                    (sweep..., label)      SMC
@@ -115,6 +116,10 @@ def point_dataset(row: dict):
                     log_evidence_per_run=("run", np.asarray(row["log_evidence_per_run"], np.float64)),
                     num_runs=((), len(row["log_evidence_per_run"])))
         coords["run"] = np.arange(len(row["log_evidence_per_run"]))
+    if "mass_per_run" in row:
+        data["mass_per_run"] = (("run", "phase"), np.stack([np.asarray(row["mass_per_run"][nm], np.float64)
+                                                            for nm in coords["phase"]], -1))
+        data["dataset_per_run"] = ("run", np.asarray(row["dataset_per_run"], np.float64))
     for key, dim, prefix in (("free_energy", "phase", ""), ("free_energy_classify_phase", "label", "classify_")):
         if key not in row:
             continue

@@ -20,7 +20,7 @@ importance weight exp(-(lambda' - lambda) n beta L_n) carries the modes' relativ
 temperature where they separate to n beta, so the masses of k-gon basins that HMC cannot connect are
 weighted by evidence, not by where particles happened to fall.  Each data set has R independent runs,
 pooled by their evidence (``slt_relu.posterior.masses.run_weights``, the island estimator: w_r =
-Z_r / sum Z_r'), with Monte Carlo errors from the runs' spread (the delta method,
+Z_r / sum Z_r'), with Monte Carlo errors from the runs' spread (the delete-one-run jackknife,
 ``slt_relu.posterior.masses.runs_mcse``); the spread over K data sets is the data's own variability.
 
 The prior.  N(0, s^2) per coordinate with s = 1 by default: the refined k-gons have columns of length
@@ -96,7 +96,7 @@ def posterior_phase_masses(key, num_features: int, n: int, *, datasets: int = 4,
 
     the labels by :func:`phase_codes` (variants and groups: :func:`phase_names`); the pooled mass
     is the mean over data sets, with its standard error across data sets (se) and its Monte Carlo error
-    from the runs (mcse, the delta method of ``slt_relu.posterior.masses.runs_mcse``).
+    from the runs (mcse, the jackknife of ``slt_relu.posterior.masses.runs_mcse``).
 
     Args:
         key: a PRNG key, split once: data sets (key k of ``split(., K)`` draws data set k), prior draws, runs.
