@@ -46,19 +46,19 @@ def sample_runs(point: int, runs: int, round_: int) -> dict:
 
 
 def pooled(x, lz):
-    w = np.exp(lz - lz.max())
-    return np.sum(w * x) / np.sum(w)
+    """One data set's runs x (R,) pooled by their evidence, as the sweep pools them."""
+    from slt_relu.posterior.masses import run_weights
+
+    return run_weights(lz, np.zeros(len(lz), int)) @ x
 
 
 def delta_var(x, lz):
-    w = np.exp(lz - lz.max())
-    w /= w.sum()
+    """The delta method's variance of that pool, R / (R - 1) sum w^2 (x - xbar)^2 (the rule's error before)."""
+    from slt_relu.posterior.masses import run_weights
+
+    w = run_weights(lz, np.zeros(len(lz), int))
     R = len(x)
-    return R / (R - 1) * np.sum(w**2 * (x - np.sum(w * x)) ** 2)
-
-
-def log_mean_z(lz):
-    return np.logaddexp.reduce(lz) - np.log(len(lz))
+    return R / (R - 1) * np.sum(w**2 * (x - w @ x) ** 2)
 
 
 def jackknife_var(estimate, *arrays):
@@ -68,6 +68,7 @@ def jackknife_var(estimate, *arrays):
 
 
 def analyse(d: dict, subset_runs=(4, 6, 8, 12), subsets: int = 2000, seed: int = 0) -> None:
+    from slt_relu.posterior.evidence import logmeanexp as log_mean_z
     from slt_relu.posterior.masses import log_evidence_mcse, run_weights, runs_mcse
 
     codes, ds, lz, names = d["codes"], d["ds"], d["lz"], [str(n) for n in d["names"]]

@@ -22,13 +22,13 @@ particles):
 
 Of the two, the cheaper that meets the targets by its law; where neither can within the bounds, as far
 as they allow, particles first.  So a point just above its target gets a few more runs, one far above
-it more particles, and one at the particle bound more runs.  A pool whose data set rests on one run (fewer than
-MIN_EFFECTIVE_RUNS effective runs, ``analysis.effective_runs``) is not converged whatever its
-errors; where every other run has Z = 0 the masses' error is infinite (:func:`runs_mcse`) and the point
-grows as far as the bounds allow.  An error that is NaN (a run's log Z or mass not finite) more runs
-cannot mend: such a point is flagged as it is.  A point
-still above a target after MAX_ROUNDS rounds or at its bounds is reported as not converged
-(``posterior_report``: metrics, warnings, headline, figures).
+it more particles, and one at the particle bound more runs.  A pool whose data set rests on one run
+(fewer than MIN_EFFECTIVE_RUNS effective runs, ``analysis.effective_runs``) is not converged whatever
+its errors; where every other run has Z = 0 the masses' error is infinite (:func:`runs_mcse`) and the
+point grows as far as the bounds allow.  An error that is NaN (a run's log Z or mass not finite) more
+runs cannot mend: such a point is flagged as it is.  A point still above a target after MAX_ROUNDS
+rounds or at its bounds is reported as not converged (``posterior_report``: metrics, warnings,
+headline, figures).
 """
 from __future__ import annotations
 
