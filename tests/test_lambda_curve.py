@@ -72,6 +72,11 @@ def test_regular_cases_have_lambda_half_their_dimension():
     ({"name": "a", "family": "reduced_rank", "input_dim": 2, "hidden": 1, "output_dim": 2, "true_rank": 2},
      r"cases\[0\]\.true_rank: expected at most"),
     ({"name": "a", "family": "deep_linear", "input_dim": 64, "widths": [64, 64]}, r"cases\[0\]: expected at most 2000"),
+    ({"name": "a", "family": "regular", "num_params": 2, "n": 1000}, r"cases\[0\]\.t_max: expected at most n = 1000"),
+    ({"name": "a", "family": "regular", "num_params": 2, "n": 10 ** 7, "t_max": 1e5},
+     r"cases\[0\]\.n: expected an integer in \[2, 1000000\], got 10000000"),
+    ({**{"name": "a", "family": "dslt_phase", "truth": "dslt4_pt1", "width": 2, "phase": "++", "radius": 0.75},
+      "n": 1000, "t_max": 1e3}, r"cases\[0\]\.n: only for the families"),
 ])
 def test_bad_cases_are_refused_in_one_line(tmp_path, case, match):
     with pytest.raises(ConfigError, match=match):
@@ -229,3 +234,128 @@ def test_nuts_and_smc_readings_of_the_estimand_are_compared():
     assert len(far) == 1 and far[0].startswith("a: nuts_tempered_loss and SMC's tempered_loss differ by -0.05 at m = 1 (3.5")
     both = _estimand_disagreement("a", {"tempered_loss": est(0.5, 2), "nuts_tempered_loss": est(0.5, 1)})
     assert both == ["a: nuts_tempered_loss identifies m = 1, SMC's tempered_loss m = 2"]
+
+
+def _family_loss(family, **keys):
+    """A case's population loss and its data-case RegressionLoss with the regression that draws the data."""
+    from slt_relu.kinds.lambda_curve_kind import Settings, resolve
+    from slt_relu.settings import parse
+
+    case = {"name": "c", "family": family, **keys}
+    pop, data = (resolve(parse(Settings, {"kind": "lambda_curve", "smc": {"name": "smc"}, "cases": [c]})).cases[0]
+                 for c in (case, {**case, "n": 100, "t_max": 100.0}))
+    return pop, data
+
+
+FAMILY_KEYS = [("normal_crossing", {"k": [1, 2]}), ("sum", {"k": [2, 1, 3]}), ("regular", {"num_params": 3}),
+               ("reduced_rank", {"input_dim": 3, "hidden": 2, "output_dim": 2, "true_rank": 1}),
+               ("deep_linear", {"input_dim": 2, "widths": [3, 2, 3], "true_rank": 1})]
+
+
+@pytest.mark.parametrize("family, keys", FAMILY_KEYS)
+def test_the_data_loss_is_the_data_sets_mean_loss_and_its_population_limit_half_k(family, keys):
+    """RegressionLoss from the statistics (S, G) of a data set drawn here equals (1 / 2n) sum_i (|y_i - P(w) x_i|^2
+    - |y_i - P0 x_i|^2) summed over the samples (relative 1e-10: float64 sums of 37 terms of size 1), and with
+    S = Sigma, G = 0 it is the case's population K (half of it for the crossings and sums: the same lambda and m)."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    pop, data = _family_loss(family, **keys)
+    P0, C = data.regression
+    rng = np.random.default_rng(0)
+    n, (b, a) = 37, P0.shape
+    X = rng.normal(size=(n, a)) @ C.T
+    E = rng.normal(size=(n, b))
+    Y = X @ P0.T + E
+    for _ in range(3):
+        w = rng.normal(size=data.num_params)
+        P = np.asarray(data.loss.prediction(jnp.asarray(w)))
+        direct = 0.5 * np.mean(np.sum((Y - X @ P.T) ** 2, 1) - np.sum(E ** 2, 1))
+        stats = (jnp.asarray(X.T @ X / n), jnp.asarray(E.T @ X / n), jnp.asarray(P0))
+        assert float(data.loss(jnp.asarray(w), stats)) == pytest.approx(direct, rel=1e-10)
+        population = (jnp.asarray(C @ C.T), jnp.zeros((b, a)), jnp.asarray(P0))
+        half = 0.5 if family in ("normal_crossing", "sum") else 1.0       # the others' K already has the 1/2
+        limit = float(data.loss(jnp.asarray(w), population))
+        assert limit == pytest.approx(half * float(pop.loss(jnp.asarray(w), None)), rel=1e-12)
+
+
+def test_regression_statistics_count_n_samples_across_chunks():
+    """Each run's statistics hold exactly n samples: n = 3 inputs in 5 dimensions give S of rank 3 (the chunk's
+    excess rows are masked); over two chunks and a remainder (n = 2 CHUNK + 3) S is near Sigma = C C^T within 6
+    of its standard errors sqrt((Sigma_ii Sigma_jj + Sigma_ij^2) / n) and G near 0 within 6 sqrt(Sigma_jj / n); runs
+    draw different data sets."""
+    import jax
+    import numpy as np
+
+    from slt_relu.kinds.lambda_curve_kind import CHUNK, regression_statistics
+
+    S, G, P0 = regression_statistics(jax.random.key(0), np.zeros((2, 5)), np.eye(5), 3, 2)
+    assert S.shape == (2, 5, 5) and G.shape == (2, 2, 5) and P0.shape == (2, 2, 5)
+    assert [np.linalg.matrix_rank(np.asarray(s)) for s in S] == [3, 3]
+    C = np.array([[1.0, 0.0], [0.6, 0.8]])
+    n = 2 * CHUNK + 3
+    S, G, _ = regression_statistics(jax.random.key(1), np.ones((1, 2)), C, n, 3)
+    Sigma = C @ C.T
+    se = np.sqrt((np.outer(np.diag(Sigma), np.diag(Sigma)) + Sigma ** 2) / n)
+    assert np.all(np.abs(np.asarray(S) - Sigma) < 6 * se)
+    assert np.all(np.abs(np.asarray(G)) < 6 * np.sqrt(np.diag(Sigma) / n))
+    assert not np.allclose(S[0], S[1])
+
+
+def test_smc_free_energy_of_a_regular_data_case_matches_its_closed_form():
+    """A regular data case, K_n(w) = w^T S w / 2 - g^T w, has under the prior N(0, s^2 I)
+
+        F(t) = log det(I + t s^2 S) / 2 - t^2 g^T (t S + I / s^2)^(-1) g / 2,
+
+    so each run's SMC free energy (its own data set, run_data) is checked against its own closed form over
+    t = 1 .. 1e3: within 0.3 nats everywhere (2,048 particles: the runs' residuals measured 0.17 at most; another
+    run's data set is 1.7 nats off, the data term t^2 g^T A^(-1) g / 2 alone 4), and the runs' mean residual within
+    4 standard errors plus 0.05 nats (SMC's F carries an upward bias of about half the variance of log Z); the fit
+    with L* free reads each data set's own L* and lambda = d / 2."""
+    import jax
+    import numpy as np
+
+    from slt_relu.kinds.lambda_curve_kind import regression_statistics
+    from slt_relu.posterior.free_energy_curve import fit_learning_coefficient, smc_free_energy_curve
+    from slt_relu.sampling import SMCSettings
+
+    _, case = _family_loss("regular", num_params=3)
+    runs, n, s = 4, 1000, 1.0
+    stats = regression_statistics(jax.random.key(2), *case.regression, n, runs)
+    settings = SMCSettings(num_particles=2048, num_mcmc_steps=7, waste_free=True, target_ess=0.9, max_stages=500)
+    curve = smc_free_energy_curve(jax.random.key(3), case.loss, 3, 1e3, settings, num_runs=runs, prior_std=s,
+                                  run_data=stats)
+    S, g = np.asarray(stats[0]), np.asarray(stats[1])[:, 0, :]
+    grid = np.logspace(0, 3, 24)
+    residual = []
+    for r in range(runs):
+        exact = np.array([0.5 * np.linalg.slogdet(np.eye(3) + t * s * s * S[r])[1]
+                          - 0.5 * t * t * g[r] @ np.linalg.solve(t * S[r] + np.eye(3) / s ** 2, g[r]) for t in grid])
+        ok = np.isfinite(curve.t[r])
+        residual.append(np.interp(np.log(grid), np.log(curve.t[r, ok]), curve.free_energy[r, ok]) - exact)
+    residual = np.array(residual)
+    assert np.max(np.abs(residual)) < 0.3, residual
+    mean, se = residual.mean(0), residual.std(0, ddof=1) / np.sqrt(runs)
+    assert np.all(np.abs(mean) < 4 * se + 0.05), (mean, se)
+    # the fit with L* free reads each data set's own minimum, L*_r = -g_r^T S_r^(-1) g_r / 2 (about -chi^2_3 / 2n),
+    # within 15 % (a slope error of 0.05 at t = 1e3 moves L* by 5e-5 of its 1.5e-3), and lambda = d / 2 within 10 %
+    fit = fit_learning_coefficient(curve, "tempered_loss", loss_min=None, decades=2.0)
+    lstar = np.array([-0.5 * g[r] @ np.linalg.solve(S[r], g[r]) for r in range(runs)])
+    assert np.allclose(fit.run_loss_min, lstar, rtol=0.15), (fit.run_loss_min, lstar)
+    assert fit.lambda_by_m[1] == pytest.approx(1.5, rel=0.1)
+
+
+def test_smc_free_energy_curve_refuses_mismatched_run_data():
+    import jax
+    import jax.numpy as jnp
+
+    from slt_relu.posterior.free_energy_curve import smc_free_energy_curve
+    from slt_relu.sampling import SMCSettings
+
+    settings = SMCSettings(num_particles=16, num_mcmc_steps=3)
+    loss = lambda w, d: jnp.sum(w ** 2)
+    with pytest.raises(ValueError, match="run_data: expected leaves with a leading axis num_runs = 2"):
+        smc_free_energy_curve(jax.random.key(0), loss, 2, 10.0, settings, num_runs=2, run_data=jnp.zeros((3, 1)))
+    with pytest.raises(ValueError, match="data, run_data: expected at most one"):
+        smc_free_energy_curve(jax.random.key(0), loss, 2, 10.0, settings, num_runs=2, data=jnp.zeros(1),
+                              run_data=jnp.zeros((2, 1)))

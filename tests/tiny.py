@@ -46,14 +46,16 @@ TINY = {
     "dslt4_pt2_smc.toml": {**SMC_TINY, "posterior.chains_per_dataset": 4, "convergence.max_particles": 128,
                            "convergence.max_chains_per_dataset": 4,
                            "sweep.truth.v": [1.0, 3.0]},
-    # three small cases (two with m = 2), two runs each, t up to 1e5
+    # four small cases (two with m = 2; one from data sets of n = 1e5), two runs each, t up to 1e5
     # (without [mcmc]: NUTS compiles a program per loss; tests/test_lambda_curve.py runs it on two cases)
     "known_lambda_suite.toml": {"curve.runs": 2, "curve.t_max": 1e5, "curve.decades": 2.0, "smc.num_particles": 64,
                                 "mcmc": None,
                                 "cases": [{"name": "w1^2 w2^2", "family": "normal_crossing", "k": [1, 1]},
                                           {"name": "RRR 2-1-2", "family": "reduced_rank", "input_dim": 2, "hidden": 1,
                                            "output_dim": 2},
-                                          {"name": "regular d = 2", "family": "regular", "num_params": 2}]},
+                                          {"name": "regular d = 2", "family": "regular", "num_params": 2},
+                                          {"name": "RRR 2-1-2, n = 1e5", "family": "reduced_rank", "input_dim": 2,
+                                           "hidden": 1, "output_dim": 2, "n": 100000}]},
     # PT1's degenerate phase only (one compiled program), two runs of 64 particles to t = 1e4 (the case's own
     # t_max and runs: its overrides of [curve])
     "lambda_per_phase.toml": {"curve.runs": 3, "curve.t_max": 1e5, "curve.decades": 2.0, "smc.num_particles": 64,

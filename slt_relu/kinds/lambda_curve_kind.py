@@ -12,18 +12,24 @@ closed form (``slt_relu.known_lambda``), with the prior N(0, prior_std^2 I) on i
   ball of ``radius`` around the phase's representative, gauge-fixed (``slt_relu.kinds.lambda_phase``); its exact
   value is the first-principles count where it applies (else null), and the final particles' phases are reported;
 
-(the truths' factors are standard normal, drawn from the case's key).  For every case, ``curve.runs``
-independent SMC runs from the prior to t_max give F(t) and E_t[K] at every stage
+(the truths' factors are standard normal, drawn from the case's key).  A case with ``n`` (every family but
+dslt_phase) replaces K by a data set's loss: each run draws its own data set of n samples of the family's
+unit-noise regression (:class:`RegressionLoss`: y = P(w0) x + e, x ~ N(0, Sigma)), its loss
+L_n(w) - L_n(w0) from the data's sufficient statistics, t_max at most n (the Bayes posterior is t = n), and the
+fit reads L* (the data's minimum, below L_n(w0)) with lambda, so that the runs' spread holds the data sets'.  For
+every case, ``curve.runs`` independent SMC runs from the prior to t_max give F(t) and E_t[K] at every stage
 (``slt_relu.posterior.free_energy_curve``), and the three estimators read lambda and m off them.  With [mcmc], a
-fourth, ``nuts_tempered_loss``: NUTS's t E_t[K] at log-spaced t over the same window
+fourth on every population case, ``nuts_tempered_loss``: NUTS's t E_t[K] at log-spaced t over the same window
 (``slt_relu.posterior.estimand_curve``), read by the tempered_loss rule, with a warning where it and SMC's
 reading of the same estimand differ by more than 3 combined standard errors.  A case's
 ``prior_std``, ``t_max``, ``decades`` and ``runs`` override [curve]'s; its ``reference`` (another estimate of the
 same lambda, e.g. SGLD's) is carried to the metrics and the figure for comparison.
-Outputs: metrics.json (``cases``: name, family, num_params, lambda_exact (null if unknown), m_exact, and per
-estimator lambda, lambda_se, m (null where not identifiable), lambda_by_m, lambda_se_by_m, the fitted t range,
-gradients; a dslt_phase case also ``phase``, a reference case ``reference``; ``warnings``), results.nc (the estimates along
-(case, estimator) and the curves along (case, run, stage)), lambda_curve.png.
+Outputs: metrics.json (``cases``: name, family, num_params, n (null: K itself), lambda_exact (null if unknown),
+m_exact, and per estimator lambda, lambda_se, m (null where not identifiable), lambda_by_m, lambda_se_by_m,
+loss_min (L*) and run_loss_min (each run's), the fitted t range, gradients; a dslt_phase case also ``phase``, a
+reference case ``reference``, a two-parameter crossing ``exact_check`` (its SMC free energy against the exact
+quadrature); ``warnings``), results.nc (the estimates along (case, estimator) and the curves along (case, run,
+stage)), lambda_curve.png.
 """
 from __future__ import annotations
 
@@ -41,6 +47,8 @@ from .kind import Kind, Output, first_line, register_kind
 FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase")
 PHASE_KEYS = ("truth", "width", "phase", "radius")          # dslt_phase's own keys (all needed there, nowhere else)
 MAX_PARAMS = 2000            # SMC's particles x parameters x runs per program stay in memory
+MAX_SAMPLES = 10 ** 6        # a data case's n: its runs' data sets are drawn in chunks (memory), n x runs in time
+CHUNK = 4096                 # samples per chunk of a data set (its statistics are sums over chunks)
 
 
 class ReferenceSettings(Section):
@@ -60,6 +68,8 @@ class CaseSettings(Section):
     output_dim: int | None = Field(None, ge=1, le=64, description="reduced_rank: the output width")
     widths: tuple[int, ...] | None = Field(None, description="deep_linear: hidden widths, then the output width")
     true_rank: int = Field(0, ge=0, description="reduced_rank, deep_linear: the rank r of the true map")
+    n: int | None = Field(None, ge=2, le=MAX_SAMPLES, description="every family but dslt_phase: a data set of n "
+                          "samples per run (RegressionLoss) instead of K itself; needs t_max <= n")
     truth: Literal[tuple(truths.names())] | None = Field(None, description="dslt_phase: a registered example "
                                                          "(slt_relu.truths) with uniform inputs")
     truth_options: dict = Field({}, description="dslt_phase: the example's options, e.g. { v = 1.0 }")
@@ -97,7 +107,8 @@ class Settings(Experiment):
     kind: Literal["lambda_curve"]
     curve: CurveSettings = CurveSettings()
     mcmc: MCMCSettings | None = Field(None, description="when set, the estimator nuts_tempered_loss beside SMC's "
-                                      "three on every case but dslt_phase (whose ball NUTS does not keep)")
+                                      "three on every population case (not dslt_phase, whose ball NUTS does not "
+                                      "keep, nor a data case)")
     smc: SMCSettings = Field(description="the SMC runs (a target_ess near 1 gives the stages the fit needs: "
                              "0.9 gives 4-10 a decade)")
     cases: tuple[CaseSettings, ...] = Field(min_length=1, max_length=64, description="the losses")
@@ -136,9 +147,88 @@ class ProductLoss(NamedTuple):
         return 0.5 * jnp.sum((prod - jnp.asarray(self.target, w.dtype)) ** 2)
 
 
+class RegressionLoss(NamedTuple):
+    """A data set's loss for a family's regression y = P(w) x + e, e ~ N(0, I) (unit noise), from the data's
+    sufficient statistics: data = (S, G, P0) with S = X^T X / n (a, a), G = E^T X / n (b, a) (the noise e_i = y_i -
+    P0 x_i against the inputs), P0 = P(w0) (b, a).  With D = P(w) - P0,
+
+        L_n(w) - L_n(w0) = (1 / 2n) sum_i (|y_i - P(w) x_i|^2 - |e_i|^2) = tr(D S D^T) / 2 - tr(D G^T),
+
+    exact for any n at a cost independent of n, and without the cancellation of L_n(w) - L_n(w0) near w0.  Its
+    population limit (S = Sigma, G = 0) is K = tr(D Sigma D^T) / 2.  P(w) by family: normal_crossing
+    prod_i w_i^(k_i) (1 x 1; K = prod_i w_i^(2 k_i) / 2), sum (w_i^(k_i))_i (d x 1; K = sum_i w_i^(2 k_i) / 2),
+    regular w^T (1 x d, Sigma = the case's H; K = w^T H w / 2), reduced_rank and deep_linear the product
+    W_L ... W_1 (H_L x H_0, Sigma = I; K = |P - P0|_F^2 / 2): the population cases' K, halved for the crossings and
+    sums (lambda and m unchanged)."""
+
+    family: str
+    k: tuple = ()
+    widths: tuple = ()
+
+    def prediction(self, w):
+        """P(w) (b, a) on flat w."""
+        import jax.numpy as jnp
+
+        if self.family in ("normal_crossing", "sum"):
+            powers = w ** jnp.asarray(self.k, w.dtype)
+            return jnp.prod(powers).reshape(1, 1) if self.family == "normal_crossing" else powers[:, None]
+        if self.family == "regular":
+            return w[None, :]
+        H, start, prod = self.widths, 0, None
+        for a, b in zip(H[:-1], H[1:]):
+            W = w[start:start + a * b].reshape(b, a)
+            start += a * b
+            prod = W if prod is None else W @ prod
+        return prod
+
+    def __call__(self, w, data):
+        import jax.numpy as jnp
+
+        S, G, P0 = data
+        D = self.prediction(w) - P0
+        return 0.5 * jnp.sum((D @ S) * D) - jnp.sum(D * G)
+
+
+def regression_statistics(key, truth, cov_factor, n: int, runs: int):
+    """Each run's data set of n samples of y = P0 x + e (x = C z, z and e standard normal) as the statistics
+    :class:`RegressionLoss` reads: S = X^T X / n (runs, a, a), G = E^T X / n (runs, b, a), P0 (runs, b, a), summed
+    over chunks of CHUNK samples (memory independent of n), one run after another.
+
+    Args:
+        key: a PRNG key.
+        truth: P0 (b, a).
+        cov_factor: C (a, a), the inputs' covariance C C^T.
+        n: samples per data set.
+        runs: data sets (one per run).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    P0 = jnp.asarray(truth, jnp.zeros(()).dtype)
+    C = jnp.asarray(cov_factor, P0.dtype)
+    b, a = P0.shape
+    chunk = min(n, CHUNK)
+
+    def one(k):
+        def add(acc, i):
+            kx, ke = jax.random.split(jax.random.fold_in(k, i))
+            keep = (i * chunk + jnp.arange(chunk) < n)[:, None].astype(P0.dtype)   # the last chunk's excess rows
+            x = (jax.random.normal(kx, (chunk, a), P0.dtype) @ C.T) * keep
+            e = jax.random.normal(ke, (chunk, b), P0.dtype) * keep
+            return (acc[0] + x.T @ x, acc[1] + e.T @ x), None
+
+        zero = (jnp.zeros((a, a), P0.dtype), jnp.zeros((b, a), P0.dtype))
+        (S, G), _ = jax.lax.scan(add, zero, jnp.arange(-(-n // chunk)))
+        return S / n, G / n
+
+    S, G = jax.jit(lambda keys: jax.lax.map(one, keys))(jax.random.split(key, runs))
+    return S, G, jnp.broadcast_to(P0, (runs, b, a))
+
+
 class Case(NamedTuple):
     """A case resolved: its settings, loss, parameter count, exact (lambda, m) (None where unknown), its [curve]
-    with the case's overrides, and for dslt_phase what the metrics report about the region."""
+    with the case's overrides, for dslt_phase what the metrics report about the region, and for a data case its
+    regression (P0 (b, a), the inputs' covariance factor C (a, a): x = C z) that draws the data sets."""
 
     settings: CaseSettings
     loss: object
@@ -147,6 +237,7 @@ class Case(NamedTuple):
     m_exact: int | None
     curve: CurveSettings = CurveSettings()
     phase: dict | None = None
+    regression: tuple | None = None
 
 
 class Resolved(NamedTuple):
@@ -212,6 +303,12 @@ def resolve(s: Settings, raw=None) -> Resolved:
             if c.family != "dslt_phase" and given:
                 raise ConfigError(f"{where}.{k}: only for family 'dslt_phase', got {getattr(c, k)!r} for family "
                                   f"{c.family!r}")
+        if c.family == "dslt_phase" and c.n is not None:
+            raise ConfigError(f"{where}.n: only for the families {', '.join(FAMILIES[:-1])}, got {c.n} for family "
+                              f"'dslt_phase'")
+        if c.n is not None and curve.t_max > c.n:
+            raise ConfigError(f"{where}.t_max: expected at most n = {c.n} for a data case (its posterior is t = n "
+                              f"beta, beta <= 1), got {curve.t_max:g}")
         if c.family == "dslt_phase":
             if s.dtype != "float64":
                 raise ConfigError(f"dtype: expected 'float64' for family 'dslt_phase' (t K at t = {curve.t_max:g} "
@@ -223,16 +320,25 @@ def resolve(s: Settings, raw=None) -> Resolved:
         key = jax.random.fold_in(jax.random.key(s.seed), i)
         if c.family == "regular":
             A = np.asarray(jax.random.normal(key, (D, D)), np.float64)
-            loss = PolynomialLoss("regular", (), tuple(map(tuple, A @ A.T / D + np.eye(D))))
+            H = A @ A.T / D + np.eye(D)
+            loss, regression = PolynomialLoss("regular", (), tuple(map(tuple, H))), (np.zeros((1, D)),
+                                                                                     np.linalg.cholesky(H))
         elif widths is None:
             loss = PolynomialLoss(c.family, tuple(c.k))
+            b = 1 if c.family == "normal_crossing" else len(c.k)
+            regression = (np.zeros((b, 1)), np.ones((1, 1)))
         else:
             k1, k2 = jax.random.split(key)
             r = c.true_rank
             left = np.asarray(jax.random.normal(k1, (widths[-1], r)), np.float64)
             right = np.asarray(jax.random.normal(k2, (r, widths[0])), np.float64)
             loss = ProductLoss(widths, tuple(map(tuple, left @ right)))
-        cases.append(Case(c, loss, D, float(lam), int(m), curve))
+            regression = (left @ right, np.eye(widths[0]))
+        if c.n is None:
+            cases.append(Case(c, loss, D, float(lam), int(m), curve))
+        else:
+            loss = RegressionLoss(c.family, tuple(c.k or ()), tuple(widths or ()))
+            cases.append(Case(c, loss, D, float(lam), int(m), curve, regression=regression))
     if len({c.name for c in s.cases}) != len(s.cases):
         raise ConfigError("cases: expected distinct names, got " + ", ".join(c.name for c in s.cases))
     return Resolved(s.curve, s.smc, tuple(cases), s.mcmc)
@@ -247,23 +353,28 @@ def run(r: Resolved, key, ctx) -> Output:
     rows, curves, warnings = [], [], []
     for i, c in enumerate(tqdm(r.cases, desc="cases", disable=not ctx.progress, leave=False)):
         cv = c.curve
+        run_data = None if c.regression is None else regression_statistics(
+            jax.random.fold_in(jax.random.fold_in(key, i), 2), *c.regression, c.settings.n, cv.runs)
         curve = smc_free_energy_curve(jax.random.fold_in(key, i), c.loss, c.num_params, cv.t_max, r.smc,
-                                      num_runs=cv.runs, prior_std=cv.prior_std)
+                                      num_runs=cv.runs, prior_std=cv.prior_std, run_data=run_data)
         estimators = {}
         for name in ESTIMATORS:
             try:
-                fit = fit_learning_coefficient(curve, name, decades=cv.decades, max_multiplicity=cv.max_multiplicity)
+                fit = fit_learning_coefficient(curve, name, loss_min=0.0 if run_data is None else None,
+                                               decades=cv.decades, max_multiplicity=cv.max_multiplicity)
             except ValueError as err:           # too few stages in the window: the settings' doing
                 raise ConfigError(f"cases[{i}] ({c.settings.name}): {err}; see smc.target_ess, curve.decades") from None
             estimators[name] = _estimate(fit)
-        if r.mcmc is not None and c.phase is None:
+        if r.mcmc is not None and c.phase is None and run_data is None:
             estimators[MCMC_ESTIMATOR] = _mcmc_estimate(jax.random.fold_in(jax.random.fold_in(key, i), 1), c, r.mcmc)
             warnings += _estimand_disagreement(c.settings.name, estimators)
-        row = {"name": c.settings.name, "family": c.settings.family, "num_params": c.num_params,
+        row = {"name": c.settings.name, "family": c.settings.family, "num_params": c.num_params, "n": c.settings.n,
                "lambda_exact": c.lambda_exact, "m_exact": c.m_exact, "t_range": list(fit.t_range),
                "grad_evals": curve.grad_evals, "estimators": estimators}
         if c.phase is not None:
             row["phase"] = _phase_check(c, curve, cv, warnings)
+        if c.settings.family == "normal_crossing" and len(c.settings.k) == 2 and run_data is None:
+            row["exact_check"] = _quadrature_check(c, curve, fit.t_range, warnings)
         if c.settings.reference is not None:
             row["reference"] = c.settings.reference.model_dump()
         rows.append(row)
@@ -284,7 +395,8 @@ def _estimate(fit) -> dict:
             "lambda_by_m": {str(k): v for k, v in fit.lambda_by_m.items()},
             "lambda_se_by_m": {str(k): v for k, v in fit.lambda_se_by_m.items()},
             "chi2_by_m": {str(k): v for k, v in fit.chi2_by_m.items()},
-            "residual_p": fit.residual_p, "reason": fit.reason}
+            "residual_p": fit.residual_p, "reason": fit.reason, "loss_min": fit.loss_min,
+            "run_loss_min": list(fit.run_loss_min)}
 
 
 def _estimand_disagreement(name: str, estimators: dict) -> list[str]:
@@ -338,6 +450,29 @@ def _phase_check(c: Case, curve, cv: CurveSettings, warnings: list) -> dict:
     return out
 
 
+def _quadrature_check(c: Case, curve, t_range, warnings: list) -> dict:
+    """A two-parameter crossing's SMC free energy against the exact quadrature over the fitted window
+    (``free_energy_curve.check_free_energy``, an evidence independent of SMC's): the largest |z| of the runs' mean
+    residual over the window's grid against the Student-t bound at alpha = 0.01 (Bonferroni over the grid), the
+    largest |mean residual| in nats; a warning where |z| passes the bound (SMC's curve departs from the exact one)."""
+    import functools
+
+    from scipy.stats import t as student
+
+    from ..posterior.free_energy_curve import check_free_energy, normal_crossing_free_energy
+
+    exact = functools.partial(normal_crossing_free_energy, tuple(c.settings.k), prior_std=c.curve.prior_std)
+    chk = check_free_energy(curve, exact, *t_range)
+    bound = float(student.ppf(1 - 0.01 / (2 * len(chk.t)), len(curve.t) - 1))
+    out = {"max_abs_z": float(np.max(np.abs(chk.z))), "bound": bound,
+           "max_abs_residual": float(np.max(np.abs(chk.mean)))}
+    if out["max_abs_z"] > bound:
+        warnings.append(f"{c.settings.name}: SMC's free energy departs from the exact quadrature by "
+                        f"{out['max_abs_residual']:.3g} nats (|z| {out['max_abs_z']:.1f} > {bound:.1f}) over "
+                        f"t = {t_range[0]:.3g} .. {t_range[1]:.3g}")
+    return out
+
+
 def _dataset(rows, curves):
     """Estimates along (case, estimator), curves along (case, run, stage) NaN-padded."""
     import xarray as xr
@@ -354,6 +489,8 @@ def _dataset(rows, curves):
          "lambda_exact": ("case", np.array([np.nan if row["lambda_exact"] is None else row["lambda_exact"]
                                             for row in rows], np.float64), {"long_name": "exact lambda, NaN: unknown"}),
          "m_exact": ("case", np.array([row["m_exact"] or 0 for row in rows], np.int64), {"long_name": "0: unknown"}),
+         "n": ("case", np.array([row["n"] or 0 for row in rows], np.int64),
+               {"long_name": "samples per data set, 0: the population loss K"}),
          "t": (("case", "run", "stage"), stack_curves(curves, "t")),
          "free_energy": (("case", "run", "stage"), stack_curves(curves, "free_energy"), {"long_name": "F(t) = -log Z(t)"}),
          "mean_loss": (("case", "run", "stage"), stack_curves(curves, "mean_loss"), {"long_name": "E_t[K]"})},

@@ -72,15 +72,16 @@ def lambda_curve_figure(rows: list, curves: list):
     for i, (r, c) in enumerate(zip(rows, curves)):
         if r["lambda_exact"] is None:
             continue
-        for t, loss in zip(c.t, c.mean_loss):                 # each run at its own stages
+        run_lstar = r["estimators"]["tempered_loss"].get("run_loss_min") or [0.0] * len(c.t)   # a data set's own L*
+        for t, loss, lstar in zip(c.t, c.mean_loss, run_lstar):   # each run at its own stages
             ok = np.isfinite(t) & (t > 1)
-            ax2.plot(np.log10(t[ok]), t[ok] * loss[ok] / r["lambda_exact"], lw=0.6, alpha=0.35,
+            ax2.plot(np.log10(t[ok]), t[ok] * (loss[ok] - lstar) / r["lambda_exact"], lw=0.6, alpha=0.35,
                      color=CASE_COLORS[i] if by_case else "C3" if r["m_exact"] > 1 else "C0")
     for lo, hi in {tuple(r["t_range"]) for r in rows}:       # the fitted windows (one per distinct range)
         ax2.axvspan(np.log10(lo), np.log10(hi), color="0.5", alpha=0.12, lw=0, zorder=0)
     ax2.axhline(1, color="0.4", lw=0.8)
     ax2.set_xlabel("log10 t (shaded: the fitted windows)")
-    ax2.set_ylabel("t E_t[K] / exact lambda")
+    ax2.set_ylabel("t (E_t[L] - L*) / exact lambda")
     ax2.set_ylim(0, 1.5)
     from matplotlib.lines import Line2D
     handles, labels = ax.get_legend_handles_labels()

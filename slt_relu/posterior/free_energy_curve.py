@@ -31,8 +31,10 @@ The fit (:func:`fit_learning_coefficient`), a stated rule:
    weighted least squares (with c2 / log^2 t for m >= 2 only: for m = 1 the next terms are powers of
    t); starting from m = 1, m grows while the next candidate lowers chi^2 by at least 9 (three
    standard deviations of a one-parameter change).  The chosen m is identified only if (a) m + 1 fits
-   no better (m = 1) or worse by at least 9 (m >= 2, since the c2 term lets m + 1 mimic m over a short
-   range of 1 / log t), (b) each half of the window, on its own, chooses the same m, and (c) lambda
+   worse by at least 4 (m = 1: two standard deviations; where m = 2's -1 / log t barely changes over the
+   window, at large t or from noisy chains, the two fit alike and m = 1 would otherwise be read off
+   the noise) or by at least 9 (m >= 2, since the c2 term lets m + 1 mimic m over a short range of
+   1 / log t), (b) each half of the window, on its own, chooses the same m, and (c) lambda
    with that m on the two halves agrees within 3 combined standard errors (else it still drifts along
    t: the window is not asymptotic).  Otherwise m is None ("not identifiable at this range", the
    reason says which test failed) and lambda is reported for the chosen m; ``lambda_by_m`` gives
@@ -117,6 +119,7 @@ class LambdaFit(NamedTuple):
         lambda_se_by_m: its standard error over runs for each candidate m (m -> se).
         t_range: (t_lo, t_hi) the fitted window.
         loss_min: L* (given, or fitted: the runs' mean).
+        run_loss_min: (R,) each run's L* (given, or fitted to that run's curve: a run's own data set has its own).
         residual_chi2, residual_dof, residual_p: the chosen fit's residual check (module docstring).
         num_runs, grad_evals: the runs behind the fit and the gradients they spent.
         reason: why m is not identifiable ("" when it is).
@@ -137,6 +140,7 @@ class LambdaFit(NamedTuple):
     grad_evals: int
     reason: str
     lambda_se_by_m: dict = {}
+    run_loss_min: tuple = ()
 
 
 def stack_curves(curves, field: str) -> np.ndarray:
@@ -197,17 +201,18 @@ def _choose_m(grid, slopes, loss_min, max_multiplicity):
     while chosen < max_multiplicity and chi2_by_m[chosen][0] - chi2_by_m[chosen + 1][0] >= 9.0:
         chosen += 1
     nxt = chi2_by_m.get(chosen + 1, (math.inf,))[0]
-    # m = 1 only where m = 2 fits no better; m >= 2 only where m + 1 fits worse by 9 (c2 lets m + 1 mimic m)
-    rejected = nxt >= chi2_by_m[chosen][0] + (0.0 if chosen == 1 else 9.0) and chosen < max_multiplicity
+    # m = 1 only where m = 2 fits worse by 4; m >= 2 only where m + 1 fits worse by 9 (c2 lets m + 1 mimic m)
+    rejected = nxt >= chi2_by_m[chosen][0] + (4.0 if chosen == 1 else 9.0) and chosen < max_multiplicity
     return chosen, chi2_by_m, rejected
 
 
 def _lambda(grid, runs, form, m, loss_min):
-    """(lambda, its standard error over runs, L* or NaN): each run's curve fitted by least squares with m."""
+    """(lambda, its standard error over runs, each run's L* (R,) or None): each run's curve fitted by least squares
+    with m."""
     X, off = _design(grid, form, m, loss_min)
     coefs = np.array([np.linalg.lstsq(X, y - off, rcond=None)[0] for y in runs])
     lam, se = _mean_se(coefs[:, 0])
-    return lam, se, float(np.mean(coefs[:, -1])) if loss_min is None else math.nan
+    return lam, se, coefs[:, -1] if loss_min is None else None
 
 
 def fit_learning_coefficient(curve: FreeEnergyCurve, estimator: Literal["free_energy", "tempered_loss",
@@ -275,12 +280,14 @@ def fit_learning_coefficient(curve: FreeEnergyCurve, estimator: Literal["free_en
         reason += f"; lambda is given for m = {chosen}"
     by_m = {k: _lambda(grid, runs, form, k, loss_min)[:2] for k in chi2_by_m}
     lambda_by_m, lambda_se_by_m = {k: v[0] for k, v in by_m.items()}, {k: v[1] for k, v in by_m.items()}
-    lam, lam_se, Lstar = _lambda(grid, runs, form, chosen, loss_min)
-    Lstar = Lstar if loss_min is None else float(loss_min)
+    lam, lam_se, run_lstar = _lambda(grid, runs, form, chosen, loss_min)
+    Lstar = float(np.mean(run_lstar)) if loss_min is None else float(loss_min)
+    run_lstar = tuple(map(float, run_lstar)) if loss_min is None else (Lstar,) * len(runs)
     y_mean, y_se = runs.mean(0), np.maximum(runs.std(0, ddof=1) / math.sqrt(len(runs)), 1e-300)
     _, chi2, dof = _wls(grid, y_mean, y_se, form, chosen, loss_min)
     return LambdaFit(estimator, lam, lam_se, m, {k: v[0] for k, v in chi2_by_m.items()}, lambda_by_m, (t_lo, t_hi),
-                     Lstar, chi2, dof, float(chi2_dist.sf(chi2, dof)), len(runs), curve.grad_evals, reason, lambda_se_by_m)
+                     Lstar, chi2, dof, float(chi2_dist.sf(chi2, dof)), len(runs), curve.grad_evals, reason, lambda_se_by_m,
+                     run_lstar)
 
 
 def normal_crossing_free_energy(k, t, prior_std: float = 1.0, *, panel: float = 1.0, order: int = 16) -> np.ndarray:
@@ -390,7 +397,7 @@ def check_free_energy(curve: FreeEnergyCurve, exact, t_lo: float, t_hi: float, p
 
 
 def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_runs: int = 4,
-                          prior_std: float = 1.0, data=None) -> FreeEnergyCurve:
+                          prior_std: float = 1.0, data=None, run_data=None) -> FreeEnergyCurve:
     """Free-energy curves of ``num_runs`` independent tempered SMC runs from the prior N(0, prior_std^2 I)
     on w (dim,) to t_max:
 
@@ -406,6 +413,8 @@ def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_ru
         num_runs: independent runs (their spread gives the fit's standard errors).
         prior_std: the Gaussian prior's standard deviation.
         data: a pytree with a leading axis n, shared by the runs, or None.
+        run_data: instead of ``data``, each run's own data: a pytree whose leaves have a leading axis
+            num_runs (e.g. each run its own data set, so that the runs' spread holds the data's).
 
     Returns:
         :class:`FreeEnergyCurve` (R = num_runs).
@@ -425,8 +434,16 @@ def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_ru
     dtype = jnp.zeros(()).dtype
     _, unravel = unravel_fn(jnp.zeros(dim, dtype))
     target = TemperedTarget(loss, unravel, GaussianPrior(prior_std))
-    data = jnp.zeros((1,), dtype) if data is None else data
-    batched = jax.tree.map(lambda a: jnp.broadcast_to(a, (num_runs,) + jnp.shape(a)), data)
+    if run_data is not None:
+        if data is not None:
+            raise ValueError("data, run_data: expected at most one of them")
+        if any(jnp.ndim(a) < 1 or jnp.shape(a)[0] != num_runs for a in jax.tree.leaves(run_data)):
+            raise ValueError(f"run_data: expected leaves with a leading axis num_runs = {num_runs}, got shapes "
+                             f"{[jnp.shape(a) for a in jax.tree.leaves(run_data)]}")
+        batched = run_data
+    else:
+        data = jnp.zeros((1,), dtype) if data is None else data
+        batched = jax.tree.map(lambda a: jnp.broadcast_to(a, (num_runs,) + jnp.shape(a)), data)
     init = prior_std * jax.random.normal(k_init, (num_runs, settings.num_particles, dim), dtype)
     t = jnp.full((num_runs,), t_max, dtype)
     draws = sample(jax.random.split(k_run, num_runs), target, init, (batched, t), settings)

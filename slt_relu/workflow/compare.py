@@ -70,7 +70,7 @@ DETERMINISTIC = {
     "learning_coefficient": frozenset({"n", "name", "true_lambda", "method", "exact_finite_n", "n_beta",
                                        "step_size", "localization", "num_steps", "refined", "case", "step_sizes",
                                        "localizations", "betas"}),
-    "lambda_curve": frozenset({"name", "family", "num_params", "lambda_exact", "m_exact", "t_range", "phase",
+    "lambda_curve": frozenset({"name", "family", "num_params", "n", "lambda_exact", "m_exact", "t_range", "phase",
                                "reference"}),
     # the exact k-gon table and the settings echoed back
     "tms": frozenset({"c", "k", "variant", "n_positive", "length", "bias", "positive_bias", "negative_bias", "loss",

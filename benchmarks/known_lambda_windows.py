@@ -1,0 +1,148 @@
+"""How the fitted window limits the known-lambda suite's readings (results/known_lambda_suite): SMC's free-energy
+curves of the same losses over other windows, beside checks that do not depend on the fit.
+
+1. The two-parameter normal crossings K = w1^(2 k1) w2^(2 k2) and the zero-truth reduced-rank / deep linear cases
+   with t_max = 1e8 (the suite's), 1e16 and 1e20, the fit over the last 5 decades: lambda for the m the rule
+   chooses and at the exact m, the m it identifies (or "?"), and for the crossings two checks the fit does not
+   enter: SMC's F against the exact quadrature (``check_free_energy``: the largest |z| over the window and its
+   Student-t bound) and the same rule read off the exact curve itself (the quadrature with 1e-4 noise, 4 runs:
+   what the window allows without SMC's noise or bias).
+2. The reduced-rank / deep-linear / regular families from data sets of n = 1e5 (the suite's data cases: each run
+   its own data set, L* fitted) beside their population loss K over the same window t = 1e2 .. 1e5: the window,
+   not the data, sets how close the reading comes.
+
+    .venv/bin/python benchmarks/known_lambda_windows.py [--runs 8] [--particles 2048] [--part 1,2]
+
+(about 5 minutes on a 2-core CPU; SMC only.)
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import time
+
+import numpy as np
+
+CROSSINGS = [(1, 1), (1, 2), (2, 2), (1, 3), (2, 3), (3, 3)]
+ZERO_TRUTH = [{"name": "RRR 3-2-3, r = 0", "family": "reduced_rank", "input_dim": 3, "hidden": 2, "output_dim": 3},
+              {"name": "DLN 3-3-3-3, r = 0", "family": "deep_linear", "input_dim": 3, "widths": [3, 3, 3]}]
+DATA = [*ZERO_TRUTH,
+        {"name": "RRR 3-2-3, r = 1", "family": "reduced_rank", "input_dim": 3, "hidden": 2, "output_dim": 3,
+         "true_rank": 1},
+        {"name": "RRR 2-1-2, r = 0", "family": "reduced_rank", "input_dim": 2, "hidden": 1, "output_dim": 2},
+        {"name": "DLN 2-2-2-2, r = 1", "family": "deep_linear", "input_dim": 2, "widths": [2, 2, 2], "true_rank": 1},
+        {"name": "regular d = 4", "family": "regular", "num_params": 4}]
+
+
+def _case(case: dict):
+    from slt_relu.kinds.lambda_curve_kind import Settings, resolve
+    from slt_relu.settings import parse
+
+    return resolve(parse(Settings, {"kind": "lambda_curve", "smc": {"name": "smc"}, "cases": [case]})).cases[0]
+
+
+def _curve(key, c, t_max, runs, settings):
+    import jax
+
+    from slt_relu.kinds.lambda_curve_kind import regression_statistics
+    from slt_relu.posterior.free_energy_curve import smc_free_energy_curve
+
+    run_data = None if c.regression is None else regression_statistics(jax.random.fold_in(key, 2), *c.regression,
+                                                                       c.settings.n, runs)
+    return smc_free_energy_curve(key, c.loss, c.num_params, t_max, settings, num_runs=runs, run_data=run_data)
+
+
+def _reading(fit, lam, m) -> str:
+    at = fit.lambda_by_m[m]
+    return (f"{fit.lambda_:.4f} +- {fit.lambda_se:.4f} m {fit.m if fit.m is not None else '?'} | at m {m}: {at:.4f} "
+            f"+- {fit.lambda_se_by_m[m]:.4f} ({100 * (at / lam - 1):+.1f} %, z {(at - lam) / fit.lambda_se_by_m[m]:+.1f})")
+
+
+def _exact_curve_fit(k, t_max, decades):
+    """The rule on the quadrature's F and t E_t[K] (central differences in log t), 4 runs with 1e-4 noise."""
+    from slt_relu.posterior.free_energy_curve import (FreeEnergyCurve, fit_learning_coefficient,
+                                                      normal_crossing_free_energy)
+
+    t = np.logspace(math.log10(t_max) - decades - 0.5, math.log10(t_max), 80)
+    F = functools.partial(normal_crossing_free_energy, k)
+    slope = (F(t * math.exp(1e-4)) - F(t * math.exp(-1e-4))) / 2e-4
+    rng = np.random.default_rng(0)
+    noise = lambda: 1e-4 * rng.normal(size=(4, len(t)))
+    curve = FreeEnergyCurve(np.tile(t, (4, 1)), F(t) + noise(), (slope + noise()) / t, np.zeros(4), 0)
+    return fit_learning_coefficient(curve, "free_energy", decades=decades)
+
+
+def part_windows(args, settings):
+    import jax
+    from scipy.stats import t as student
+
+    from slt_relu.known_lambda import normal_crossing
+    from slt_relu.posterior.free_energy_curve import (check_free_energy, fit_learning_coefficient,
+                                                      normal_crossing_free_energy)
+
+    print("1. the window: t_max = 1e8 (the suite's), 1e16, 1e20; the fit over the last 5 decades (free_energy)")
+    cases = [{"name": f"w1^{2 * a} w2^{2 * b}", "family": "normal_crossing", "k": [a, b]} for a, b in CROSSINGS]
+    for i, spec in enumerate(cases + ZERO_TRUTH):
+        c = _case(spec)
+        for t_max in (1e8, 1e16, 1e20):
+            start = time.time()
+            curve = _curve(jax.random.fold_in(jax.random.key(args.seed), 100 * i + int(math.log10(t_max))), c, t_max,
+                           args.runs, settings)
+            try:
+                fit = fit_learning_coefficient(curve, "free_energy", decades=5.0)
+            except ValueError as err:              # a run that ends with too few stages in the window
+                print(f"  {spec['name']:20s} t <= {t_max:.0e}: no fit ({err})", flush=True)
+                continue
+            line = f"  {spec['name']:20s} t <= {t_max:.0e}: {_reading(fit, c.lambda_exact, c.m_exact)}"
+            if spec["family"] == "normal_crossing":
+                k = tuple(spec["k"])
+                chk = check_free_energy(curve, functools.partial(normal_crossing_free_energy, k), *fit.t_range)
+                bound = student.ppf(1 - 0.01 / (2 * len(chk.t)), args.runs - 1)
+                exact_fit = _exact_curve_fit(k, t_max, 5.0)
+                lam, m = normal_crossing(k)
+                line += (f" | quadrature |z| {np.max(np.abs(chk.z)):.1f} (bound {bound:.1f}) | exact curve's reading:"
+                         f" m {exact_fit.m if exact_fit.m is not None else '?'}, at m {m}: "
+                         f"{100 * (exact_fit.lambda_by_m[m] / float(lam) - 1):+.1f} %")
+            print(line + f" | {curve.grad_evals:.2e} gradients, {time.time() - start:.0f} s", flush=True)
+
+
+def part_data(args, settings):
+    import jax
+
+    from slt_relu.posterior.free_energy_curve import fit_learning_coefficient
+
+    print("2. data sets of n = 1e5 (L* fitted) against the population K, both over t = 1e2 .. 1e5 (free_energy)")
+    for i, spec in enumerate(DATA):
+        for n in (100_000, None):
+            c = _case({**spec, **({"n": n, "t_max": 1e5} if n else {})})
+            curve = _curve(jax.random.fold_in(jax.random.key(args.seed + 1), i), c, 1e5, args.runs, settings)
+            fit = fit_learning_coefficient(curve, "free_energy", loss_min=None if n else 0.0, decades=3.0)
+            print(f"  {spec['name']:20s} {'n = 1e5  ' if n else 'population'}: "
+                  f"{_reading(fit, c.lambda_exact, c.m_exact)}", flush=True)
+
+
+def main():
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from slt_relu.sampling import SMCSettings
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--runs", type=int, default=8)
+    p.add_argument("--particles", type=int, default=2048)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--part", default="1,2", help="which tables: 1 (windows), 2 (data)")
+    args = p.parse_args()
+    settings = SMCSettings(num_particles=args.particles, num_mcmc_steps=7, waste_free=True, target_ess=0.9,
+                           max_stages=2000)
+    start = time.time()
+    if "1" in args.part.split(","):
+        part_windows(args, settings)
+    if "2" in args.part.split(","):
+        part_data(args, settings)
+    print(f"{time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
