@@ -237,3 +237,28 @@ def test_check_free_energy_refuses_bad_windows(cross_curve):
         check_free_energy(cross_curve, exact, 1.0, 1e5)
     with pytest.raises(ValueError, match="curve: expected at least 2 independent runs"):
         check_free_energy(cross_curve._replace(t=cross_curve.t[:1]), exact, 1.0, 1e4)
+
+
+def test_m_one_needs_m_two_to_fit_worse_by_four():
+    """m = 1 is identified only where m = 2 fits worse by at least 4 in chi^2: a flat curve t E_t[L] = lambda with
+    noise so large against the window's change of 1 / log t (t = 1e11 .. 1e16: 0.039 to 0.027) that m = 1 and
+    m = 2 fit alike reads m = 1 as not identifiable (the reason says larger m fit as well); the same curve with
+    little noise reads m = 1."""
+    import math
+
+    import numpy as np
+
+    t = np.logspace(10, 16, 60)
+    rng = np.random.default_rng(0)
+
+    def curve(noise):
+        slope = 0.25 + noise * rng.normal(size=(8, len(t)))
+        F = 0.25 * np.log(t) + np.cumsum(noise * rng.normal(size=(8, len(t))), 1) * 0.01
+        return FreeEnergyCurve(np.tile(t, (8, 1)), F, slope / t, np.zeros(8), 0)
+
+    quiet = fit_learning_coefficient(curve(1e-4), "tempered_loss", decades=5)
+    assert quiet.m == 1 and quiet.chi2_by_m[2] - quiet.chi2_by_m[1] >= 4
+    noisy = fit_learning_coefficient(curve(0.05), "tempered_loss", decades=5)
+    gap = noisy.chi2_by_m[2] - noisy.chi2_by_m[1]
+    assert gap < 4 and noisy.m is None and "larger m fit as well" in noisy.reason, (gap, noisy.reason)
+    assert math.isclose(noisy.lambda_by_m[1], 0.25, abs_tol=0.05)

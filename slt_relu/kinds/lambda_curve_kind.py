@@ -16,7 +16,8 @@ closed form (``slt_relu.known_lambda``), with the prior N(0, prior_std^2 I) on i
 dslt_phase) replaces K by a data set's loss: each run draws its own data set of n samples of the family's
 unit-noise regression (:class:`RegressionLoss`: y = P(w0) x + e, x ~ N(0, Sigma)), its loss
 L_n(w) - L_n(w0) from the data's sufficient statistics, t_max at most n (the Bayes posterior is t = n), and the
-fit reads L* (the data's minimum, below L_n(w0)) with lambda, so that the runs' spread holds the data sets'.  For
+fit reads each run's L* with lambda (a linear term t L*: for the regular family exactly the data's minimum, for
+singular ones an effective slope), so that the runs' spread holds the data sets'.  For
 every case, ``curve.runs`` independent SMC runs from the prior to t_max give F(t) and E_t[K] at every stage
 (``slt_relu.posterior.free_energy_curve``), and the three estimators read lambda and m off them.  With [mcmc], a
 fourth on every population case, ``nuts_tempered_loss``: NUTS's t E_t[K] at log-spaced t over the same window
@@ -33,6 +34,7 @@ stage)), lambda_curve.png.
 """
 from __future__ import annotations
 
+import math
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -204,8 +206,13 @@ def regression_statistics(key, truth, cov_factor, n: int, runs: int):
     import jax
     import jax.numpy as jnp
 
+    from ..network import check_count
+
+    n, runs = check_count(n, "n"), check_count(runs, "runs")
     P0 = jnp.asarray(truth, jnp.zeros(()).dtype)
     C = jnp.asarray(cov_factor, P0.dtype)
+    if P0.ndim != 2 or C.shape != (P0.shape[1],) * 2:
+        raise ValueError(f"truth, cov_factor: expected shapes (b, a) and (a, a), got {P0.shape} and {C.shape}")
     b, a = P0.shape
     chunk = min(n, CHUNK)
 
@@ -307,8 +314,13 @@ def resolve(s: Settings, raw=None) -> Resolved:
             raise ConfigError(f"{where}.n: only for the families {', '.join(FAMILIES[:-1])}, got {c.n} for family "
                               f"'dslt_phase'")
         if c.n is not None and curve.t_max > c.n:
-            raise ConfigError(f"{where}.t_max: expected at most n = {c.n} for a data case (its posterior is t = n "
-                              f"beta, beta <= 1), got {curve.t_max:g}")
+            key = f"{where}.t_max" if c.t_max is not None else "curve.t_max"
+            raise ConfigError(f"{key}: expected at most n = {c.n} for the data case {where} (its posterior is "
+                              f"t = n beta, beta <= 1), got {curve.t_max:g}")
+        if curve.t_max * 10.0 ** -curve.decades <= 1.0:
+            key = f"{where}.decades" if c.decades is not None else "curve.decades"
+            raise ConfigError(f"{key}: expected a window above t = 1, below log10(t_max) = "
+                              f"{math.log10(curve.t_max):.3g} decades for {where}, got {curve.decades:g}")
         if c.family == "dslt_phase":
             if s.dtype != "float64":
                 raise ConfigError(f"dtype: expected 'float64' for family 'dslt_phase' (t K at t = {curve.t_max:g} "
