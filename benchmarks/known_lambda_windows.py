@@ -45,7 +45,7 @@ def _case(case: dict):
 def _curve(key, c, t_max, runs, settings):
     import jax
 
-    from slt_relu.kinds.lambda_curve_kind import regression_statistics
+    from slt_relu.kinds.lambda_losses import regression_statistics
     from slt_relu.posterior.free_energy_curve import smc_free_energy_curve
 
     run_data = None if c.regression is None else regression_statistics(jax.random.fold_in(key, 2), *c.regression,

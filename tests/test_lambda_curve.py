@@ -291,11 +291,11 @@ def test_regression_statistics_count_n_samples_across_chunks(monkeypatch):
     import jax
     import numpy as np
 
-    from slt_relu.kinds import lambda_curve_kind
-    from slt_relu.kinds.lambda_curve_kind import CHUNK, regression_statistics
+    from slt_relu.kinds import lambda_losses
+    from slt_relu.kinds.lambda_losses import CHUNK, regression_statistics
 
     with monkeypatch.context() as patch:
-        patch.setattr(lambda_curve_kind, "CHUNK", 2)
+        patch.setattr(lambda_losses, "CHUNK", 2)
         S, G, P0 = regression_statistics(jax.random.key(0), np.zeros((2, 5)), np.eye(5), 3, 2)
     assert S.shape == (2, 5, 5) and G.shape == (2, 2, 5) and P0.shape == (2, 2, 5)
     assert [np.linalg.matrix_rank(np.asarray(s)) for s in S] == [3, 3]
@@ -327,7 +327,7 @@ def test_smc_free_energy_of_a_regular_data_case_matches_its_closed_form():
     import jax
     import numpy as np
 
-    from slt_relu.kinds.lambda_curve_kind import regression_statistics
+    from slt_relu.kinds.lambda_losses import regression_statistics
     from slt_relu.posterior.free_energy_curve import fit_learning_coefficient, smc_free_energy_curve
     from slt_relu.sampling import SMCSettings
 
