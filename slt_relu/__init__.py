@@ -22,6 +22,7 @@ from .posterior import (GridPosterior, PosteriorSamples, Prior, SMCPosterior, gr
                         smc_posterior)
 from .posterior.estimand_curve import mcmc_tempered_loss_curve
 from .posterior.free_energy_curve import fit_learning_coefficient, smc_free_energy_curve
+from .posterior.linear_gibbs import linear_gibbs_curve
 from .posterior.llc import estimate_llc
 from .posterior.masses import phase_masses
 from .posterior.observables import bayesian_influence, per_sample_losses, susceptibility
@@ -48,7 +49,8 @@ __all__ = [
     # samplers: one interface, many chains sharded over the devices
     "sample", "Draws", "NUTSSettings", "HMCSettings", "SGLDSettings", "SMCSettings",
     # the learning coefficient: local (Lau et al. 2023), from the free-energy curve, and the known values
-    "estimate_llc", "smc_free_energy_curve", "mcmc_tempered_loss_curve", "fit_learning_coefficient", "known_lambda",
+    "estimate_llc", "smc_free_energy_curve", "mcmc_tempered_loss_curve", "linear_gibbs_curve", "fit_learning_coefficient",
+    "known_lambda",
     # the local posterior's observables: Bayesian influence functions and susceptibilities (Kreer et al. 2025)
     "per_sample_losses", "bayesian_influence", "susceptibility",
     # a second model family: the toy model of superposition (Chen et al. 2023), its own namespace slt_relu.tms

@@ -583,6 +583,24 @@ def _lambda_curve():
     return lambda_curve_figure(rows, curves)
 
 
+def _lambda_curve_large():
+    """known_lambda_large's figure: its 12 cases by the Gibbs estimator alone (the curve its chains give: 8 chains at
+    8 temperatures), lambda from 3 to 3236."""
+    from slt_relu.plots import lambda_curve_figure
+
+    rng, rows, curves = _rng(), [], []
+    for k in range(12):
+        lam, m = 3.0 * 1.9 ** k, 1 + k % 5
+        rows.append({"name": f"DLN case {k}, r = {k % 4}", "lambda_exact": lam, "m_exact": m, "t_range": [1e4, 1e8],
+                     "curve": "gibbs_tempered_loss",
+                     "estimators": {"gibbs_tempered_loss": {"lambda": lam * (1 + 0.01 * rng.normal()),
+                                                            "lambda_se": 0.003 * lam, "m": None,
+                                                            "run_loss_min": [0.0] * 8}}})
+        t = np.tile(np.geomspace(1e4, 1e8, 8), (8, 1))
+        curves.append(SimpleNamespace(t=t, mean_loss=lam / t * (1 + 0.01 * rng.normal(size=t.shape))))
+    return lambda_curve_figure(rows, curves)
+
+
 def _lambda_per_phase():
     """lambda_per_phase's figure: 4 phases of W0 (exact 2, 8/3, 5, 5), 3 estimators and SGLD's reference each, 8
     runs of 300 stages to t = 1e9 (PT1) and 4 of 200 to 1e6 (PT2): two fitted windows."""
@@ -718,7 +736,8 @@ def _tms_training():
 FIGURES = {
     "tms_training": {"tms_training/training": _tms_training},
     "lambda_curve": {"known_lambda_suite/lambda_curve": _lambda_curve,
-                     "lambda_per_phase/lambda_curve": _lambda_per_phase},
+                     "lambda_per_phase/lambda_curve": _lambda_per_phase,
+                     "known_lambda_large/lambda_curve": _lambda_curve_large},
     "tms": {f"tms_kgons/{w}": (lambda w=w: _tms(w)) for w in ("kgons", "lambda", "loss_landscape")},
     "tms_transition": {"tms_transition/transition": lambda: _tms_transition(6),
                        "tms_transition_c5/transition": lambda: _tms_transition(5)},

@@ -227,7 +227,7 @@ def test_nuts_and_smc_readings_of_the_estimand_are_compared():
     """The warning fires where the two samplers' lambda at a common m differ by more than 3 combined standard
     errors (here 0.05 against se hypot(0.01, 0.01) = 0.0141: 3.5), or where both identify different m; not
     where they agree within their errors (0.04: 2.8)."""
-    from slt_relu.kinds.lambda_curve_kind import _estimand_disagreement
+    from slt_relu.kinds.lambda_readings import estimand_disagreement as _estimand_disagreement
 
     def est(lam, m, se=0.01):
         return {"lambda": lam, "lambda_se": se, "m": m, "lambda_by_m": {"1": lam, "2": lam + 0.1},
@@ -372,3 +372,47 @@ def test_smc_free_energy_curve_refuses_mismatched_run_data():
     with pytest.raises(ValueError, match="data, run_data: expected at most one"):
         smc_free_energy_curve(jax.random.key(0), loss, 2, 10.0, settings, num_runs=2, data=jnp.zeros(1),
                               run_data=jnp.zeros((2, 1)))
+
+
+GIBBS_TINY = TINY["known_lambda_large.toml"]
+
+
+def test_gibbs_alone_reads_cases_past_smcs_bound_and_data_cases(tmp_path):
+    """Without [smc] and [mcmc], the Gibbs sampler reads every case, one of them past SMC's 2,000 parameters, one from
+    data sets (a chain per data set, each with its L*): the estimator gibbs_tempered_loss only, its sweeps counted,
+    no gradients, and its runs are the curve that results.nc and the figure show."""
+    out = runner.run_config("known_lambda_large", tmp_path / "res", progress=False, overrides=GIBBS_TINY)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert [c["num_params"] for c in metrics["cases"]] == [27, 32 * 32 * 2, 12]
+    for case in metrics["cases"]:
+        assert list(case["estimators"]) == ["gibbs_tempered_loss"] and case["curve"] == "gibbs_tempered_loss"
+        est = case["estimators"]["gibbs_tempered_loss"]
+        assert est["sweeps"] == 4 * 4 * (20 + 20) and case["grad_evals"] == 0
+        assert est["lambda_se"] > 0 and len(est["run_loss_min"]) == 4
+    assert metrics["cases"][0]["estimators"]["gibbs_tempered_loss"]["run_loss_min"] == [0.0] * 4
+    assert metrics["cases"][2]["t_range"] == pytest.approx([1e2, 1e4], rel=1e-9)
+    assert len(set(metrics["cases"][2]["estimators"]["gibbs_tempered_loss"]["run_loss_min"])) == 4  # own data sets
+    ds = read_tree(out / "results.nc").to_dataset()
+    assert list(ds["estimator"].values) == ["gibbs_tempered_loss"] and dict(ds["t"].sizes) == {"case": 3, "run": 4,
+                                                                                             "stage": 4}
+    assert list(ds["curve"].values) == ["gibbs_tempered_loss"] * 3
+
+
+@pytest.mark.parametrize("overrides, match", [
+    ({"smc": None, "mcmc": None, "cases": [{"name": "a", "family": "normal_crossing", "k": [1, 1]}]},
+     r"cases\[0\]: no estimator reads this normal_crossing case: expected \[smc\] \(every case\), \[mcmc\]"),
+    ({"smc": None, "mcmc": None, "cases": [{"name": "a", "family": "regular", "num_params": 2, "n": 1000,
+                                            "t_max": 1e3, "decades": 2.0}]},
+     r"cases\[0\]: no estimator reads this regular case of data"),
+    ({"smc": None, "cases": [PHASE]}, r"cases\[0\]: family 'dslt_phase' is read by SMC alone: expected an \[smc\]"),
+    ({"cases": [{"name": "a", "family": "deep_linear", "input_dim": 32, "widths": [32, 32]}]},
+     r"cases\[0\]: expected at most 2000 parameters \(SMC's and NUTS's bound; the Gibbs sampler alone, without "
+     r"\[smc\] and \[mcmc\], reads reduced_rank and deep_linear cases of up to 100000\), got 2048"),
+    ({"smc": None, "mcmc": None, "gibbs": {},
+      "cases": [{"name": "a", "family": "deep_linear", "input_dim": 256, "widths": [256, 256]}]},
+     r"cases\[0\]: expected at most 100000 parameters \(the Gibbs sampler's bound\), got 131072"),
+])
+def test_cases_no_estimator_can_read_are_refused_in_one_line(tmp_path, overrides, match):
+    with pytest.raises(ConfigError, match=match):
+        runner.run_config("known_lambda_suite", tmp_path / "res", progress=False, overrides=overrides)
+    assert not (tmp_path / "res").exists()

@@ -56,6 +56,16 @@ TINY = {
                                           {"name": "regular d = 2", "family": "regular", "num_params": 2},
                                           {"name": "RRR 2-1-2, n = 1e5", "family": "reduced_rank", "input_dim": 2,
                                            "hidden": 1, "output_dim": 2, "n": 100000}]},
+    # three cases by Gibbs alone, 4 chains through 4 t up to 1e6 (20 + 20 sweeps each): a small one, one past SMC's
+    # 2,000 parameters, one from data sets of n = 1e4
+    "known_lambda_large.toml": {"curve.t_max": 1e6, "curve.decades": 2.0, "curve.runs": 4, "gibbs.temperatures": 4,
+                                "gibbs.chains": 4, "gibbs.burn_in": 20, "gibbs.sweeps": 20,
+                                "cases": [{"name": "DLN 3-3-3-3", "family": "deep_linear", "input_dim": 3,
+                                           "widths": [3, 3, 3]},
+                                          {"name": "DLN 32-32-32, r = 2", "family": "deep_linear", "input_dim": 32,
+                                           "widths": [32, 32], "true_rank": 2},
+                                          {"name": "RRR 3-2-3, r = 1, n = 1e4", "family": "reduced_rank", "input_dim": 3,
+                                           "hidden": 2, "output_dim": 3, "true_rank": 1, "n": 10000, "t_max": 1e4}]},
     # PT1's degenerate phase only (one compiled program), two runs of 64 particles to t = 1e4 (the case's own
     # t_max and runs: its overrides of [curve])
     "lambda_per_phase.toml": {"curve.runs": 3, "curve.t_max": 1e5, "curve.decades": 2.0, "smc.num_particles": 64,

@@ -22,34 +22,46 @@ every case, ``curve.runs`` independent SMC runs from the prior to t_max give F(t
 (``slt_relu.posterior.free_energy_curve``), and the three estimators read lambda and m off them.  With [mcmc], a
 fourth on every population case, ``nuts_tempered_loss``: NUTS's t E_t[K] at log-spaced t over the same window
 (``slt_relu.posterior.estimand_curve``), read by the tempered_loss rule, with a warning where it and SMC's
-reading of the same estimand differ by more than 3 combined standard errors.  A case's
+reading of the same estimand differ by more than 3 combined standard errors.  With [gibbs], on every reduced_rank
+and deep_linear case (population or data), ``gibbs_tempered_loss``: the same estimand from the exact blocked Gibbs
+sampler of deep linear networks (``slt_relu.posterior.linear_gibbs``), which needs no gradients and reaches 10^4 to
+10^5 parameters on a CPU.  [smc] is optional: without it, SMC's three estimators do not run, and every case needs
+another ([mcmc] or [gibbs]); a case that SMC or NUTS reads has at most MAX_PARAMS parameters, one that Gibbs alone
+reads at most MAX_GIBBS_PARAMS.  A case's
 ``prior_std``, ``t_max``, ``decades`` and ``runs`` override [curve]'s; its ``reference`` (another estimate of the
 same lambda, e.g. SGLD's) is carried to the metrics and the figure for comparison.
 Outputs: metrics.json (``cases``: name, family, num_params, n (null: K itself), lambda_exact (null if unknown),
 m_exact, and per estimator lambda, lambda_se, m (null where not identifiable), lambda_by_m, lambda_se_by_m,
-loss_min (L*) and run_loss_min (each run's), the fitted t range, gradients; a dslt_phase case also ``phase``, a
+loss_min (L*) and run_loss_min (each run's), NUTS's gradients or Gibbs's sweeps, the fitted t range,
+SMC's gradients (0 without [smc]); a dslt_phase case also ``phase``, a
 reference case ``reference``, a two-parameter crossing ``exact_check`` (its SMC free energy against the exact
-quadrature); ``warnings``), results.nc (the estimates along (case, estimator) and the curves along (case, run,
-stage)), lambda_curve.png.
+quadrature), ``curve``: the estimator whose runs the figure and results.nc show (SMC's ``tempered_loss``, else
+Gibbs's, else NUTS's); ``warnings``), results.nc (the estimates along (case, estimator) and those curves along
+(case, run, stage)), lambda_curve.png.
 """
 from __future__ import annotations
 
 import math
-from typing import Literal, NamedTuple
+from typing import Annotated, Literal, NamedTuple
 
 import numpy as np
 from pydantic import Field
 
 from .. import known_lambda, truths
+from ..posterior.linear_gibbs import MAX_WIDTH
 from ..sampling import SMCSettings
 from ..settings import SCALE_BOUND, ConfigError, Section
 from .common import Experiment
 from .kind import Kind, Output, first_line, register_kind
 from .lambda_losses import PolynomialLoss, ProductLoss, RegressionLoss, regression_statistics
+from .lambda_readings import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, estimand_disagreement, estimate_entry, gibbs_reading,
+                              nuts_reading)
 
 FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase")
 PHASE_KEYS = ("truth", "width", "phase", "radius")          # dslt_phase's own keys (all needed there, nowhere else)
-MAX_PARAMS = 2000            # SMC's particles x parameters x runs per program stay in memory
+MAX_PARAMS = 2000            # SMC's particles x parameters x runs per program stay in memory (and NUTS's draws)
+MAX_GIBBS_PARAMS = 100_000   # a case that the Gibbs sampler alone reads: chains x parameters, sweeps of eigh
+LINEAR = ("reduced_rank", "deep_linear")                   # the families the Gibbs sampler reads
 MAX_SAMPLES = 10 ** 6        # a data case's n: its runs' data sets are drawn in chunks (memory), n x runs in time
 
 
@@ -65,10 +77,11 @@ class CaseSettings(Section):
         description="the loss family (module docstring)")
     k: tuple[int, ...] | None = Field(None, description="normal_crossing, sum: the half-exponents k_i")
     num_params: int | None = Field(None, ge=1, le=MAX_PARAMS, description="regular: the parameters d")
-    input_dim: int | None = Field(None, ge=1, le=64, description="reduced_rank, deep_linear: the input width")
-    hidden: int | None = Field(None, ge=1, le=64, description="reduced_rank: the hidden width")
-    output_dim: int | None = Field(None, ge=1, le=64, description="reduced_rank: the output width")
-    widths: tuple[int, ...] | None = Field(None, description="deep_linear: hidden widths, then the output width")
+    input_dim: int | None = Field(None, ge=1, le=MAX_WIDTH, description="reduced_rank, deep_linear: the input width")
+    hidden: int | None = Field(None, ge=1, le=MAX_WIDTH, description="reduced_rank: the hidden width")
+    output_dim: int | None = Field(None, ge=1, le=MAX_WIDTH, description="reduced_rank: the output width")
+    widths: tuple[Annotated[int, Field(ge=1, le=MAX_WIDTH)], ...] | None = Field(
+        None, min_length=1, max_length=16, description="deep_linear: hidden widths, then the output width")
     true_rank: int = Field(0, ge=0, description="reduced_rank, deep_linear: the rank r of the true map")
     n: int | None = Field(None, ge=2, le=MAX_SAMPLES, description="every family but dslt_phase: a data set of n "
                           "samples per run (RegressionLoss) instead of K itself; needs t_max <= n")
@@ -105,14 +118,29 @@ class MCMCSettings(Section):
     num_samples: int = Field(1000, ge=1, le=100_000, description="NUTS draws kept per chain")
 
 
+class GibbsSettings(Section):
+    """The Gibbs estimand curve of the reduced_rank and deep_linear cases (``slt_relu.posterior.linear_gibbs``):
+    t E_t[L] at ``temperatures`` log-spaced t over the case's fitted window, ``chains`` chains each passing through
+    them in increasing order, read by the ``tempered_loss`` rule: the estimator ``gibbs_tempered_loss``."""
+
+    temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
+    chains: int = Field(8, ge=2, le=256, description="independent chains (their spread: the errors); a data case "
+                        "has one per data set, curve.runs, instead")
+    burn_in: int = Field(200, ge=0, le=100_000, description="sweeps at each t before the kept ones")
+    sweeps: int = Field(200, ge=1, le=100_000, description="kept sweeps at each t")
+
+
 class Settings(Experiment):
     kind: Literal["lambda_curve"]
     curve: CurveSettings = CurveSettings()
-    mcmc: MCMCSettings | None = Field(None, description="when set, the estimator nuts_tempered_loss beside SMC's "
-                                      "three on every population case (not dslt_phase, whose ball NUTS does not "
-                                      "keep, nor a data case)")
-    smc: SMCSettings = Field(description="the SMC runs (a target_ess near 1 gives the stages the fit needs: "
-                             "0.9 gives 4-10 a decade)")
+    mcmc: MCMCSettings | None = Field(None, description="when set, the estimator nuts_tempered_loss on every "
+                                      "population case (not dslt_phase, whose ball NUTS does not keep, nor a data "
+                                      "case)")
+    gibbs: GibbsSettings | None = Field(None, description="when set, the estimator gibbs_tempered_loss on every "
+                                        "reduced_rank and deep_linear case")
+    smc: SMCSettings | None = Field(None, description="the SMC runs, for the estimators free_energy, tempered_loss "
+                                    "and thermodynamic on every case (a target_ess near 1 gives the stages the fit "
+                                    "needs: 0.9 gives 4-10 a decade); without it, [mcmc] or [gibbs] reads the cases")
     cases: tuple[CaseSettings, ...] = Field(min_length=1, max_length=64, description="the losses")
 
 
@@ -133,14 +161,16 @@ class Case(NamedTuple):
 
 class Resolved(NamedTuple):
     curve: CurveSettings
-    smc: SMCSettings
+    smc: SMCSettings | None
     cases: tuple
     mcmc: MCMCSettings | None = None
+    gibbs: GibbsSettings | None = None
 
 
-def _exact(c: CaseSettings, where: str):
-    """(lambda, m, num_params, widths) of a case, ConfigError naming a missing or bad key; for dslt_phase (whose
-    value needs its representative: ``lambda_phase.resolve_phase``) (None, None, a bound on D for n_in <= 2, None)."""
+def _exact(c: CaseSettings, where: str, max_params: int):
+    """(lambda, m, num_params, widths) of a case, ConfigError naming a missing or bad key or more than max_params
+    parameters; for dslt_phase (whose value needs its representative: ``lambda_phase.resolve_phase``) (None, None, a
+    bound on D for n_in <= 2, None)."""
     if c.family == "dslt_phase":
         return None, None, (c.width or 1) * 4 + 1, None
 
@@ -172,8 +202,11 @@ def _exact(c: CaseSettings, where: str):
     except ValueError as err:
         raise ConfigError(f"{where}.{err}") from None
     D = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
-    if D > MAX_PARAMS:
-        raise ConfigError(f"{where}: expected at most {MAX_PARAMS} parameters, got {D}")
+    if D > max_params:
+        why = ("the Gibbs sampler's bound" if max_params == MAX_GIBBS_PARAMS
+               else "SMC's and NUTS's bound; the Gibbs sampler alone, without [smc] and [mcmc], reads reduced_rank and "
+                    f"deep_linear cases of up to {MAX_GIBBS_PARAMS}")
+        raise ConfigError(f"{where}: expected at most {max_params} parameters ({why}), got {D}")
     return lam, m, D, widths
 
 
@@ -205,6 +238,8 @@ def resolve(s: Settings, raw=None) -> Resolved:
             key = f"{where}.decades" if c.decades is not None else "curve.decades"
             raise ConfigError(f"{key}: expected a window above t = 1, below log10(t_max) = "
                               f"{math.log10(curve.t_max):.3g} decades for {where}, got {curve.decades:g}")
+        if c.family == "dslt_phase" and s.smc is None:
+            raise ConfigError(f"{where}: family 'dslt_phase' is read by SMC alone: expected an [smc] section")
         if c.family == "dslt_phase":
             if s.dtype != "float64":
                 raise ConfigError(f"dtype: expected 'float64' for family 'dslt_phase' (t K at t = {curve.t_max:g} "
@@ -212,7 +247,12 @@ def resolve(s: Settings, raw=None) -> Resolved:
             ph = resolve_phase(c.truth, c.truth_options, c.width, c.phase, c.radius, where)
             cases.append(Case(c, ph.loss, ph.num_params, ph.lambda_exact, ph.m_exact, curve, ph.info))
             continue
-        lam, m, D, widths = _exact(c, where)
+        readers = _readers(s, c)
+        if not readers:
+            raise ConfigError(f"{where}: no estimator reads this {c.family} case{' of data' if c.n else ''}: expected "
+                              f"[smc] (every case), [mcmc] (population cases but dslt_phase) or [gibbs] ("
+                              f"{' and '.join(LINEAR)})")
+        lam, m, D, widths = _exact(c, where, MAX_GIBBS_PARAMS if readers == ["gibbs"] else MAX_PARAMS)
         key = jax.random.fold_in(jax.random.key(s.seed), i)
         if c.family == "regular":
             A = np.asarray(jax.random.normal(key, (D, D)), np.float64)
@@ -237,7 +277,15 @@ def resolve(s: Settings, raw=None) -> Resolved:
             cases.append(Case(c, loss, D, float(lam), int(m), curve, regression=regression))
     if len({c.name for c in s.cases}) != len(s.cases):
         raise ConfigError("cases: expected distinct names, got " + ", ".join(c.name for c in s.cases))
-    return Resolved(s.curve, s.smc, tuple(cases), s.mcmc)
+    return Resolved(s.curve, s.smc, tuple(cases), s.mcmc, s.gibbs)
+
+
+def _readers(s: Settings, c: CaseSettings) -> list[str]:
+    """The samplers that read a case: SMC every case, NUTS population cases but dslt_phase, Gibbs reduced_rank and
+    deep_linear."""
+    return ([] if s.smc is None else ["smc"]) + \
+        (["nuts"] if s.mcmc is not None and c.n is None and c.family != "dslt_phase" else []) + \
+        (["gibbs"] if s.gibbs is not None and c.family in LINEAR else [])
 
 
 def run(r: Resolved, key, ctx) -> Output:
@@ -251,82 +299,46 @@ def run(r: Resolved, key, ctx) -> Output:
         cv = c.curve
         run_data = None if c.regression is None else regression_statistics(
             jax.random.fold_in(jax.random.fold_in(key, i), 2), *c.regression, c.settings.n, cv.runs)
-        curve = smc_free_energy_curve(jax.random.fold_in(key, i), c.loss, c.num_params, cv.t_max, r.smc,
-                                      num_runs=cv.runs, prior_std=cv.prior_std, run_data=run_data)
-        estimators = {}
-        for name in ESTIMATORS:
-            try:
-                fit = fit_learning_coefficient(curve, name, loss_min=0.0 if run_data is None else None,
-                                               decades=cv.decades, max_multiplicity=cv.max_multiplicity)
-            except ValueError as err:           # too few stages in the window: the settings' doing
-                raise ConfigError(f"cases[{i}] ({c.settings.name}): {err}; see smc.target_ess, curve.decades") from None
-            estimators[name] = _estimate(fit)
+        estimators, shown, fits = {}, {}, []     # shown: each sampler's curve, the first for the figure
+        if r.smc is not None:
+            curve = smc_free_energy_curve(jax.random.fold_in(key, i), c.loss, c.num_params, cv.t_max, r.smc,
+                                          num_runs=cv.runs, prior_std=cv.prior_std, run_data=run_data)
+            for name in ESTIMATORS:
+                try:
+                    fit = fit_learning_coefficient(curve, name, loss_min=0.0 if run_data is None else None,
+                                                   decades=cv.decades, max_multiplicity=cv.max_multiplicity)
+                except ValueError as err:           # too few stages in the window: the settings' doing
+                    raise ConfigError(f"cases[{i}] ({c.settings.name}): {err}; see smc.target_ess, "
+                                      "curve.decades") from None
+                estimators[name] = estimate_entry(fit)
+                fits.append(fit)
+            shown["tempered_loss"] = curve
+        if r.gibbs is not None and c.settings.family in LINEAR:
+            shown[GIBBS_ESTIMATOR], estimators[GIBBS_ESTIMATOR], fit = gibbs_reading(
+                jax.random.fold_in(jax.random.fold_in(key, i), 3), c, r.gibbs, run_data)
+            fits.append(fit)
         if r.mcmc is not None and c.phase is None and run_data is None:
-            estimators[MCMC_ESTIMATOR] = _mcmc_estimate(jax.random.fold_in(jax.random.fold_in(key, i), 1), c, r.mcmc)
-            warnings += _estimand_disagreement(c.settings.name, estimators)
+            shown[MCMC_ESTIMATOR], estimators[MCMC_ESTIMATOR], fit = nuts_reading(
+                jax.random.fold_in(jax.random.fold_in(key, i), 1), c, r.mcmc)
+            fits.append(fit)
+        warnings += estimand_disagreement(c.settings.name, estimators)
+        source = next(iter(shown))
         row = {"name": c.settings.name, "family": c.settings.family, "num_params": c.num_params, "n": c.settings.n,
-               "lambda_exact": c.lambda_exact, "m_exact": c.m_exact, "t_range": list(fit.t_range),
-               "grad_evals": curve.grad_evals, "estimators": estimators}
+               "lambda_exact": c.lambda_exact, "m_exact": c.m_exact, "t_range": list(fits[0].t_range),
+               "grad_evals": 0 if r.smc is None else curve.grad_evals, "estimators": estimators, "curve": source}
         if c.phase is not None:
             row["phase"] = _phase_check(c, curve, cv, warnings)
-        if c.settings.family == "normal_crossing" and len(c.settings.k) == 2 and run_data is None:
-            row["exact_check"] = _quadrature_check(c, curve, fit.t_range, warnings)
+        if c.settings.family == "normal_crossing" and len(c.settings.k) == 2 and run_data is None and r.smc:
+            row["exact_check"] = _quadrature_check(c, curve, fits[0].t_range, warnings)
         if c.settings.reference is not None:
             row["reference"] = c.settings.reference.model_dump()
         rows.append(row)
-        curves.append(curve._replace(particles=None))
+        curves.append(shown[source]._replace(particles=None))
     from ..plots import lambda_curve_figure
 
     fig = lambda_curve_figure(rows, curves)
     metrics = {"cases": rows, **({"warnings": warnings} if warnings else {})}
     return Output(metrics, _dataset(rows, curves), {"lambda_curve": fig})
-
-
-MCMC_ESTIMATOR = "nuts_tempered_loss"
-
-
-def _estimate(fit) -> dict:
-    """An estimator's entry of a case's metrics from its :class:`LambdaFit`."""
-    return {"lambda": fit.lambda_, "lambda_se": fit.lambda_se, "m": fit.m,
-            "lambda_by_m": {str(k): v for k, v in fit.lambda_by_m.items()},
-            "lambda_se_by_m": {str(k): v for k, v in fit.lambda_se_by_m.items()},
-            "chi2_by_m": {str(k): v for k, v in fit.chi2_by_m.items()},
-            "residual_p": fit.residual_p, "reason": fit.reason, "loss_min": fit.loss_min,
-            "run_loss_min": list(fit.run_loss_min)}
-
-
-def _estimand_disagreement(name: str, estimators: dict) -> list[str]:
-    """A warning where NUTS's and SMC's readings of the same estimand t E_t[K] over the same window differ by more
-    than 3 combined standard errors at a common m, or where both identify m and their m differ: then at least
-    one sampler does not sample the tempered posterior (an MCMC chain at large t keeps the branch of the singular
-    set it reached during warm-up; SMC's particles cross between branches while t is small)."""
-    a, b = estimators["tempered_loss"], estimators[MCMC_ESTIMATOR]
-    m = str(a["m"] if a["m"] is not None else b["m"] if b["m"] is not None else 1)
-    diff = b["lambda_by_m"][m] - a["lambda_by_m"][m]
-    se = float(np.hypot(a["lambda_se_by_m"][m], b["lambda_se_by_m"][m]))
-    out = []
-    if abs(diff) > 3 * se:
-        out.append(f"{name}: {MCMC_ESTIMATOR} and SMC's tempered_loss differ by {diff:+.4g} at m = {m} "
-                   f"({abs(diff) / se:.1f} combined standard errors): one sampler misses part of the posterior")
-    if a["m"] is not None and b["m"] is not None and a["m"] != b["m"]:
-        out.append(f"{name}: {MCMC_ESTIMATOR} identifies m = {b['m']}, SMC's tempered_loss m = {a['m']}")
-    return out
-
-
-def _mcmc_estimate(key, c: Case, mc: MCMCSettings) -> dict:
-    """The nuts_tempered_loss entry of a case: NUTS's t E_t[K] at mc.temperatures t over the case's window, read
-    by the tempered_loss rule on a grid that is those temperatures; with the gradients the chains spent."""
-    from ..posterior.estimand_curve import mcmc_tempered_loss_curve
-    from ..posterior.free_energy_curve import fit_learning_coefficient
-    from ..sampling import NUTSSettings
-
-    cv = c.curve
-    curve = mcmc_tempered_loss_curve(key, c.loss, c.num_params, cv.t_max, decades=cv.decades,
-                                     temperatures=mc.temperatures, chains=mc.chains, prior_std=cv.prior_std,
-                                     settings=NUTSSettings(num_warmup=mc.num_warmup, num_samples=mc.num_samples))
-    fit = fit_learning_coefficient(curve, "tempered_loss", decades=cv.decades, points=mc.temperatures,
-                                   max_multiplicity=cv.max_multiplicity, min_stages=mc.temperatures)
-    return {**_estimate(fit), "grad_evals": curve.grad_evals}
 
 
 def _phase_check(c: Case, curve, cv: CurveSettings, warnings: list) -> dict:
@@ -375,7 +387,7 @@ def _dataset(rows, curves):
 
     from ..posterior.free_energy_curve import ESTIMATORS, stack_curves
 
-    names = list(ESTIMATORS) + ([MCMC_ESTIMATOR] if any(MCMC_ESTIMATOR in row["estimators"] for row in rows) else [])
+    names = [e for e in ESTIMATORS + (GIBBS_ESTIMATOR, MCMC_ESTIMATOR) if any(e in row["estimators"] for row in rows)]
     value = lambda row, e, key: row["estimators"].get(e, {}).get(key)
     est = lambda key: np.array([[np.nan if value(row, e, key) is None else value(row, e, key) for e in names]
                                 for row in rows], np.float64)
@@ -391,7 +403,9 @@ def _dataset(rows, curves):
          "free_energy": (("case", "run", "stage"), stack_curves(curves, "free_energy"), {"long_name": "F(t) = -log Z(t)"}),
          "mean_loss": (("case", "run", "stage"), stack_curves(curves, "mean_loss"), {"long_name": "E_t[K]"})},
         coords={"case": [row["name"] for row in rows], "estimator": names,
-                "family": ("case", [row["family"] for row in rows])})
+                "family": ("case", [row["family"] for row in rows]),
+                "curve": ("case", [row["curve"] for row in rows], {"long_name": "the estimator whose runs t, "
+                                                                   "free_energy and mean_loss hold"})})
 
 
 def headline(metrics: dict) -> list[str]:

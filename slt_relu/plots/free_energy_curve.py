@@ -6,7 +6,7 @@ import numpy as np
 from ._style import figure_legend, subplots, suptitle
 
 ESTIMATOR_STYLE = {"free_energy": ("C0", "o"), "tempered_loss": ("C1", "s"), "thermodynamic": ("C2", "^"),
-                   "nuts_tempered_loss": ("C7", "D")}
+                   "gibbs_tempered_loss": ("navy", "v"), "nuts_tempered_loss": ("C7", "D")}
 CASE_COLORS = ("C3", "C4", "C5", "C6", "C8", "C9")          # the right panel's cases: none of the estimators' colours
 
 
@@ -72,7 +72,8 @@ def lambda_curve_figure(rows: list, curves: list):
     for i, (r, c) in enumerate(zip(rows, curves)):
         if r["lambda_exact"] is None:
             continue
-        run_lstar = r["estimators"]["tempered_loss"].get("run_loss_min") or [0.0] * len(c.t)   # a data set's own L*
+        source = r["estimators"][r.get("curve", "tempered_loss")]                # the estimator these runs are
+        run_lstar = source.get("run_loss_min") or [0.0] * len(c.t)               # a data set's own L*
         for t, loss, lstar in zip(c.t, c.mean_loss, run_lstar):   # each run at its own stages
             ok = np.isfinite(t) & (t > 1)
             ax2.plot(np.log10(t[ok]), t[ok] * (loss[ok] - lstar) / r["lambda_exact"], lw=0.6, alpha=0.35,
@@ -93,6 +94,8 @@ def lambda_curve_figure(rows: list, curves: list):
         handles += [Line2D([], [], color="C0"), Line2D([], [], color="C3")]
         labels += ["m = 1 (right)", "m > 1 (right)"]
     figure_legend(fig, handles, labels, ncol=min(len(handles), 5 if by_case else 6))
-    nuts = " and NUTS's estimand" if "nuts_tempered_loss" in drawn else ""
-    suptitle(fig, f"lambda from tempered SMC's free-energy curves{nuts} against the exact values")
+    names = {"tempered_loss": "tempered SMC's free-energy curves", "gibbs_tempered_loss": "Gibbs's estimand",
+             "nuts_tempered_loss": "NUTS's estimand"}
+    sources = [v for k, v in names.items() if k in drawn]
+    suptitle(fig, f"lambda from {' and '.join(sources)} against the exact values")
     return fig

@@ -140,12 +140,19 @@ def _learning_coefficient(s) -> list[Need]:
 
 
 def _lambda_curve(s) -> list[Need]:
-    from ..kinds.lambda_curve_kind import _exact
+    from ..kinds.lambda_curve_kind import MAX_GIBBS_PARAMS, MAX_PARAMS, _exact, _readers
 
-    D = max(_exact(c, f"cases[{i}]")[2] for i, c in enumerate(s.cases))
+    # each case against the bound of the samplers that read it (as resolve, which refuses a case none reads)
+    bound = lambda c: MAX_GIBBS_PARAMS if _readers(s, c) == ["gibbs"] else MAX_PARAMS
+    D = max([_exact(c, f"cases[{i}]", bound(c))[2] for i, c in enumerate(s.cases) if _readers(s, c)] or [1])
     runs = max(c.runs or s.curve.runs for c in s.cases)                 # a case's runs override [curve]'s
-    out = [Need("smc.num_particles, curve.runs, cases", "the particles and their moves of every run of the largest "
-                f"case ({D} parameters)", 2 * runs * s.smc.num_particles * D)]
+    out = []
+    if s.smc is not None:
+        out.append(Need("smc.num_particles, curve.runs, cases", "the particles and their moves of every run of the "
+                        f"largest case ({D} parameters)", 2 * runs * s.smc.num_particles * D))
+    if s.gibbs is not None:                # the chains run one after another; the output holds their means
+        out.append(Need("gibbs.chains, cases", f"the Gibbs chains' layers, products and eigenbases of the largest case "
+                        f"({D} parameters)", 4 * D + s.gibbs.chains * s.gibbs.temperatures))
     if s.mcmc is not None:
         m = s.mcmc
         out.append(Need("mcmc.temperatures, mcmc.chains, mcmc.num_samples, cases", "the kept NUTS draws of the largest "

@@ -1,0 +1,80 @@
+"""The lambda_curve kind's readings of a case beside SMC's three fits (``slt_relu.kinds.lambda_curve_kind``): NUTS's
+and the Gibbs sampler's estimand curves t E_t[L] read by the tempered_loss rule, each case's metrics entry of a
+fit, and the warnings where two samplers' readings of the same estimand disagree."""
+from __future__ import annotations
+
+import numpy as np
+
+MCMC_ESTIMATOR = "nuts_tempered_loss"
+GIBBS_ESTIMATOR = "gibbs_tempered_loss"
+ESTIMAND_READINGS = ("tempered_loss", GIBBS_ESTIMATOR, MCMC_ESTIMATOR)     # the three readings of t E_t[L]
+
+
+def estimate_entry(fit) -> dict:
+    """An estimator's entry of a case's metrics from its :class:`LambdaFit`."""
+    return {"lambda": fit.lambda_, "lambda_se": fit.lambda_se, "m": fit.m,
+            "lambda_by_m": {str(k): v for k, v in fit.lambda_by_m.items()},
+            "lambda_se_by_m": {str(k): v for k, v in fit.lambda_se_by_m.items()},
+            "chi2_by_m": {str(k): v for k, v in fit.chi2_by_m.items()},
+            "residual_p": fit.residual_p, "reason": fit.reason, "loss_min": fit.loss_min,
+            "run_loss_min": list(fit.run_loss_min)}
+
+
+def estimand_disagreement(name: str, estimators: dict) -> list[str]:
+    """Warnings where two samplers' readings of the same estimand t E_t[L] over the same window (SMC's
+    tempered_loss, Gibbs's, NUTS's: each pair that ran) differ by more than 3 combined standard errors at a common m,
+    or where both identify m and their m differ: then at least one sampler does not sample the tempered posterior
+    (an MCMC chain at large t keeps the branch of the singular set it reached during warm-up; SMC's particles cross
+    between branches while t is small)."""
+    present = [e for e in ESTIMAND_READINGS if e in estimators]
+    out = []
+    for j, first in enumerate(present):
+        for second in present[j + 1:]:
+            a, b = estimators[first], estimators[second]
+            label = lambda e: "SMC's tempered_loss" if e == "tempered_loss" else e
+            m = str(a["m"] if a["m"] is not None else b["m"] if b["m"] is not None else 1)
+            diff = b["lambda_by_m"][m] - a["lambda_by_m"][m]
+            se = float(np.hypot(a["lambda_se_by_m"][m], b["lambda_se_by_m"][m]))
+            if abs(diff) > 3 * se:
+                out.append(f"{name}: {label(second)} and {label(first)} differ by {diff:+.4g} at m = {m} "
+                           f"({abs(diff) / se:.1f} combined standard errors): one sampler misses part of the posterior")
+            if a["m"] is not None and b["m"] is not None and a["m"] != b["m"]:
+                out.append(f"{name}: {label(second)} identifies m = {b['m']}, {label(first)} m = {a['m']}")
+    return out
+
+
+def nuts_reading(key, c, mc):
+    """(curve, the nuts_tempered_loss entry, its fit) of a case: NUTS's t E_t[K] at mc.temperatures t over the
+    case's window, read by the tempered_loss rule on a grid that is those temperatures; with the gradients the
+    chains spent.  c: the kind's resolved ``Case``; mc: its [mcmc] settings."""
+    from ..posterior.estimand_curve import mcmc_tempered_loss_curve
+    from ..posterior.free_energy_curve import fit_learning_coefficient
+    from ..sampling import NUTSSettings
+
+    cv = c.curve
+    curve = mcmc_tempered_loss_curve(key, c.loss, c.num_params, cv.t_max, decades=cv.decades,
+                                     temperatures=mc.temperatures, chains=mc.chains, prior_std=cv.prior_std,
+                                     settings=NUTSSettings(num_warmup=mc.num_warmup, num_samples=mc.num_samples))
+    fit = fit_learning_coefficient(curve, "tempered_loss", decades=cv.decades, points=mc.temperatures,
+                                   max_multiplicity=cv.max_multiplicity, min_stages=mc.temperatures)
+    return curve, {**estimate_entry(fit), "grad_evals": curve.grad_evals}, fit
+
+
+def gibbs_reading(key, c, gs, run_data):
+    """(curve, the gibbs_tempered_loss entry, its fit) of a reduced_rank or deep_linear case: the Gibbs sampler's
+    t E_t[L] at gs.temperatures t over the case's window (a data case: chain r on run r's data set, so there are
+    curve.runs chains), read by the tempered_loss rule; with the sweeps the chains spent.  c: the kind's resolved
+    ``Case``; gs: its [gibbs] settings; run_data: the data sets' statistics (``regression_statistics``) or None."""
+    from ..posterior.free_energy_curve import fit_learning_coefficient
+    from ..posterior.linear_gibbs import linear_gibbs_curve
+
+    cv = c.curve
+    chains = gs.chains if run_data is None else cv.runs
+    curve = linear_gibbs_curve(key, c.loss.widths, cv.t_max, decades=cv.decades, temperatures=gs.temperatures,
+                               chains=chains, burn_in=gs.burn_in, sweeps=gs.sweeps, prior_std=cv.prior_std,
+                               target=None if run_data is not None else np.asarray(c.loss.target),
+                               run_data=run_data)
+    fit = fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0 if run_data is None else None,
+                                   decades=cv.decades, points=gs.temperatures, max_multiplicity=cv.max_multiplicity,
+                                   min_stages=gs.temperatures)
+    return curve, {**estimate_entry(fit), "sweeps": chains * gs.temperatures * (gs.burn_in + gs.sweeps)}, fit
