@@ -34,7 +34,7 @@ def test_real_posterior_draws_of_pt1_in_the_true_basin_get_the_truths_phase():
     nbs = np.array([1e4, 1e5])
     ps = sample_posterior(jax.random.split(jax.random.PRNGKey(1), 2), jnp.repeat(x, 2, 0), jnp.repeat(y, 2, 0),
                           jnp.asarray(nbs, x.dtype), model=ex.model,
-                          settings=S.SMCSettings(num_particles=256, waste_free=True, num_mcmc_steps=7))
+                          settings=S.SMCSettings(num_particles=128, waste_free=True, num_mcmc_steps=7))
     truth_phase = PhaseLabel(((1, 0), (1, 0)))
     fixed_shares = []
     for r, nb in enumerate(nbs):
@@ -44,10 +44,10 @@ def test_real_posterior_draws_of_pt1_in_the_true_basin_get_the_truths_phase():
         assert share >= 0.99, Counter(map(str, got.label))
         fixed = S.classify_phase(draws, ex.truth, inputs=ex.inputs, tol=0.1)        # the old yardstick
         fixed_shares.append(np.mean([lab == truth_phase for lab in fixed.label]))
-        assert got.K.shape == (256,) and np.all(got.K >= 0) and np.median(got.K) < got.resolution
+        assert got.K.shape == (128,) and np.all(got.K >= 0) and np.median(got.K) < got.resolution
         assert set(got.name) <= {"both truth nodes, true orientation", "not in W0"}
     assert truth_phase in phase_labels(ex.truth, 2)
-    assert fixed_shares[0] < 0.9, fixed_shares          # measured 0.68 at n beta = 1e4 (0.95 at 1e5)
+    assert fixed_shares[0] < 0.9, fixed_shares          # measured 0.63-0.77 at n beta = 1e4 (0.95-0.99 at 1e5), 4 keys
 
 
 def test_a_wrong_mode_is_not_in_w0():

@@ -200,13 +200,18 @@ params = [[0.0, 0.0, 0.0, 0.0]]
     assert rows[7]["rank"] == 1  # all-zero network: only c moves f
 
 
+# the tiny PT1 sweep of the three checkpoint and draws tests below, with a point per program and two chains per
+# data set: run in one process (as pytest-xdist runs a file's neighbouring tests) they compile one sampling program
+PT1 = {**TINY["dslt4_pt1_node_degeneracy.toml"], "posterior.points_per_program": 1, "posterior.chains_per_dataset": 2}
+
+
 def test_interrupted_sweep_resumes_without_redoing_finished_points(tmp_path, monkeypatch, capsys):
     """Points run one program each; the second program is interrupted: no results folder, the first
     point's checkpoint stays; the rerun says so, reuses it and matches an uninterrupted run exactly."""
     from slt_relu.kinds import posterior_kind
 
     cfg = ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"
-    over = {**TINY["dslt4_pt1_node_degeneracy.toml"], "posterior.points_per_program": 1}
+    over = PT1
     clean = runner.run_config(cfg, tmp_path / "clean", progress=False, overrides=over)
     real = posterior_kind._run_program
     calls = []
@@ -231,7 +236,8 @@ def test_interrupted_sweep_resumes_without_redoing_finished_points(tmp_path, mon
     assert b["resumed_points"] == [0] and a["resumed_points"] == []
     assert a["mass"] == b["mass"] and a["points"][0]["mean_loss_per_trial"] == b["points"][0]["mean_loss_per_trial"]
     assert not (tmp_path / ".res.checkpoints").exists()        # removed once the results are in place
-    # a changed config does not reuse stale checkpoints
+    # a changed config does not reuse stale checkpoints (here beta: the points' n beta, which is in their
+    # fingerprint but not in the compiled program's signature, so no program is compiled again for it)
     monkeypatch.setattr(posterior_kind, "_run_program", flaky)
     calls.clear()
     with pytest.raises(KeyboardInterrupt):
@@ -243,7 +249,7 @@ def test_interrupted_sweep_resumes_without_redoing_finished_points(tmp_path, mon
         return real(points, key)
 
     monkeypatch.setattr(posterior_kind, "_run_program", recording)
-    runner.run_config(cfg, tmp_path / "res2", progress=False, overrides={**over, "posterior.n": 201})
+    runner.run_config(cfg, tmp_path / "res2", progress=False, overrides={**over, "posterior.beta": 1.0})
     assert calls == [[0], [1]]
 
 
@@ -357,7 +363,7 @@ def test_kept_checkpoints_are_reanalysed_without_sampling(tmp_path, monkeypatch,
     from slt_relu.kinds import posterior_kind
 
     cfg = ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"
-    over = TINY["dslt4_pt1_node_degeneracy.toml"]
+    over = PT1
     first = json.loads((runner.run_config(cfg, tmp_path / "a", progress=False, overrides=over,
                                           keep_checkpoints=True) / "metrics.json").read_text())
     assert (tmp_path / ".a.checkpoints").is_dir()
@@ -386,8 +392,7 @@ def test_posterior_draws_as_netcdf_the_printed_headline_and_show(tmp_path, capsy
 
     cfg = ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"
     out = tmp_path / "res"
-    sets = [f"{k}={json.dumps(v)}" for k, v in {**TINY["dslt4_pt1_node_degeneracy.toml"],
-                                                 "posterior.chains_per_dataset": 2}.items()]
+    sets = [f"{k}={json.dumps(v)}" for k, v in PT1.items()]
     assert cli.main(["run", str(cfg), "--out", str(out), "--no-progress", "--no-cache"]
                     + sum((["--set", s] for s in sets), [])) == 0
     printed = capsys.readouterr().out

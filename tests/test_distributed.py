@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from slt_relu.workflow import runner
 from slt_relu.workflow.sweep import Point, run_points
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,10 +21,13 @@ VOLATILE = {"program_wall_s", "resumed_points", "resumed_wall_s", "programs", "p
             "program_points"}
 
 
-def cli(args, **kw):
+def cli(args, cache=None, **kw):
+    """The command line of a run of CONFIG with the settings KW, and its environment; JAX's persistent compilation
+    cache off, or in the folder CACHE."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
-    return [sys.executable, "-m", "slt_relu.workflow.cli", "run", str(CONFIG), "--no-progress", "--no-cache", *args,
+    return [sys.executable, "-m", "slt_relu.workflow.cli", "run", str(CONFIG), "--no-progress",
+            *(["--no-cache"] if cache is None else ["--cache-dir", str(cache)]), *args,
             *sum((["--set", f"{k}={json.dumps(v)}"] for k, v in kw.items()), [])], env
 
 
@@ -40,9 +42,16 @@ def without_volatile(value):
 def test_one_and_two_processes_give_the_same_metrics(tmp_path):
     """Each point's keys depend on the point, its program on the sweep: 2 coordinated processes on 127.0.0.1 run
     program k on process k mod 2, process 0 gathers the checkpoints and writes; the metrics are bitwise those
-    of one process (the per-device batches are equal)."""
-    one = runner.run_config(CONFIG, tmp_path / "one", progress=False, overrides=TINY)
-    cmd, env = cli(["--out", str(tmp_path / "two"), "--processes", "2", "--oversubscribe"], **TINY)
+    of one process (the per-device batches are equal).  The single process (a fresh one, as the two) writes its
+    compiled programs to a persistent compilation cache of this test's, and the two processes load them from it
+    instead of compiling them again each (a program compiled otherwise for two processes would have another cache
+    key, and be compiled anew)."""
+    cache = tmp_path / "cache"
+    cmd, env = cli(["--out", str(tmp_path / "one")], cache=cache, **TINY)
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    one = tmp_path / "one"
+    cmd, env = cli(["--out", str(tmp_path / "two"), "--processes", "2", "--oversubscribe"], cache=cache, **TINY)
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "results written to" in res.stdout and "truth.t = 1.571:" in res.stdout

@@ -14,12 +14,15 @@ from slt_relu.settings import ConfigError
 from slt_relu.workflow import runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny import TINY, tiny_run  # noqa: E402
+from tiny import TINY  # noqa: E402
 
-# two compiles of each sampler; NUTS's estimand at 4 t, 2 chains of 50 + 50 draws (the tiny reference runs without it)
-OVERRIDES = {**{k: v for k, v in TINY["known_lambda_suite.toml"].items() if k != "mcmc"},
+# two compiles of each sampler; NUTS's and SGLD's estimands at 4 t, 2 chains of 50 + 50 draws, 150 + 50 steps (the
+# tiny reference runs without them)
+OVERRIDES = {**{k: v for k, v in TINY["known_lambda_suite.toml"].items() if k not in ("mcmc", "sgld")},
              "cases": TINY["known_lambda_suite.toml"]["cases"][:2],
-             "mcmc.temperatures": 4, "mcmc.chains": 2, "mcmc.num_warmup": 50, "mcmc.num_samples": 50}
+             "mcmc.temperatures": 4, "mcmc.chains": 2, "mcmc.num_warmup": 50, "mcmc.num_samples": 50,
+             "sgld.temperatures": 4, "sgld.chains": 2, "sgld.num_steps": 200, "sgld.num_burnin": 50, "sgld.thin": 5,
+             "sgld.pilot_steps": 50}
 
 
 def test_the_tiny_suite_runs_and_records_the_exact_values(tmp_path):
@@ -30,14 +33,18 @@ def test_the_tiny_suite_runs_and_records_the_exact_values(tmp_path):
     for case in metrics["cases"]:
         lam, m = exact[case["name"]]
         assert case["lambda_exact"] == pytest.approx(float(lam), rel=1e-15) and case["m_exact"] == m
-        assert set(case["estimators"]) == {"free_energy", "tempered_loss", "thermodynamic", "nuts_tempered_loss"}
+        assert set(case["estimators"]) == {"free_energy", "tempered_loss", "thermodynamic", "nuts_tempered_loss",
+                                           "sgld_tempered_loss"}
         assert case["estimators"]["nuts_tempered_loss"]["grad_evals"] > 0
+        sgld = case["estimators"]["sgld_tempered_loss"]           # pilots: 17 steps on the ladder x 2 chains at 4 t
+        assert sgld["grad_evals"] == 4 * 17 * 2 * 51 + 4 * 2 * 201 and len(sgld["step_scale"]) == 4
+        assert 0 <= sgld["accept_prob_min"] <= 1
         for est in case["estimators"].values():
             assert est["lambda_se"] > 0 and est["m"] in (None, 1, 2, 3)
             assert set(est["lambda_by_m"]) == {"1", "2", "3"}
         assert case["t_range"] == pytest.approx([1e3, 1e5], rel=1e-6)
     ds = read_tree(out / "results.nc").to_dataset()
-    assert dict(ds["lambda"].sizes) == {"case": 2, "estimator": 4}
+    assert dict(ds["lambda"].sizes) == {"case": 2, "estimator": 5}
     assert ds["t"].sizes["run"] == 2
     assert (out / "lambda_curve.png").stat().st_size > 0
 
@@ -106,12 +113,13 @@ PHASE = {"name": "p", "family": "dslt_phase", "truth": "dslt4_pt1", "truth_optio
          "width": 2, "phase": "++", "radius": 0.75}
 
 
-def test_the_tiny_per_phase_run_records_the_count_and_the_region():
-    """lambda_per_phase's tiny run (PT1's degenerate phase, its own runs and t_max overriding [curve]'s): the
+def check_the_tiny_run(out):
+    """lambda_per_phase's tiny run OUT (PT1's degenerate phase, its own runs and t_max overriding [curve]'s): the
     exact value is known_lambda.two_layer_phase's count, the region's report (Fisher rank, the pinned slot, the
-    final particles' phases) and SGLD's reference are in the metrics."""
+    final particles' phases) and SGLD's reference are in the metrics.  Made by test_reference.py's
+    test_shipped_config_runs_tiny[lambda_per_phase.toml] on the run it compares with the reference (one test: the
+    run is paid once whichever pytest-xdist worker gets it)."""
     tiny = TINY["lambda_per_phase.toml"]
-    out = tiny_run("lambda_per_phase.toml")                 # the run test_reference.py compares too
     metrics = json.loads((out / "metrics.json").read_text())
     (case,) = metrics["cases"]
     lam, m = two_layer_phase(2, 1, degenerate=1)
@@ -399,16 +407,18 @@ def test_gibbs_alone_reads_cases_past_smcs_bound_and_data_cases(tmp_path):
 
 
 @pytest.mark.parametrize("overrides, match", [
-    ({"smc": None, "mcmc": None, "cases": [{"name": "a", "family": "normal_crossing", "k": [1, 1]}]},
-     r"cases\[0\]: no estimator reads this normal_crossing case: expected \[smc\] \(every case\), \[mcmc\]"),
-    ({"smc": None, "mcmc": None, "cases": [{"name": "a", "family": "regular", "num_params": 2, "n": 1000,
+    ({"smc": None, "mcmc": None, "sgld": None, "cases": [{"name": "a", "family": "normal_crossing", "k": [1, 1]}]},
+     r"cases\[0\]: no estimator reads this normal_crossing case: expected \[smc\] \(every case\), \[mcmc\] or "
+     r"\[sgld\] \(population"),
+    ({"smc": None, "mcmc": None, "sgld": {}, "cases": [{"name": "a", "family": "regular", "num_params": 2, "n": 1000,
                                             "t_max": 1e3, "decades": 2.0}]},
      r"cases\[0\]: no estimator reads this regular case of data"),
     ({"smc": None, "cases": [PHASE]}, r"cases\[0\]: family 'dslt_phase' is read by SMC alone: expected an \[smc\]"),
     ({"cases": [{"name": "a", "family": "deep_linear", "input_dim": 32, "widths": [32, 32]}]},
-     r"cases\[0\]: expected at most 2000 parameters \(SMC's and NUTS's bound; the Gibbs sampler alone, without "
-     r"\[smc\] and \[mcmc\], reads reduced_rank and deep_linear cases of up to 100000\), got 2048"),
-    ({"smc": None, "mcmc": None, "gibbs": {},
+     r"cases\[0\]: expected at most 2000 parameters \(SMC's, NUTS's and SGLD's bound; the Gibbs sampler alone, "
+     r"without \[smc\], \[mcmc\] and \[sgld\], reads reduced_rank and deep_linear cases of up to 100000\), got 2048"),
+    ({"sgld": {"num_steps": 100, "num_burnin": 100}}, r"sgld.num_burnin: expected an integer below num_steps = 100"),
+    ({"smc": None, "mcmc": None, "sgld": None, "gibbs": {},
       "cases": [{"name": "a", "family": "deep_linear", "input_dim": 256, "widths": [256, 256]}]},
      r"cases\[0\]: expected at most 100000 parameters \(the Gibbs sampler's bound\), got 131072"),
 ])

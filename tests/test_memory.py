@@ -57,6 +57,10 @@ def test_check_names_the_keys_and_the_estimate():
     # 64 t x 256 chains x 1e5 draws x 27 parameters (the deep linear network 3-3-3-3): 44 G floats, 0.35 TB
     ("known_lambda_suite.toml", {"mcmc.temperatures": 64, "mcmc.chains": 256, "mcmc.num_samples": 100_000},
      "mcmc.temperatures, mcmc.chains, mcmc.num_samples, cases: the kept NUTS draws of the largest case (27 parameters)"),
+    # 64 t x 256 chains x 1e6 steps x 27 parameters: 4.4e11 floats, 3.5 TB
+    ("known_lambda_suite.toml", {"sgld.temperatures": 64, "sgld.chains": 256, "sgld.num_steps": 1_000_000},
+     "sgld.temperatures, sgld.chains, sgld.num_steps, sgld.pilot_steps, cases: the SGLD chains' steps of the largest "
+     "case (27 parameters), pilots included"),
 ])
 def test_runs_that_cannot_fit_are_refused_before_anything_starts(tmp_path, capsys, config, overrides, message):
     import json

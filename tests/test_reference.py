@@ -3,6 +3,7 @@
 strings exactly, deterministic floats to a relative tolerance from the dtype, sampler outputs within their
 spread over independent runs (`slt_relu.workflow.compare`).  CI runs this file a second time under another
 instruction set (`XLA_FLAGS=--xla_cpu_max_isa=...`, `.ci/run`)."""
+import importlib
 import json
 import os
 import subprocess
@@ -16,6 +17,11 @@ from scipy import stats
 
 from slt_relu.workflow import compare, runner
 from tiny import TINY, tiny_run
+
+# a kind's own checks of its config's tiny run, made here on the run compared with the reference (one test: the
+# run is paid once whichever pytest-xdist worker gets it)
+KIND_CHECKS = {"tms_kgons.toml": "test_tms_kind", "tms_training.toml": "test_tms_training_kind",
+               "tms_transition_c5.toml": "test_tms_transition_kind", "lambda_per_phase.toml": "test_lambda_curve"}
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "reference"
@@ -98,6 +104,8 @@ def test_shipped_config_runs_tiny(name):
     assert manifest["resolved"]["kind"] == manifest["kind"] and manifest["resolved"]["seed"] == 0
     differences = against_reference(name, metrics)
     assert not differences, f"{len(differences)} numbers outside their tolerance, e.g. {[str(d) for d in differences[:5]]}"
+    if name in KIND_CHECKS:
+        importlib.import_module(KIND_CHECKS[name]).check_the_tiny_run(out)
     if name == "dslt3_degenerate_node.toml":
         assert metrics["loss_on_true_set_max"] < 1e-12
         assert metrics["fisher_along_true_set"]["rank"] == [1, 1, 1]

@@ -172,10 +172,10 @@ def _cli(args, cwd, **kw):
                             stderr=subprocess.PIPE, text=True, **kw)
 
 
-# a shipped sweep shrunk with --set only: 8 points of 2 trials, two programs of 4 points
-SHRUNK = ["--set", "posterior.n=200", "--set", "posterior.datasets=2", "--set", "posterior.points_per_program=4",
+# a shipped sweep shrunk with --set only: 4 points of 2 trials, two programs of 2 points
+SHRUNK = ["--set", "posterior.n=200", "--set", "posterior.datasets=2", "--set", "posterior.points_per_program=2",
           "--set", "sampler.num_warmup=40", "--set", "sampler.num_samples=20",
-          "--set", "sweep.truth.t=[1.0, 1.08, 1.16, 1.24, 1.32, 1.4, 1.48, 1.56]",
+          "--set", "sweep.truth.t=[1.0, 1.16, 1.32, 1.48]",
           "--set", "plots.trace_points=0", "--no-progress"]
 
 
@@ -191,13 +191,13 @@ def test_kill_9_then_rerun_resumes_a_shipped_sweep(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done = len(list(checkpoints.glob("point-*.nc")))
-    assert 1 <= done < 8 and not out.exists() and list(tmp_path.glob(".pt1.partial-*"))
+    assert 1 <= done < 4 and not out.exists() and list(tmp_path.glob(".pt1.partial-*"))
     again = _cli(["run", "dslt4_pt1_node_degeneracy", "--out", str(out), *SHRUNK], tmp_path, env=env)
     stdout, stderr = again.communicate(timeout=600)
     assert again.returncode == 0, stderr[-3000:]
-    assert f"resuming: {done} of 8 sweep points done" in stderr
+    assert f"resuming: {done} of 4 sweep points done" in stderr
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["resumed_points"] == list(range(done)) and len(metrics["points"]) == 8
+    assert metrics["resumed_points"] == list(range(done)) and len(metrics["points"]) == 4
     assert not list(tmp_path.glob(".pt1.*"))              # partial of the killed run, checkpoints, lock: all gone
     # that the points read back from checkpoints equal an uninterrupted run's is tests/test_cli.py's
     # test_interrupted_sweep_resumes_without_redoing_finished_points (in process, cheaper than a third run here)

@@ -45,7 +45,7 @@ def test_log_evidence_and_posterior_of_the_output_bias_in_closed_form():
     n, sigma = 1000, 0.8
     x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), 1), ex.truth, ex.inputs, n, sigma)
     nb = n / math.log(n)
-    ps = runs_on(1, x, y, nb, model, SMCSettings(num_particles=512), sigma=sigma)
+    ps = runs_on(1, x, y, nb, model, SMCSettings(num_particles=256), sigma=sigma)
     r = np.asarray(y[0] - S.forward(ex.truth._replace(c=jnp.asarray(0.0)), x[0]))
     a, b = nb / (2 * sigma**2), nb * r.mean() / sigma**2
     k = nb * (np.mean(r**2) / (2 * sigma**2) + math.log(sigma * math.sqrt(2 * math.pi)))
@@ -56,7 +56,7 @@ def test_log_evidence_and_posterior_of_the_output_bias_in_closed_form():
     c = ps.params.c.reshape(-1)
     assert abs(c.mean() - b / (1 + 2 * a)) < 4 / math.sqrt((1 + 2 * a) * c.size / 4)
     assert c.std() == pytest.approx(1 / math.sqrt(1 + 2 * a), rel=0.1)
-    assert (ps.draws.stats["final_lambda"] == 1.0).all() and ps.draws.z.shape == (RUNS, 512, 1)
+    assert (ps.draws.stats["final_lambda"] == 1.0).all() and ps.draws.z.shape == (RUNS, 256, 1)
 
 
 @pytest.mark.parametrize("name", ["dslt3_example_3_4", "dslt3_example_3_2"])
@@ -100,7 +100,8 @@ def two_mode_problem(n=2000):
     base = S.make_params([[1.0], [-1.0]], 0.0, [1.0, 2.0], 0.0)
     model = S.Restriction.from_names(base, ["w[0,0]", "w[1,0]"])
     x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(4), 1), truth, S.UniformBox(math.sqrt(3.0), 1), n, 1.0)
-    g = grid_posterior(x[0], y[0], float(n), model=model, ranges=[(-3.0, 3.0), (-3.0, 3.0)], resolution=1200)
+    # 600 cells a side: the mass of w1 > 0 agrees with 1,200's (and 2,400's) to 1e-14
+    g = grid_posterior(x[0], y[0], float(n), model=model, ranges=[(-3.0, 3.0), (-3.0, 3.0)], resolution=600)
     return model, x, y, float(n), g
 
 

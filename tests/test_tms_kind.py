@@ -1,7 +1,8 @@
 """The tms kind: the config runs at its tiny size, its metrics carry the exact k-gon table of slt_relu.tms.kgon_table
-number for number and lambda +- se for the estimated k-gons, the local potential keeps the region's promises
-(rotation pinned, negative unused biases folded, a wall outside the ball), and bad settings are refused in one line
-before anything runs."""
+number for number and lambda +- se for the estimated k-gons (check_the_tiny_run, which test_reference.py calls on
+the tiny run it compares with the reference), the local potential keeps the region's promises (rotation pinned,
+negative unused biases folded, a wall outside the ball), and bad settings are refused in one line before anything
+runs."""
 import json
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from slt_relu.settings import ConfigError
 from slt_relu.workflow import runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny import TINY, tiny_run  # noqa: E402
+from tiny import TINY  # noqa: E402
 
 TINY_TMS = TINY["tms_kgons.toml"]
 ROW_TYPES = {"c": int, "k": int, "variant": str, "n_positive": int, "length": float, "bias": float, "loss": float,
@@ -24,10 +25,13 @@ ROW_TYPES = {"c": int, "k": int, "variant": str, "n_positive": int, "length": fl
              "fisher_rank": int, "lambda_rule": str, "note": str}
 
 
-def test_the_tiny_config_runs_with_the_exact_table_and_lambda_per_kgon():
+def check_the_tiny_run(out):
+    """Checks of the tiny run OUT (tests/tiny.py), made by test_reference.py's
+    test_shipped_config_runs_tiny[tms_kgons.toml] on the run it compares with the reference: one test, so that
+    the run is paid once (as a test of its own here it was paid again whenever pytest-xdist gave the two
+    tests different workers)."""
     from slt_relu.tms import kgon_table
 
-    out = tiny_run("tms_kgons.toml")                 # the run test_reference.py compares too
     metrics = json.loads((out / "metrics.json").read_text())
     rows = metrics["kgons"]
     table = kgon_table((5,))

@@ -191,13 +191,16 @@ def test_llc_along_training_keys_and_chunks(adam, monkeypatch):
     assert calls == [(5, 16), (8, 16), (11, 16), (14, 16), (16, 16)]
     np.testing.assert_allclose(out.n_beta.values, [12 / math.log(12), 40 / math.log(40)], rtol=1e-15)
     K = ds.sizes["checkpoint"]
-    for i, r, k in ((1, 1, 3), (1, 0, 1)):                      # the padded last chunk, a middle one
-        key = jax.random.key_data(jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(3), i), r * K + k))
-        center = np.concatenate([ds.W.values[i, r, k].reshape(-1), ds.b.values[i, r, k]])
-        est, se, _ = TL.llc_at_checkpoints(key[None], jnp.asarray(center)[None], sorted_inputs(x[:40]),
-                                          s.replace(n_beta=40 / math.log(40)))
-        assert out.llc.values[i, r, k] == pytest.approx(est[0], rel=1e-9)
-        assert out.llc_se.values[i, r, k] == pytest.approx(se[0], rel=1e-9)
+    picks = ((1, 1, 3), (1, 0, 1), (1, 0, 0))              # in the padded last chunk, a middle one, the first
+    # in one call of 3 centres at n = 40: the program of that n's chunks, not another one compiled for 1 centre
+    keys = jnp.stack([jax.random.key_data(jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(3), i), r * K + k))
+                      for i, r, k in picks])
+    centers = np.stack([np.concatenate([ds.W.values[i, r, k].reshape(-1), ds.b.values[i, r, k]]) for i, r, k in picks])
+    est, se, _ = TL.llc_at_checkpoints(keys, jnp.asarray(centers), sorted_inputs(x[:40]),
+                                      s.replace(n_beta=40 / math.log(40)))
+    for j, (i, r, k) in enumerate(picks):
+        assert out.llc.values[i, r, k] == pytest.approx(est[j], rel=1e-9)
+        assert out.llc_se.values[i, r, k] == pytest.approx(se[j], rel=1e-9)
     assert np.all(np.isfinite(out.llc.values)) and np.all((out.llc_accept.values > 0) & (out.llc_accept.values <= 1))
     assert out.attrs["llc_num_chains"] == 2 and out.attrs["llc_localization"] == 5.0
 

@@ -1,7 +1,8 @@
 """The tms_training kind: the config runs at its tiny size and its numbers are those of
 slt_relu.tms.training called directly with the same keys (the kind adds the summaries, the Bayesian side and the
-figure, nothing to the measurement); the asymptotic free energy's preferred phase by hand; bad settings are refused
-in one line before anything runs."""
+figure, nothing to the measurement: check_the_tiny_run, which test_reference.py calls on the tiny run it compares
+with the reference); the asymptotic free energy's preferred phase by hand; bad settings are refused in one line
+before anything runs."""
 import json
 import math
 import sys
@@ -16,17 +17,20 @@ from slt_relu.settings import ConfigError
 from slt_relu.workflow import report, runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny import TINY, tiny_run  # noqa: E402
+from tiny import TINY  # noqa: E402
 
 TINY_TRAINING = TINY["tms_training.toml"]
 
 
-def test_the_tiny_config_runs_and_is_the_library_call():
+def check_the_tiny_run(out):
+    """Checks of the tiny run OUT (tests/tiny.py), made by test_reference.py's
+    test_shipped_config_runs_tiny[tms_training.toml] on the run it compares with the reference: one test, so that
+    the run is paid once (as a test of its own here it was paid again whenever pytest-xdist gave the two
+    tests different workers)."""
     from slt_relu.kinds.tms_training_kind import llc_settings
     from slt_relu.tms import training as T
     from slt_relu.tms import training_llc as TL
 
-    out = tiny_run("tms_training.toml")                 # the run test_reference.py compares too
     m = json.loads((out / "metrics.json").read_text())
     ds = read_tree(out / "results.nc").to_dataset()
     assert {p.name for p in out.glob("*.png")} == {"training.png"}

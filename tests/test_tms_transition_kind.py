@@ -1,7 +1,8 @@
 """The tms_transition kind: the c = 5 config runs at its tiny size and its numbers are those of
 slt_relu.tms.transition.bayesian_transition called directly with the same key (the kind adds the checks, the
 metrics and the figure, nothing to the measurement); the formula's n come from the exact k-gon losses and the
-first-principles lambdas; the headline reads the metrics; bad settings are refused in one line before anything
+first-principles lambdas; the headline reads the metrics (these three: check_the_tiny_run, which test_reference.py
+calls on the tiny run it compares with the reference); bad settings are refused in one line before anything
 runs."""
 import json
 import math
@@ -17,16 +18,19 @@ from slt_relu.settings import ConfigError
 from slt_relu.workflow import report, runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny import TINY, tiny_run  # noqa: E402
+from tiny import TINY  # noqa: E402
 
 TINY_C5 = TINY["tms_transition_c5.toml"]
 
 
-def test_the_tiny_c5_config_runs_and_is_the_library_call():
+def check_the_tiny_run(out):
+    """Checks of the tiny run OUT (tests/tiny.py), made by test_reference.py's
+    test_shipped_config_runs_tiny[tms_transition_c5.toml] on the run it compares with the reference: one test, so that
+    the run is paid once (as a test of its own here it was paid again whenever pytest-xdist gave the two
+    tests different workers)."""
     from slt_relu.sampling import SMCSettings
     from slt_relu.tms import transition as T
 
-    out = tiny_run("tms_transition_c5.toml")                 # the run test_reference.py compares too
     m = json.loads((out / "metrics.json").read_text())
     t = m["transition"]
     assert t["c"] == 5 and t["phases"] == ["5-gon", "4-gon"]

@@ -49,7 +49,7 @@ TINY = {
     # four small cases (two with m = 2; one from data sets of n = 1e5), two runs each, t up to 1e5
     # (without [mcmc]: NUTS compiles a program per loss; tests/test_lambda_curve.py runs it on two cases)
     "known_lambda_suite.toml": {"curve.runs": 2, "curve.t_max": 1e5, "curve.decades": 2.0, "smc.num_particles": 64,
-                                "mcmc": None,
+                                "mcmc": None, "sgld": None,
                                 "cases": [{"name": "w1^2 w2^2", "family": "normal_crossing", "k": [1, 1]},
                                           {"name": "RRR 2-1-2", "family": "reduced_rank", "input_dim": 2, "hidden": 1,
                                            "output_dim": 2},

@@ -22,21 +22,24 @@ every case, ``curve.runs`` independent SMC runs from the prior to t_max give F(t
 (``slt_relu.posterior.free_energy_curve``), and the three estimators read lambda and m off them.  With [mcmc], a
 fourth on every population case, ``nuts_tempered_loss``: NUTS's t E_t[K] at log-spaced t over the same window
 (``slt_relu.posterior.estimand_curve``), read by the tempered_loss rule, with a warning where it and SMC's
-reading of the same estimand differ by more than 3 combined standard errors.  With [gibbs], on every reduced_rank
-and deep_linear case (population or data), ``gibbs_tempered_loss``: the same estimand from the exact blocked Gibbs
-sampler of deep linear networks (``slt_relu.posterior.linear_gibbs``), which needs no gradients and reaches 10^4 to
-10^5 parameters on a CPU.  [smc] is optional: without it, SMC's three estimators do not run, and every case needs
-another ([mcmc] or [gibbs]); a case that SMC or NUTS reads has at most MAX_PARAMS parameters, one that Gibbs alone
-reads at most MAX_GIBBS_PARAMS.  A case's
+reading of the same estimand differ by more than 3 combined standard errors.  With [sgld], on the same cases,
+``sgld_tempered_loss``: full-batch SGLD's t E_t[K] over the window from the true set's deepest point, each t's
+step tuned by pilot chains' MALA acceptance (``estimate_llc``'s estimand along t).  With [gibbs], on every
+reduced_rank and deep_linear case (population or data), ``gibbs_tempered_loss``: the same estimand from the exact
+blocked Gibbs sampler of deep linear networks (``slt_relu.posterior.linear_gibbs``), which needs no gradients and
+reaches 10^4 to 10^5 parameters on a CPU.  [smc] is optional: without it, SMC's three estimators do not run, and
+every case needs another ([mcmc], [sgld] or [gibbs]); a case that SMC, NUTS or SGLD reads has at most MAX_PARAMS
+parameters, one that Gibbs alone reads at most MAX_GIBBS_PARAMS.  A case's
 ``prior_std``, ``t_max``, ``decades`` and ``runs`` override [curve]'s; its ``reference`` (another estimate of the
 same lambda, e.g. SGLD's) is carried to the metrics and the figure for comparison.
 Outputs: metrics.json (``cases``: name, family, num_params, n (null: K itself), lambda_exact (null if unknown),
 m_exact, and per estimator lambda, lambda_se, m (null where not identifiable), lambda_by_m, lambda_se_by_m,
-loss_min (L*) and run_loss_min (each run's), NUTS's gradients or Gibbs's sweeps, the fitted t range,
+loss_min (L*) and run_loss_min (each run's), NUTS's and SGLD's gradients (SGLD's also each t's t eps_t,
+``step_scale``, and its chains' lowest mean MALA acceptance, ``accept_prob_min``) or Gibbs's sweeps, the fitted t range,
 SMC's gradients (0 without [smc]); a dslt_phase case also ``phase``, a
 reference case ``reference``, a two-parameter crossing ``exact_check`` (its SMC free energy against the exact
 quadrature), ``curve``: the estimator whose runs the figure and results.nc show (SMC's ``tempered_loss``, else
-Gibbs's, else NUTS's); ``warnings``), results.nc (the estimates along (case, estimator) and those curves along
+Gibbs's, else NUTS's, else SGLD's); ``warnings``), results.nc (the estimates along (case, estimator) and those curves along
 (case, run, stage)), lambda_curve.png.
 """
 from __future__ import annotations
@@ -45,17 +48,18 @@ import math
 from typing import Annotated, Literal, NamedTuple
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .. import known_lambda, truths
 from ..posterior.linear_gibbs import MAX_WIDTH
 from ..sampling import SMCSettings
+from ..sampling.sgld import burnin_below_steps
 from ..settings import SCALE_BOUND, ConfigError, Section
 from .common import Experiment
 from .kind import Kind, Output, first_line, register_kind
 from .lambda_losses import PolynomialLoss, ProductLoss, RegressionLoss, regression_statistics
-from .lambda_readings import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, estimand_disagreement, estimate_entry, gibbs_reading,
-                              nuts_reading)
+from .lambda_readings import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, estimand_disagreement, estimate_entry,
+                              gibbs_reading, nuts_reading, sgld_reading)
 
 FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase")
 PHASE_KEYS = ("truth", "width", "phase", "radius")          # dslt_phase's own keys (all needed there, nowhere else)
@@ -118,6 +122,27 @@ class MCMCSettings(Section):
     num_samples: int = Field(1000, ge=1, le=100_000, description="NUTS draws kept per chain")
 
 
+class SGLDCurveSettings(Section):
+    """The SGLD estimand curve beside SMC's (``slt_relu.posterior.estimand_curve.sgld_tempered_loss_curve``):
+    full-batch SGLD's t E_t[K] at ``temperatures`` log-spaced t over the case's fitted window, ``chains`` chains at
+    each from the true set's deepest point, each t's step the largest whose pilot chains' MALA acceptance is at
+    least ``accept_target``, read by the ``tempered_loss`` rule: the estimator ``sgld_tempered_loss``."""
+
+    temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
+    chains: int = Field(8, ge=2, le=256, description="independent SGLD chains per t (their spread: the errors)")
+    num_steps: int = Field(12_000, ge=2, le=1_000_000, description="SGLD steps per chain")
+    num_burnin: int = Field(2_000, ge=0, le=1_000_000, description="first steps dropped")
+    thin: int = Field(10, ge=1, le=10_000, description="keep every thin-th step after the burn-in")
+    accept_target: float = Field(0.999, gt=0, lt=1, description="the pilot chains' least mean MALA acceptance that "
+                                 "a step must reach (0.99 lets a Gaussian direction's variance grow by 5-7 %)")
+    pilot_steps: int = Field(2_000, ge=2, le=100_000, description="steps of each pilot chain (two per step on the "
+                             "ladder and t)")
+
+    @model_validator(mode="after")
+    def _burnin(self):
+        return burnin_below_steps(self)
+
+
 class GibbsSettings(Section):
     """The Gibbs estimand curve of the reduced_rank and deep_linear cases (``slt_relu.posterior.linear_gibbs``):
     t E_t[L] at ``temperatures`` log-spaced t over the case's fitted window, ``chains`` chains each passing through
@@ -136,11 +161,14 @@ class Settings(Experiment):
     mcmc: MCMCSettings | None = Field(None, description="when set, the estimator nuts_tempered_loss on every "
                                       "population case (not dslt_phase, whose ball NUTS does not keep, nor a data "
                                       "case)")
+    sgld: SGLDCurveSettings | None = Field(None, description="when set, the estimator sgld_tempered_loss on every "
+                                           "population case (not dslt_phase, nor a data case)")
     gibbs: GibbsSettings | None = Field(None, description="when set, the estimator gibbs_tempered_loss on every "
                                         "reduced_rank and deep_linear case")
     smc: SMCSettings | None = Field(None, description="the SMC runs, for the estimators free_energy, tempered_loss "
                                     "and thermodynamic on every case (a target_ess near 1 gives the stages the fit "
-                                    "needs: 0.9 gives 4-10 a decade); without it, [mcmc] or [gibbs] reads the cases")
+                                    "needs: 0.9 gives 4-10 a decade); without it, [mcmc], [sgld] or [gibbs] reads "
+                                    "the cases")
     cases: tuple[CaseSettings, ...] = Field(min_length=1, max_length=64, description="the losses")
 
 
@@ -165,6 +193,7 @@ class Resolved(NamedTuple):
     cases: tuple
     mcmc: MCMCSettings | None = None
     gibbs: GibbsSettings | None = None
+    sgld: SGLDCurveSettings | None = None
 
 
 def _exact(c: CaseSettings, where: str, max_params: int):
@@ -204,8 +233,8 @@ def _exact(c: CaseSettings, where: str, max_params: int):
     D = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
     if D > max_params:
         why = ("the Gibbs sampler's bound" if max_params == MAX_GIBBS_PARAMS
-               else "SMC's and NUTS's bound; the Gibbs sampler alone, without [smc] and [mcmc], reads reduced_rank and "
-                    f"deep_linear cases of up to {MAX_GIBBS_PARAMS}")
+               else "SMC's, NUTS's and SGLD's bound; the Gibbs sampler alone, without [smc], [mcmc] and [sgld], reads "
+                    f"reduced_rank and deep_linear cases of up to {MAX_GIBBS_PARAMS}")
         raise ConfigError(f"{where}: expected at most {max_params} parameters ({why}), got {D}")
     return lam, m, D, widths
 
@@ -250,7 +279,7 @@ def resolve(s: Settings, raw=None) -> Resolved:
         readers = _readers(s, c)
         if not readers:
             raise ConfigError(f"{where}: no estimator reads this {c.family} case{' of data' if c.n else ''}: expected "
-                              f"[smc] (every case), [mcmc] (population cases but dslt_phase) or [gibbs] ("
+                              f"[smc] (every case), [mcmc] or [sgld] (population cases but dslt_phase) or [gibbs] ("
                               f"{' and '.join(LINEAR)})")
         lam, m, D, widths = _exact(c, where, MAX_GIBBS_PARAMS if readers == ["gibbs"] else MAX_PARAMS)
         key = jax.random.fold_in(jax.random.key(s.seed), i)
@@ -277,14 +306,15 @@ def resolve(s: Settings, raw=None) -> Resolved:
             cases.append(Case(c, loss, D, float(lam), int(m), curve, regression=regression))
     if len({c.name for c in s.cases}) != len(s.cases):
         raise ConfigError("cases: expected distinct names, got " + ", ".join(c.name for c in s.cases))
-    return Resolved(s.curve, s.smc, tuple(cases), s.mcmc, s.gibbs)
+    return Resolved(s.curve, s.smc, tuple(cases), s.mcmc, s.gibbs, s.sgld)
 
 
 def _readers(s: Settings, c: CaseSettings) -> list[str]:
-    """The samplers that read a case: SMC every case, NUTS population cases but dslt_phase, Gibbs reduced_rank and
-    deep_linear."""
-    return ([] if s.smc is None else ["smc"]) + \
-        (["nuts"] if s.mcmc is not None and c.n is None and c.family != "dslt_phase" else []) + \
+    """The samplers that read a case: SMC every case, NUTS and SGLD population cases but dslt_phase, Gibbs
+    reduced_rank and deep_linear."""
+    population = c.n is None and c.family != "dslt_phase"
+    return ([] if s.smc is None else ["smc"]) + (["nuts"] if s.mcmc is not None and population else []) + \
+        (["sgld"] if s.sgld is not None and population else []) + \
         (["gibbs"] if s.gibbs is not None and c.family in LINEAR else [])
 
 
@@ -320,6 +350,10 @@ def run(r: Resolved, key, ctx) -> Output:
         if r.mcmc is not None and c.phase is None and run_data is None:
             shown[MCMC_ESTIMATOR], estimators[MCMC_ESTIMATOR], fit = nuts_reading(
                 jax.random.fold_in(jax.random.fold_in(key, i), 1), c, r.mcmc)
+            fits.append(fit)
+        if r.sgld is not None and c.phase is None and run_data is None:
+            shown[SGLD_ESTIMATOR], estimators[SGLD_ESTIMATOR], fit = sgld_reading(
+                jax.random.fold_in(jax.random.fold_in(key, i), 4), c, r.sgld, warnings)
             fits.append(fit)
         warnings += estimand_disagreement(c.settings.name, estimators)
         source = next(iter(shown))
@@ -387,7 +421,7 @@ def _dataset(rows, curves):
 
     from ..posterior.free_energy_curve import ESTIMATORS, stack_curves
 
-    names = [e for e in ESTIMATORS + (GIBBS_ESTIMATOR, MCMC_ESTIMATOR) if any(e in row["estimators"] for row in rows)]
+    names = [e for e in ESTIMATORS + (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR) if any(e in row["estimators"] for row in rows)]
     value = lambda row, e, key: row["estimators"].get(e, {}).get(key)
     est = lambda key: np.array([[np.nan if value(row, e, key) is None else value(row, e, key) for e in names]
                                 for row in rows], np.float64)

@@ -18,6 +18,18 @@ def layer_product(widths: tuple, w):
     return prod
 
 
+def coordinate_powers(w, k: tuple, factor: int = 1):
+    """(w_i^(factor k_i)) over the coordinates with k_i != 0 (k a static tuple): a coordinate with k_i = 0 does not
+    enter (w^0 = 1, and a float power's derivative of it is NaN at w = 0, where SGLD's chains start)."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    if 0 in k:
+        used = np.flatnonzero(np.asarray(k))
+        w, k = w[used], tuple(k[i] for i in used)
+    return w ** (factor * jnp.asarray(k, w.dtype)) if factor != 1 else w ** jnp.asarray(k, w.dtype)
+
+
 class PolynomialLoss(NamedTuple):
     """K on flat w for the normal_crossing, sum and regular families; hashable (static in jit)."""
 
@@ -30,8 +42,14 @@ class PolynomialLoss(NamedTuple):
 
         if self.family == "regular":
             return 0.5 * w @ jnp.asarray(self.hessian, w.dtype) @ w
-        powers = w ** (2 * jnp.asarray(self.k, w.dtype))
+        powers = coordinate_powers(w, self.k, 2)
         return jnp.prod(powers) if self.family == "normal_crossing" else jnp.sum(powers)
+
+    def true_point(self):
+        """The origin (D,), the deepest point of the true set {K = 0} (for the crossings, where every branch meets)."""
+        import numpy as np
+
+        return np.zeros(len(self.hessian) if self.family == "regular" else len(self.k))
 
 
 class ProductLoss(NamedTuple):
@@ -44,6 +62,34 @@ class ProductLoss(NamedTuple):
         import jax.numpy as jnp
 
         return 0.5 * jnp.sum((layer_product(self.widths, w) - jnp.asarray(self.target, w.dtype)) ** 2)
+
+    def true_point(self):
+        """A balanced factorization of C0 = U_r S_r V_r^T (rank r) with every other entry zero, flat (D,): W_1's first
+        r rows S_r^(1/L) V_r^T, each middle layer's leading r x r block S_r^(1/L), W_L's first r columns
+        U_r S_r^(1/L).  Its product is C0 (K = 0), and it is the true set's deepest point (the rank-r part only,
+        every redundant row and column zero), where the local lambda is the global one."""
+        import numpy as np
+
+        C0 = np.asarray(self.target, np.float64)
+        U, S, Vt = np.linalg.svd(C0)
+        r = int(np.sum(S > S[0] * 1e-12)) if S.size and S[0] > 0 else 0
+        if r > min(self.widths):
+            raise ValueError(f"target: expected a rank at most the smallest width {min(self.widths)}, got rank {r}")
+        L = len(self.widths) - 1
+        root = np.diag(S[:r] ** (1.0 / L))
+        layers = []
+        for l, (a, b) in enumerate(zip(self.widths[:-1], self.widths[1:])):
+            W = np.zeros((b, a))
+            if L == 1:
+                W = C0
+            elif l == 0:
+                W[:r] = root @ Vt[:r]
+            elif l == L - 1:
+                W[:, :r] = U[:, :r] @ root
+            else:
+                W[:r, :r] = root
+            layers.append(W.ravel())
+        return np.concatenate(layers)
 
 
 class RegressionLoss(NamedTuple):
@@ -69,7 +115,7 @@ class RegressionLoss(NamedTuple):
         import jax.numpy as jnp
 
         if self.family in ("normal_crossing", "sum"):
-            powers = w ** jnp.asarray(self.k, w.dtype)
+            powers = coordinate_powers(w, self.k)
             return jnp.prod(powers).reshape(1, 1) if self.family == "normal_crossing" else powers[:, None]
         return w[None, :] if self.family == "regular" else layer_product(self.widths, w)
 

@@ -1,13 +1,17 @@
-"""The lambda_curve kind's readings of a case beside SMC's three fits (``slt_relu.kinds.lambda_curve_kind``): NUTS's
-and the Gibbs sampler's estimand curves t E_t[L] read by the tempered_loss rule, each case's metrics entry of a
+"""The lambda_curve kind's readings of a case beside SMC's three fits (``slt_relu.kinds.lambda_curve_kind``): NUTS's,
+SGLD's and the Gibbs sampler's estimand curves t E_t[L] read by the tempered_loss rule, each case's metrics entry of a
 fit, and the warnings where two samplers' readings of the same estimand disagree."""
 from __future__ import annotations
 
 import numpy as np
 
+from ..settings import ConfigError
+
 MCMC_ESTIMATOR = "nuts_tempered_loss"
+SGLD_ESTIMATOR = "sgld_tempered_loss"
 GIBBS_ESTIMATOR = "gibbs_tempered_loss"
-ESTIMAND_READINGS = ("tempered_loss", GIBBS_ESTIMATOR, MCMC_ESTIMATOR)     # the three readings of t E_t[L]
+ESTIMAND_READINGS = ("tempered_loss", GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR)   # the readings of t E_t[L]
+MIN_ACCEPT = 0.99            # SGLD's MALA acceptance below which its step's bias may not be small (a warning)
 
 
 def estimate_entry(fit) -> dict:
@@ -22,7 +26,7 @@ def estimate_entry(fit) -> dict:
 
 def estimand_disagreement(name: str, estimators: dict) -> list[str]:
     """Warnings where two samplers' readings of the same estimand t E_t[L] over the same window (SMC's
-    tempered_loss, Gibbs's, NUTS's: each pair that ran) differ by more than 3 combined standard errors at a common m,
+    tempered_loss, Gibbs's, NUTS's, SGLD's: each pair that ran) differ by more than 3 combined standard errors at a common m,
     or where both identify m and their m differ: then at least one sampler does not sample the tempered posterior
     (an MCMC chain at large t keeps the branch of the singular set it reached during warm-up; SMC's particles cross
     between branches while t is small)."""
@@ -58,6 +62,43 @@ def nuts_reading(key, c, mc):
     fit = fit_learning_coefficient(curve, "tempered_loss", decades=cv.decades, points=mc.temperatures,
                                    max_multiplicity=cv.max_multiplicity, min_stages=mc.temperatures)
     return curve, {**estimate_entry(fit), "grad_evals": curve.grad_evals}, fit
+
+
+def sgld_reading(key, c, sg, warnings: list):
+    """(curve, the sgld_tempered_loss entry, its fit) of a population case: full-batch SGLD's t E_t[K] at
+    sg.temperatures t over the case's window, every chain from the true set's deepest point (the loss's
+    ``true_point``: estimate_llc's w*), each t's step chosen by pilot chains' MALA acceptance, read by the
+    tempered_loss rule; with the gradients spent (pilots included), each t's t eps_t and the chains' lowest mean
+    MALA acceptance (a warning in ``warnings`` below MIN_ACCEPT).  A run with a diverged chain (no finite mean loss)
+    is left out of the fit with a warning; ConfigError where fewer than two runs remain.
+    c: the kind's resolved ``Case``; sg: its [sgld] settings."""
+    from ..posterior.estimand_curve import sgld_tempered_loss_curve
+    from ..posterior.free_energy_curve import fit_learning_coefficient
+
+    cv = c.curve
+    curve, accept, step_scale = sgld_tempered_loss_curve(
+        key, c.loss, c.loss.true_point(), cv.t_max, decades=cv.decades, temperatures=sg.temperatures,
+        chains=sg.chains, prior_std=cv.prior_std, accept_target=sg.accept_target, pilot_steps=sg.pilot_steps,
+        num_steps=sg.num_steps, num_burnin=sg.num_burnin, thin=sg.thin)
+    finite = np.all(np.isfinite(curve.mean_loss), axis=1)             # a run: chain r at every t
+    if not finite.all():
+        if finite.sum() < 2:
+            raise ConfigError(f"{c.settings.name}: SGLD diverged in {int(np.sum(~finite))} of its {finite.size} runs "
+                              f"(a chain without a finite mean loss): expected a smaller step (sgld.accept_target)")
+        warnings.append(f"{c.settings.name}: {int(np.sum(~finite))} of SGLD's {finite.size} runs diverged at some t (a "
+                        f"chain without a finite mean loss) and are left out of its fit (sgld.accept_target)")
+        curve = curve._replace(t=curve.t[finite], free_energy=curve.free_energy[finite],
+                               mean_loss=curve.mean_loss[finite], prior_mean_loss=curve.prior_mean_loss[finite])
+        accept = accept[finite]
+    fit = fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0, decades=cv.decades, points=sg.temperatures,
+                                   max_multiplicity=cv.max_multiplicity, min_stages=sg.temperatures)
+    low = float(np.min(accept))
+    if low < MIN_ACCEPT:
+        where = curve.t[np.unravel_index(np.argmin(accept), accept.shape)]
+        warnings.append(f"{c.settings.name}: SGLD's mean MALA acceptance falls to {low:.3f} (at t = {where:.3g}): "
+                        f"its step's bias may not be small (sgld.accept_target)")
+    return curve, {**estimate_entry(fit), "grad_evals": curve.grad_evals, "accept_prob_min": low,
+                   "step_scale": [float(k) for k in step_scale]}, fit
 
 
 def gibbs_reading(key, c, gs, run_data):

@@ -6,7 +6,8 @@ import numpy as np
 from ._style import figure_legend, subplots, suptitle
 
 ESTIMATOR_STYLE = {"free_energy": ("C0", "o"), "tempered_loss": ("C1", "s"), "thermodynamic": ("C2", "^"),
-                   "gibbs_tempered_loss": ("navy", "v"), "nuts_tempered_loss": ("C7", "D")}
+                   "gibbs_tempered_loss": ("navy", "v"), "nuts_tempered_loss": ("C7", "D"),
+                   "sgld_tempered_loss": ("olive", "P")}
 CASE_COLORS = ("C3", "C4", "C5", "C6", "C8", "C9")          # the right panel's cases: none of the estimators' colours
 
 
@@ -95,7 +96,8 @@ def lambda_curve_figure(rows: list, curves: list):
         labels += ["m = 1 (right)", "m > 1 (right)"]
     figure_legend(fig, handles, labels, ncol=min(len(handles), 5 if by_case else 6))
     names = {"tempered_loss": "tempered SMC's free-energy curves", "gibbs_tempered_loss": "Gibbs's estimand",
-             "nuts_tempered_loss": "NUTS's estimand"}
+             "nuts_tempered_loss": "NUTS's estimand", "sgld_tempered_loss": "SGLD's estimand"}
     sources = [v for k, v in names.items() if k in drawn]
-    suptitle(fig, f"lambda from {' and '.join(sources)} against the exact values")
+    listed = sources[0] if len(sources) == 1 else ", ".join(sources[:-1]) + " and " + sources[-1]
+    suptitle(fig, f"lambda from {listed} against the exact values")
     return fig

@@ -16,14 +16,39 @@ standard error, so a chain that settles on a branch of the singular set other th
 the posterior's mass (a chain at large t does not leave the basin it reached during warm-up) widens the
 error instead of hiding in it.  The runs have no free energy (F needs the evidence): only the
 ``"tempered_loss"`` estimator applies.
+
+:func:`sgld_tempered_loss_curve` is the same curve by SGLD, the sampler of
+:func:`~slt_relu.posterior.llc.estimate_llc`: full-batch Langevin steps from a point w* of the true set (its chains
+start at w*, as estimate_llc's), under the prior N(0, prior_std^2 I) rather than a localization around w*, with an
+uncorrected Euler step eps_t at each t.  A direction of curvature a relaxes in about 2 / (eps_t a) steps and its
+variance is inflated by 1 / (1 - eps_t a / 4), so the step trades bias against mixing, and no one step suits every
+t: the posterior's scale is t^(-1/2) in a regular direction but t^(-1/(2k)) in one where K ~ w^(2k).  By default
+each t gets its own step, tuned by the MALA acceptance that estimate_llc reports (``slt_relu.sampling.sgld``): the
+largest on a ladder of t eps below the first where a pilot chain's mean acceptance falls under ``accept_target``
+(:func:`choose_steps`).  A direction that only the prior confines relaxes in about 2 / eps_t steps, so at large t SGLD
+measures the neighbourhood of w* that it reaches (the local estimand at w*, Lau et al. 2023), not the whole
+tempered posterior.
 """
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from .free_energy_curve import FreeEnergyCurve
+
+
+def _temperatures(t_max, decades, temperatures: int) -> np.ndarray:
+    """The window's G log-spaced t, ValueError naming the argument unless every t > 1."""
+    from ..network import check_number
+
+    t_max = float(check_number(t_max, "t_max"))
+    top = math.log10(max(t_max, 1.0))
+    if isinstance(decades, bool) or not isinstance(decades, (int, float)) or not 0 < decades < top:
+        raise ValueError(f"decades: expected a number in (0, log10(t_max) = {top:.3g}) "
+                         f"(every temperature above 1), got {decades!r}")
+    return np.logspace(math.log10(t_max) - decades, math.log10(t_max), temperatures)
 
 
 def mcmc_tempered_loss_curve(key, loss, dim: int, t_max: float, *, decades: float = 3.0, temperatures: int = 8,
@@ -54,17 +79,13 @@ def mcmc_tempered_loss_curve(key, loss, dim: int, t_max: float, *, decades: floa
     """
     import jax.numpy as jnp
 
-    from ..network import check_count, check_number
+    from ..network import check_count
     from .llc import tempered_sample
 
     dim = check_count(dim, "dim")
     temperatures = check_count(temperatures, "temperatures", 2)
     chains = check_count(chains, "chains", 2)
-    t_max = float(check_number(t_max, "t_max"))
-    if isinstance(decades, bool) or not isinstance(decades, (int, float)) or not 0 < decades < math.log10(max(t_max, 1.0)):
-        raise ValueError(f"decades: expected a number in (0, log10(t_max) = {math.log10(max(t_max, 1.0)):.3g}) "
-                         f"(every temperature above 1), got {decades!r}")
-    t = np.logspace(math.log10(t_max) - decades, math.log10(t_max), temperatures)
+    t = _temperatures(t_max, decades, temperatures)
     dtype = jnp.zeros(()).dtype
     data = jnp.zeros((1,), dtype) if data is None else data
     losses, draws = tempered_sample(key, loss, jnp.zeros(dim, dtype), data, t, chains_per_beta=chains,
@@ -73,3 +94,147 @@ def mcmc_tempered_loss_curve(key, loss, dim: int, t_max: float, *, decades: floa
     nan = np.full(mean_loss.shape, np.nan)
     return FreeEnergyCurve(np.broadcast_to(t, mean_loss.shape).copy(), nan, mean_loss, np.full(chains, np.nan),
                            int(np.sum(draws.grad_evals)))
+
+
+
+
+STEP_LADDER = tuple(10.0 ** (k / 2) for k in range(-6, 11))      # t eps_t from 1e-3 to 1e5, half a decade apart
+
+
+class _Rescaled(NamedTuple):
+    """A chain's potential in the coordinates z = w / s: V(z) = U(s z), U the TemperedTarget's at t.  SGLD with the
+    step 1 on z is SGLD with the step s^2 on w (hashable: a static argument of the program)."""
+
+    target: object
+
+    def __call__(self, data, n_beta, scale):
+        U = self.target(data, n_beta)
+        return lambda z: U(scale * z)
+
+
+def _run(key, target, start, t_chain, eps_chain, data, settings):
+    """SGLD chains from ``start`` with chain c at t_chain[c] and the step eps_chain[c] on w, in one program (each
+    chain in its coordinates z = w / sqrt(eps_c), where the step is 1): (kept w (C, S, D), MALA acceptance (C,),
+    gradients (C,))."""
+    import jax
+    import jax.numpy as jnp
+
+    from ..sampling import sample
+    from .llc import _per_chain
+
+    C = t_chain.shape[0]
+    scale = jnp.sqrt(eps_chain)
+    out = sample(jax.random.split(key, C), _Rescaled(target), start[None, :] / scale[:, None],
+                 _per_chain(C, data) + (t_chain, scale), settings.model_copy(update={"step_size": 1.0}))
+    return jnp.asarray(out.z) * scale[:, None, None], np.asarray(out.stats["accept_prob"], np.float64), out.grad_evals
+
+
+def choose_steps(accept, target: float) -> np.ndarray:
+    """Each t's rung on the step ladder: the last before the first rung where a pilot's mean MALA acceptance falls
+    below target (acceptance need not fall monotonically with the step, so a pass above a failure is not taken);
+    the first rung where even it fails.
+
+    Args:
+        accept: (G, L, P) the mean acceptance of P pilot chains at G temperatures and L rungs (increasing steps).
+        target: the least acceptance.
+
+    Returns:
+        (G,) rung indices.
+    """
+    failed = np.asarray(accept).min(-1) < target
+    first = np.where(failed.any(-1), failed.argmax(-1), failed.shape[-1])
+    return np.maximum(first - 1, 0)
+
+
+def sgld_tempered_loss_curve(key, loss, start, t_max: float, *, decades: float = 3.0, temperatures: int = 8,
+                             chains: int = 8, prior_std: float = 1.0, step_scale: float | None = None,
+                             accept_target: float = 0.999, pilot_steps: int = 2_000, num_steps: int = 10_000,
+                             num_burnin: int = 2_000, thin: int = 10, data=None):
+    """t E_t[L] by full-batch SGLD at ``temperatures`` log-spaced t over the last ``decades`` decades up to t_max,
+    ``chains`` chains at each, every chain from ``start`` (w*, a point of the true set), on
+
+        p_t(w) proportional to N(w; 0, prior_std^2 I) exp(-t L(w; data)),
+        w_{k+1} = w_k - (eps_t / 2) grad U_t(w_k) + N(0, eps_t I)
+
+    (module docstring), the step eps_t = step_scale / t, or where step_scale is None the t eps_t on STEP_LADDER
+    that :func:`choose_steps` picks: the last rung before the first one where either of its two pilot chains of
+    ``pilot_steps`` steps from w* has a mean MALA acceptance over its second half below accept_target.  All chains of a stage run in one program.
+
+    Args:
+        key: a PRNG key.
+        loss: L(w, data) -> scalar on flat w, hashable; K itself where ``data`` is None.
+        start: w* (D,), the chains' common start.
+        t_max: the largest inverse temperature, > 1.
+        decades: the window's width in decades, 0 < decades < log10(t_max) (every t > 1).
+        temperatures: G >= 2 temperatures.
+        chains: R >= 2 chains per temperature (the curve's runs).
+        prior_std: the Gaussian prior's standard deviation.
+        step_scale: t eps_t > 0, or None (chosen per t by the pilot chains).
+        accept_target: the pilots' least mean MALA acceptance, in (0, 1).
+        pilot_steps: each pilot chain's steps (>= 2).
+        num_steps: SGLD's steps per chain.
+        num_burnin: its first steps, dropped (below num_steps).
+        thin: every thin-th step after them is kept.
+        data: a pytree with a leading axis n, shared by the chains, or None.
+
+    Returns:
+        (curve, accept_prob, step_scale): :class:`~slt_relu.posterior.free_energy_curve.FreeEnergyCurve` with
+        R = chains runs at the G temperatures (``mean_loss`` (R, G) each chain's mean L over its kept steps,
+        ``free_energy`` and ``prior_mean_loss`` NaN, ``grad_evals`` the gradients of all chains, pilots included),
+        (R, G) each chain's mean MALA acceptance after its burn-in, and (G,) t eps_t at each t.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from ..network import check_count, check_finite, check_number
+    from ..sampling import SGLDSettings, check_keys, unravel_fn
+    from .target import GaussianPrior, TemperedTarget
+
+    key = check_keys(key, "key", batch_ndim=0)
+    temperatures = check_count(temperatures, "temperatures", 2)
+    chains = check_count(chains, "chains", 2)
+    check_number(prior_std, "prior_std")
+    if step_scale is not None and (isinstance(step_scale, bool) or not isinstance(step_scale, (int, float))
+                                   or not 0 < step_scale < math.inf):
+        raise ValueError(f"step_scale: expected a positive number (t eps_t) or None, got {step_scale!r}")
+    if isinstance(accept_target, bool) or not isinstance(accept_target, (int, float)) or not 0 < accept_target < 1:
+        raise ValueError(f"accept_target: expected a number in (0, 1), got {accept_target!r}")
+    pilot_steps = check_count(pilot_steps, "pilot_steps", 2)
+    num_steps = check_count(num_steps, "num_steps")
+    if isinstance(num_burnin, bool) or not isinstance(num_burnin, int) or not 0 <= num_burnin < num_steps:
+        raise ValueError(f"num_burnin: expected an integer in [0, num_steps = {num_steps}), got {num_burnin!r}")
+    settings = SGLDSettings(num_steps=num_steps, num_burnin=num_burnin, thin=check_count(thin, "thin"))
+    t = _temperatures(t_max, decades, temperatures)
+    dtype = jnp.zeros(()).dtype
+    start = jnp.asarray(check_finite(start, "start"), dtype)
+    if start.ndim != 1:
+        raise ValueError(f"start: expected a flat point (D,), got shape {start.shape}")
+    data = jnp.zeros((1,), dtype) if data is None else data
+    try:
+        jax.eval_shape(lambda w: loss(w, data), start)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"start: expected a point the loss takes, got shape {start.shape} "
+                         f"({str(err).splitlines()[0][:120]})") from None
+    target = TemperedTarget(loss, unravel_fn(start)[1], GaussianPrior(float(prior_std)))
+    k_pilot, k_run = jax.random.split(key)
+    grads = 0
+    if step_scale is None:
+        ladder = np.asarray(STEP_LADDER)
+        t_p = np.repeat(t, 2 * ladder.size)                          # (t, rung, pilot) in that order
+        kappa_p = np.tile(np.repeat(ladder, 2), temperatures)
+        _, accept_p, g = _run(k_pilot, target, start, jnp.asarray(t_p, dtype), jnp.asarray(kappa_p / t_p, dtype),
+                              data, SGLDSettings(num_steps=pilot_steps, num_burnin=pilot_steps // 2,
+                                                 thin=pilot_steps))          # one kept draw: the acceptance is all
+        grads += int(np.sum(g))
+        kappa = ladder[choose_steps(accept_p.reshape(temperatures, ladder.size, 2), accept_target)]
+    else:
+        kappa = np.full(temperatures, float(step_scale))
+    t_chain, kappa_chain = np.repeat(t, chains), np.repeat(kappa, chains)   # chain c = g R + r
+    w, accept, g = _run(k_run, target, start, jnp.asarray(t_chain, dtype), jnp.asarray(kappa_chain / t_chain, dtype),
+                        data, settings)
+    grads += int(np.sum(g))
+    losses = np.asarray(target.losses_at(w, data), np.float64)           # (C, S)
+    mean_loss = losses.mean(-1).reshape(temperatures, chains).T         # (R, G)
+    nan = np.full(mean_loss.shape, np.nan)
+    curve = FreeEnergyCurve(np.broadcast_to(t, mean_loss.shape).copy(), nan, mean_loss, np.full(chains, np.nan), grads)
+    return curve, accept.reshape(temperatures, chains).T, kappa

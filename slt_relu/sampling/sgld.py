@@ -40,10 +40,16 @@ class SGLDSettings(Section):
 
     @model_validator(mode="after")
     def _burnin(self):
-        if self.num_burnin >= self.num_steps:
-            raise ValueError(f"num_burnin: expected an integer below num_steps = {self.num_steps}, "
-                             f"got {self.num_burnin}")
-        return self
+        return burnin_below_steps(self)
+
+
+def burnin_below_steps(settings):
+    """settings (with num_steps and num_burnin), ValueError naming num_burnin unless it is below num_steps: the
+    check of every SGLD settings section."""
+    if settings.num_burnin >= settings.num_steps:
+        raise ValueError(f"num_burnin: expected an integer below num_steps = {settings.num_steps}, "
+                         f"got {settings.num_burnin}")
+    return settings
 
 
 def _chain(s: SGLDSettings, potential_gen, z0, key, args):

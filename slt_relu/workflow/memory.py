@@ -141,6 +141,7 @@ def _learning_coefficient(s) -> list[Need]:
 
 def _lambda_curve(s) -> list[Need]:
     from ..kinds.lambda_curve_kind import MAX_GIBBS_PARAMS, MAX_PARAMS, _exact, _readers
+    from ..posterior.estimand_curve import STEP_LADDER
 
     # each case against the bound of the samplers that read it (as resolve, which refuses a case none reads)
     bound = lambda c: MAX_GIBBS_PARAMS if _readers(s, c) == ["gibbs"] else MAX_PARAMS
@@ -157,6 +158,12 @@ def _lambda_curve(s) -> list[Need]:
         m = s.mcmc
         out.append(Need("mcmc.temperatures, mcmc.chains, mcmc.num_samples, cases", "the kept NUTS draws of the largest "
                         f"case ({D} parameters)", m.temperatures * m.chains * m.num_samples * D))
+    if s.sgld is not None:
+        g = s.sgld
+        rungs = len(STEP_LADDER)          # the pilots: two chains per rung and t; every step is held until thinned
+        out.append(Need("sgld.temperatures, sgld.chains, sgld.num_steps, sgld.pilot_steps, cases", "the SGLD chains' "
+                        f"steps of the largest case ({D} parameters), pilots included",
+                        g.temperatures * (g.chains * g.num_steps + 2 * rungs * g.pilot_steps) * D))
     return out
 
 
