@@ -48,18 +48,18 @@ import math
 from typing import Annotated, Literal, NamedTuple
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from .. import known_lambda, truths
 from ..posterior.linear_gibbs import MAX_WIDTH
 from ..sampling import SMCSettings
-from ..sampling.sgld import burnin_below_steps
 from ..settings import SCALE_BOUND, ConfigError, Section
 from .common import Experiment
 from .kind import Kind, Output, first_line, register_kind
 from .lambda_losses import PolynomialLoss, ProductLoss, RegressionLoss, regression_statistics
-from .lambda_readings import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, estimand_disagreement, estimate_entry,
-                              gibbs_reading, nuts_reading, sgld_reading)
+from .lambda_readings import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, GibbsSettings, MCMCSettings,
+                              SGLDCurveSettings, estimand_disagreement, estimate_entry, gibbs_reading, nuts_reading,
+                              sgld_reading)
 
 FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase")
 PHASE_KEYS = ("truth", "width", "phase", "radius")          # dslt_phase's own keys (all needed there, nowhere else)
@@ -109,50 +109,6 @@ class CurveSettings(Section):
     runs: int = Field(8, ge=2, le=256, description="independent SMC runs per case (their spread: the errors)")
     prior_std: float = Field(1.0, gt=0, le=SCALE_BOUND, description="the prior N(0, prior_std^2 I)")
     max_multiplicity: int = Field(3, ge=1, le=8, description="the largest candidate m")
-
-
-class MCMCSettings(Section):
-    """The MCMC estimand curve beside SMC's (``slt_relu.posterior.estimand_curve``): NUTS's t E_t[K] at
-    ``temperatures`` log-spaced t over the case's fitted window, ``chains`` independent chains at each (the
-    chains are the fit's runs), read by the ``tempered_loss`` rule: the estimator ``nuts_tempered_loss``."""
-
-    temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
-    chains: int = Field(8, ge=2, le=256, description="independent NUTS chains per t (their spread: the errors)")
-    num_warmup: int = Field(500, ge=1, le=100_000, description="NUTS warm-up steps per chain")
-    num_samples: int = Field(1000, ge=1, le=100_000, description="NUTS draws kept per chain")
-
-
-class SGLDCurveSettings(Section):
-    """The SGLD estimand curve beside SMC's (``slt_relu.posterior.estimand_curve.sgld_tempered_loss_curve``):
-    full-batch SGLD's t E_t[K] at ``temperatures`` log-spaced t over the case's fitted window, ``chains`` chains at
-    each from the true set's deepest point, each t's step the largest whose pilot chains' MALA acceptance is at
-    least ``accept_target``, read by the ``tempered_loss`` rule: the estimator ``sgld_tempered_loss``."""
-
-    temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
-    chains: int = Field(8, ge=2, le=256, description="independent SGLD chains per t (their spread: the errors)")
-    num_steps: int = Field(12_000, ge=2, le=1_000_000, description="SGLD steps per chain")
-    num_burnin: int = Field(2_000, ge=0, le=1_000_000, description="first steps dropped")
-    thin: int = Field(10, ge=1, le=10_000, description="keep every thin-th step after the burn-in")
-    accept_target: float = Field(0.999, gt=0, lt=1, description="the pilot chains' least mean MALA acceptance that "
-                                 "a step must reach (0.99 lets a Gaussian direction's variance grow by 5-7 %)")
-    pilot_steps: int = Field(2_000, ge=2, le=100_000, description="steps of each pilot chain (two per step on the "
-                             "ladder and t)")
-
-    @model_validator(mode="after")
-    def _burnin(self):
-        return burnin_below_steps(self)
-
-
-class GibbsSettings(Section):
-    """The Gibbs estimand curve of the reduced_rank and deep_linear cases (``slt_relu.posterior.linear_gibbs``):
-    t E_t[L] at ``temperatures`` log-spaced t over the case's fitted window, ``chains`` chains each passing through
-    them in increasing order, read by the ``tempered_loss`` rule: the estimator ``gibbs_tempered_loss``."""
-
-    temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
-    chains: int = Field(8, ge=2, le=256, description="independent chains (their spread: the errors); a data case "
-                        "has one per data set, curve.runs, instead")
-    burn_in: int = Field(200, ge=0, le=100_000, description="sweeps at each t before the kept ones")
-    sweeps: int = Field(200, ge=1, le=100_000, description="kept sweeps at each t")
 
 
 class Settings(Experiment):

@@ -1,17 +1,64 @@
 """The lambda_curve kind's readings of a case beside SMC's three fits (``slt_relu.kinds.lambda_curve_kind``): NUTS's,
-SGLD's and the Gibbs sampler's estimand curves t E_t[L] read by the tempered_loss rule, each case's metrics entry of a
-fit, and the warnings where two samplers' readings of the same estimand disagree."""
+SGLD's and the Gibbs sampler's estimand curves t E_t[L] read by the tempered_loss rule with their settings sections
+([mcmc], [sgld], [gibbs]), each case's metrics entry of a fit, and the warnings where two samplers' readings of the
+same estimand disagree."""
 from __future__ import annotations
 
 import numpy as np
+from pydantic import Field, model_validator
 
-from ..settings import ConfigError
+from ..sampling.sgld import burnin_below_steps
+from ..settings import ConfigError, Section
 
 MCMC_ESTIMATOR = "nuts_tempered_loss"
 SGLD_ESTIMATOR = "sgld_tempered_loss"
 GIBBS_ESTIMATOR = "gibbs_tempered_loss"
 ESTIMAND_READINGS = ("tempered_loss", GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR)   # the readings of t E_t[L]
 MIN_ACCEPT = 0.99            # SGLD's MALA acceptance below which its step's bias may not be small (a warning)
+
+
+class MCMCSettings(Section):
+    """The MCMC estimand curve beside SMC's (``slt_relu.posterior.estimand_curve``): NUTS's t E_t[K] at
+    ``temperatures`` log-spaced t over the case's fitted window, ``chains`` independent chains at each (the
+    chains are the fit's runs), read by the ``tempered_loss`` rule: the estimator ``nuts_tempered_loss``."""
+
+    temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
+    chains: int = Field(8, ge=2, le=256, description="independent NUTS chains per t (their spread: the errors)")
+    num_warmup: int = Field(500, ge=1, le=100_000, description="NUTS warm-up steps per chain")
+    num_samples: int = Field(1000, ge=1, le=100_000, description="NUTS draws kept per chain")
+
+
+class SGLDCurveSettings(Section):
+    """The SGLD estimand curve beside SMC's (``slt_relu.posterior.estimand_curve.sgld_tempered_loss_curve``):
+    full-batch SGLD's t E_t[K] at ``temperatures`` log-spaced t over the case's fitted window, ``chains`` chains at
+    each from the true set's deepest point, each t's step the largest whose pilot chains' MALA acceptance is at
+    least ``accept_target``, read by the ``tempered_loss`` rule: the estimator ``sgld_tempered_loss``."""
+
+    temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
+    chains: int = Field(8, ge=2, le=256, description="independent SGLD chains per t (their spread: the errors)")
+    num_steps: int = Field(12_000, ge=2, le=1_000_000, description="SGLD steps per chain")
+    num_burnin: int = Field(2_000, ge=0, le=1_000_000, description="first steps dropped")
+    thin: int = Field(10, ge=1, le=10_000, description="keep every thin-th step after the burn-in")
+    accept_target: float = Field(0.999, gt=0, lt=1, description="the pilot chains' least mean MALA acceptance that "
+                                 "a step must reach (0.99 lets a Gaussian direction's variance grow by 5-7 %)")
+    pilot_steps: int = Field(2_000, ge=2, le=100_000, description="steps of each pilot chain (two per step on the "
+                             "ladder and t)")
+
+    @model_validator(mode="after")
+    def _burnin(self):
+        return burnin_below_steps(self)
+
+
+class GibbsSettings(Section):
+    """The Gibbs estimand curve of the reduced_rank and deep_linear cases (``slt_relu.posterior.linear_gibbs``):
+    t E_t[L] at ``temperatures`` log-spaced t over the case's fitted window, ``chains`` chains each passing through
+    them in increasing order, read by the ``tempered_loss`` rule: the estimator ``gibbs_tempered_loss``."""
+
+    temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
+    chains: int = Field(8, ge=2, le=256, description="independent chains (their spread: the errors); a data case "
+                        "has one per data set, curve.runs, instead")
+    burn_in: int = Field(200, ge=0, le=100_000, description="sweeps at each t before the kept ones")
+    sweeps: int = Field(200, ge=1, le=100_000, description="kept sweeps at each t")
 
 
 def estimate_entry(fit) -> dict:
