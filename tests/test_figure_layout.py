@@ -569,18 +569,19 @@ LAMBDA_CASES = ["w2^2", "w1^2 w2^2", "w2^4", "w1^2 w2^4", "w1^4 w2^4", "w2^6", "
 
 
 def _lambda_curve():
-    """known_lambda_suite's figure: its 16 cases, 5 estimators (SMC's three, NUTS's, SGLD's), 8 runs of 200 stages
-    each."""
+    """known_lambda_suite's figure: its 16 cases, 5 estimators (SMC's three, NUTS's, SGLD's) and Gibbs's on the 5
+    linear ones, 8 runs of 200 stages each over t = 1e-3 .. 1e16."""
     from slt_relu.plots import lambda_curve_figure
 
     rng, rows, curves = _rng(), [], []
     for k, name in enumerate(LAMBDA_CASES):
         lam, m = 0.25 + 0.25 * (k % 7), 1 + (k % 3 == 0)
-        rows.append({"name": name, "lambda_exact": lam, "m_exact": m, "t_range": [1e3, 1e8],
+        names = ("free_energy", "tempered_loss", "thermodynamic", "nuts_tempered_loss", "sgld_tempered_loss") + (
+            ("gibbs_tempered_loss",) if name.startswith(("RRR", "DLN")) else ())
+        rows.append({"name": name, "lambda_exact": lam, "m_exact": m, "t_range": [1e3, 1e16],
                      "estimators": {est: {"lambda": lam * (1 + 0.03 * rng.normal()), "lambda_se": 0.01 * lam, "m": m}
-                                    for est in ("free_energy", "tempered_loss", "thermodynamic", "nuts_tempered_loss",
-                                                "sgld_tempered_loss")}})
-        t = np.tile(np.geomspace(1e-3, 1e8, 200), (8, 1))
+                                    for est in names}})
+        t = np.tile(np.geomspace(1e-3, 1e16, 200), (8, 1))
         curves.append(SimpleNamespace(t=t, mean_loss=lam / t * (1 - np.exp(-t)) * (1 + 0.02 * rng.normal(size=t.shape))))
     return lambda_curve_figure(rows, curves)
 

@@ -22,7 +22,7 @@ OVERRIDES = {**{k: v for k, v in TINY["known_lambda_suite.toml"].items() if k no
              "cases": TINY["known_lambda_suite.toml"]["cases"][:2],
              "mcmc.temperatures": 4, "mcmc.chains": 2, "mcmc.num_warmup": 50, "mcmc.num_samples": 50,
              "sgld.temperatures": 4, "sgld.chains": 2, "sgld.num_steps": 200, "sgld.num_burnin": 50, "sgld.thin": 5,
-             "sgld.pilot_steps": 50}
+             "sgld.pilot_steps": 50, "mcmc.t_max": 1e4, "mcmc.decades": 1.5, "sgld.t_max": 1e4, "sgld.decades": 1.0}
 
 
 def test_the_tiny_suite_runs_and_records_the_exact_values(tmp_path):
@@ -43,6 +43,9 @@ def test_the_tiny_suite_runs_and_records_the_exact_values(tmp_path):
             assert est["lambda_se"] > 0 and est["m"] in (None, 1, 2, 3)
             assert set(est["lambda_by_m"]) == {"1", "2", "3"}
         assert case["t_range"] == pytest.approx([1e3, 1e5], rel=1e-6)
+        for name, window in (("free_energy", [1e3, 1e5]), ("nuts_tempered_loss", [10 ** 2.5, 1e4]),  # their own
+                             ("sgld_tempered_loss", [1e3, 1e4])):
+            assert case["estimators"][name]["t_range"] == pytest.approx(window, rel=1e-9)
     ds = read_tree(out / "results.nc").to_dataset()
     assert dict(ds["lambda"].sizes) == {"case": 2, "estimator": 5}
     assert ds["t"].sizes["run"] == 2
@@ -83,11 +86,12 @@ def test_regular_cases_have_lambda_half_their_dimension():
     ({"name": "a", "family": "regular", "num_params": 2, "n": 1000, "t_max": 2e3},
      r"cases\[0\]\.t_max: expected at most n = 1000 for the data case cases\[0\]"),
     ({"name": "a", "family": "regular", "num_params": 2, "n": 1000, "t_max": 1e3},
-     r"curve\.decades: expected a window above t = 1, below log10\(t_max\) = 3 decades for cases\[0\], got 5"),
+     r"curve\.decades: expected a window above t = 1, below log10\(t_max\) = 3 decades for cases\[0\], got 13"),
     ({"name": "a", "family": "regular", "num_params": 2, "n": 10 ** 7, "t_max": 1e5},
      r"cases\[0\]\.n: expected an integer in \[2, 1000000\], got 10000000"),
     ({**{"name": "a", "family": "dslt_phase", "truth": "dslt4_pt1", "width": 2, "phase": "++", "radius": 0.75},
       "n": 1000, "t_max": 1e3}, r"cases\[0\]\.n: only for the families"),
+    ({"name": "a", "family": "regular", "num_params": 2, "t_max": 1e26}, r"cases\[0\]\.t_max: expected .*1e\+25"),
 ])
 def test_bad_cases_are_refused_in_one_line(tmp_path, case, match):
     with pytest.raises(ConfigError, match=match):
@@ -107,6 +111,37 @@ def test_a_window_with_too_few_stages_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match=r"cases\[0\] \(w1\^2 w2\^2\): curve: expected at least 6 stages.*smc.target_ess"):
         runner.run_config("known_lambda_suite", tmp_path / "res", progress=False, overrides=overrides)
     assert not (tmp_path / "res").exists()
+
+
+def test_a_run_that_stops_short_of_t_max_is_a_config_error(tmp_path):
+    """smc.max_stages = 4 stops every run long before t_max: one line naming the key and where it stopped, no folder
+    (not a fit over a window that the runs never reached)."""
+    overrides = {**OVERRIDES, "cases": OVERRIDES["cases"][:1], "smc.max_stages": 4}
+    with pytest.raises(ConfigError, match=r"cases\[0\] \(w1\^2 w2\^2\): an SMC run stopped at t = .*, short of t_max = "
+                       r".*smc\.max_stages = 4"):
+        runner.run_config("known_lambda_suite", tmp_path / "res", progress=False, overrides=overrides)
+    assert not (tmp_path / "res").exists()
+
+
+def test_a_run_whose_particles_left_the_posterior_is_flagged():
+    """t E_t[K] above D (lambda <= D / 2 for every loss of D parameters) at some stage: a warning naming the case, the
+    value and its t; none where every stage stays below D (NaN past a run's last stage is ignored)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from slt_relu.kinds.lambda_readings import left_the_posterior
+
+    t = np.array([[1e2, 1e4, 1e6], [1e2, 1e4, np.nan]])
+    fine = SimpleNamespace(t=t, mean_loss=np.array([[1.9, 1.95, 1.99], [1.8, 1.9, np.nan]]) / t)
+    assert left_the_posterior("a", fine, 4) == []
+    broken = SimpleNamespace(t=t, mean_loss=np.array([[1.9, 1.95, 3e16], [1.8, 1.9, np.nan]]) / t)
+    (line,) = left_the_posterior("a", broken, 4)
+    assert line.startswith("a: an SMC run's t E_t[K] reaches 3e+16 at t = 1e+06, above the 4 that no loss of 4 "
+                           "parameters reaches")
+    diverged = SimpleNamespace(t=t, mean_loss=np.array([[1.9, np.nan, 1.99], [1.8, 1.9, np.nan]]) / t)
+    (line,) = left_the_posterior("a", diverged, 4)
+    assert line.startswith("a: an SMC run's t E_t[K] reaches nan at t = 1e+04")
 
 
 PHASE = {"name": "p", "family": "dslt_phase", "truth": "dslt4_pt1", "truth_options": {"t": 1.5707963267948966},
@@ -246,6 +281,12 @@ def test_nuts_and_smc_readings_of_the_estimand_are_compared():
     assert len(far) == 1 and far[0].startswith("a: nuts_tempered_loss and SMC's tempered_loss differ by -0.05 at m = 1 (3.5")
     both = _estimand_disagreement("a", {"tempered_loss": est(0.5, 2), "nuts_tempered_loss": est(0.5, 1)})
     assert both == ["a: nuts_tempered_loss identifies m = 1, SMC's tempered_loss m = 2"]
+    # over different windows the message names them: a window that is not asymptotic is the other explanation
+    windows = _estimand_disagreement("a", {"tempered_loss": {**est(0.5, 1), "t_range": [1e3, 1e16]},
+                                           "nuts_tempered_loss": {**est(0.45, None), "t_range": [1e3, 1e8]}})
+    assert windows == ["a: nuts_tempered_loss and SMC's tempered_loss differ by -0.05 at m = 1 (over t = 1e+03 .. "
+                       "1e+08 and 1e+03 .. 1e+16) (3.5 combined standard errors): one sampler misses part of the "
+                       "posterior or a window is not asymptotic"]
 
 
 def _family_loss(family, **keys):
@@ -418,6 +459,11 @@ def test_gibbs_alone_reads_cases_past_smcs_bound_and_data_cases(tmp_path):
      r"cases\[0\]: expected at most 2000 parameters \(SMC's, NUTS's and SGLD's bound; the Gibbs sampler alone, "
      r"without \[smc\], \[mcmc\] and \[sgld\], reads reduced_rank and deep_linear cases of up to 100000\), got 2048"),
     ({"sgld": {"num_steps": 100, "num_burnin": 100}}, r"sgld.num_burnin: expected an integer below num_steps = 100"),
+    ({"mcmc.decades": 9.0}, r"mcmc\.decades: expected a window above t = 1, below log10\(t_max\) = 8 decades for "
+     r"cases\[0\]'s mcmc reading, got 9"),
+    ({"sgld.t_max": 1e2, "sgld.decades": None}, r"curve\.decades: expected a window above t = 1, below log10\(t_max\) "
+     r"= 2 decades for cases\[0\]'s sgld reading, got 13"),
+    ({"sgld.t_max": 1e26}, r"sgld\.t_max: expected .*1e\+25"),
     ({"smc": None, "mcmc": None, "sgld": None, "gibbs": {},
       "cases": [{"name": "a", "family": "deep_linear", "input_dim": 256, "widths": [256, 256]}]},
      r"cases\[0\]: expected at most 100000 parameters \(the Gibbs sampler's bound\), got 131072"),

@@ -47,9 +47,10 @@ TINY = {
                            "convergence.max_chains_per_dataset": 4,
                            "sweep.truth.v": [1.0, 3.0]},
     # four small cases (two with m = 2; one from data sets of n = 1e5), two runs each, t up to 1e5
-    # (without [mcmc]: NUTS compiles a program per loss; tests/test_lambda_curve.py runs it on two cases)
+    # (without [mcmc], [sgld], [gibbs]: NUTS compiles a program per loss; tests/test_lambda_curve.py runs NUTS and SGLD
+    # on two cases, known_lambda_large.toml the Gibbs sampler)
     "known_lambda_suite.toml": {"curve.runs": 2, "curve.t_max": 1e5, "curve.decades": 2.0, "smc.num_particles": 64,
-                                "mcmc": None, "sgld": None,
+                                "mcmc": None, "sgld": None, "gibbs": None,
                                 "cases": [{"name": "w1^2 w2^2", "family": "normal_crossing", "k": [1, 1]},
                                           {"name": "RRR 2-1-2", "family": "reduced_rank", "input_dim": 2, "hidden": 1,
                                            "output_dim": 2},

@@ -19,7 +19,9 @@ L_n(w) - L_n(w0) from the data's sufficient statistics, t_max at most n (the Bay
 fit reads each run's L* with lambda (a linear term t L*: for the regular family exactly the data's minimum, for
 singular ones an effective slope), so that the runs' spread holds the data sets'.  For
 every case, ``curve.runs`` independent SMC runs from the prior to t_max give F(t) and E_t[K] at every stage
-(``slt_relu.posterior.free_energy_curve``), and the three estimators read lambda and m off them.  With [mcmc], a
+(``slt_relu.posterior.free_energy_curve``), and the three estimators read lambda and m off them (a run that stops
+short of t_max is a ConfigError; one whose t E_t[K] on a population loss passes D, beyond lambda <= D / 2, a
+warning: its particles left the posterior).  With [mcmc], a
 fourth on every population case, ``nuts_tempered_loss``: NUTS's t E_t[K] at log-spaced t over the same window
 (``slt_relu.posterior.estimand_curve``), read by the tempered_loss rule, with a warning where it and SMC's
 reading of the same estimand differ by more than 3 combined standard errors.  With [sgld], on the same cases,
@@ -30,11 +32,13 @@ blocked Gibbs sampler of deep linear networks (``slt_relu.posterior.linear_gibbs
 reaches 10^4 to 10^5 parameters on a CPU.  [smc] is optional: without it, SMC's three estimators do not run, and
 every case needs another ([mcmc], [sgld] or [gibbs]); a case that SMC, NUTS or SGLD reads has at most MAX_PARAMS
 parameters, one that Gibbs alone reads at most MAX_GIBBS_PARAMS.  A case's
-``prior_std``, ``t_max``, ``decades`` and ``runs`` override [curve]'s; its ``reference`` (another estimate of the
+``prior_std``, ``t_max``, ``decades`` and ``runs`` override [curve]'s, and [mcmc]'s and [sgld]'s ``t_max`` and
+``decades`` give those samplers a window of their own (NUTS's chains from the prior do not settle within their
+warm-up at t = 1e16, and SGLD's single step per t mixes the less the larger t); its ``reference`` (another estimate of the
 same lambda, e.g. SGLD's) is carried to the metrics and the figure for comparison.
 Outputs: metrics.json (``cases``: name, family, num_params, n (null: K itself), lambda_exact (null if unknown),
 m_exact, and per estimator lambda, lambda_se, m (null where not identifiable), lambda_by_m, lambda_se_by_m,
-loss_min (L*) and run_loss_min (each run's), NUTS's and SGLD's gradients (SGLD's also each t's t eps_t,
+t_range (its fitted window: SMC's is the case's), loss_min (L*) and run_loss_min (each run's), NUTS's and SGLD's gradients (SGLD's also each t's t eps_t,
 ``step_scale``, and its chains' lowest mean MALA acceptance, ``accept_prob_min``) or Gibbs's sweeps, the fitted t range,
 SMC's gradients (0 without [smc]); a dslt_phase case also ``phase``, a
 reference case ``reference``, a two-parameter crossing ``exact_check`` (its SMC free energy against the exact
@@ -57,9 +61,9 @@ from ..settings import SCALE_BOUND, ConfigError, Section
 from .common import Experiment
 from .kind import Kind, Output, first_line, register_kind
 from .lambda_losses import PolynomialLoss, ProductLoss, RegressionLoss, regression_statistics
-from .lambda_readings import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, GibbsSettings, MCMCSettings,
-                              SGLDCurveSettings, estimand_disagreement, estimate_entry, gibbs_reading, nuts_reading,
-                              sgld_reading)
+from .lambda_readings import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, T_MAX_BOUND, GibbsSettings,
+                              MCMCSettings, SGLDCurveSettings, estimand_disagreement, estimate_entry, gibbs_reading,
+                              left_the_posterior, nuts_reading, sgld_reading)
 
 FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase")
 PHASE_KEYS = ("truth", "width", "phase", "radius")          # dslt_phase's own keys (all needed there, nowhere else)
@@ -97,15 +101,15 @@ class CaseSettings(Section):
                               "slt_relu.phases prints it (e.g. \"+ | 1 degenerate\")")
     radius: float | None = Field(None, gt=0, le=10, description="dslt_phase: the region's ball |z| <= radius")
     prior_std: float | None = Field(None, gt=0, le=SCALE_BOUND, description="overrides curve.prior_std")
-    t_max: float | None = Field(None, gt=1, le=1e30, description="overrides curve.t_max")
-    decades: float | None = Field(None, gt=0, le=29, description="overrides curve.decades")
+    t_max: float | None = Field(None, gt=1, le=T_MAX_BOUND, description="overrides curve.t_max")
+    decades: float | None = Field(None, gt=0, le=24, description="overrides curve.decades")
     runs: int | None = Field(None, ge=2, le=256, description="overrides curve.runs")
     reference: ReferenceSettings | None = Field(None, description="another estimate of this lambda, shown beside")
 
 
 class CurveSettings(Section):
-    t_max: float = Field(1e8, gt=1, le=1e30, description="the largest inverse temperature t = n beta")
-    decades: float = Field(5.0, gt=0, le=29, description="the fitted window: the last decades of t")
+    t_max: float = Field(1e8, gt=1, le=T_MAX_BOUND, description="the largest inverse temperature t = n beta")
+    decades: float = Field(5.0, gt=0, le=24, description="the fitted window: the last decades of t")
     runs: int = Field(8, ge=2, le=256, description="independent SMC runs per case (their spread: the errors)")
     prior_std: float = Field(1.0, gt=0, le=SCALE_BOUND, description="the prior N(0, prior_std^2 I)")
     max_multiplicity: int = Field(3, ge=1, le=8, description="the largest candidate m")
@@ -233,6 +237,15 @@ def resolve(s: Settings, raw=None) -> Resolved:
             cases.append(Case(c, ph.loss, ph.num_params, ph.lambda_exact, ph.m_exact, curve, ph.info))
             continue
         readers = _readers(s, c)
+        for section, reader in (("mcmc", "nuts"), ("sgld", "sgld")):
+            if reader in readers:
+                own = getattr(s, section)
+                t_max, decades = own.window(curve)
+                if t_max * 10.0 ** -decades <= 1.0:
+                    key = (f"{section}.decades" if own.decades is not None else
+                           f"{where}.decades" if c.decades is not None else "curve.decades")
+                    raise ConfigError(f"{key}: expected a window above t = 1, below log10(t_max) = "
+                                      f"{math.log10(t_max):.3g} decades for {where}'s {section} reading, got {decades:g}")
         if not readers:
             raise ConfigError(f"{where}: no estimator reads this {c.family} case{' of data' if c.n else ''}: expected "
                               f"[smc] (every case), [mcmc] or [sgld] (population cases but dslt_phase) or [gibbs] ("
@@ -289,6 +302,13 @@ def run(r: Resolved, key, ctx) -> Output:
         if r.smc is not None:
             curve = smc_free_energy_curve(jax.random.fold_in(key, i), c.loss, c.num_params, cv.t_max, r.smc,
                                           num_runs=cv.runs, prior_std=cv.prior_std, run_data=run_data)
+            reached = float(np.nanmin(np.nanmax(curve.t, axis=1)))
+            if reached < cv.t_max * (1 - 1e-9) and c.phase is None:
+                raise ConfigError(f"cases[{i}] ({c.settings.name}): an SMC run stopped at t = {reached:.3g}, short of "
+                                  f"t_max = {cv.t_max:g}, after smc.max_stages = {r.smc.max_stages} stages: expected a "
+                                  "larger smc.max_stages (or a smaller t_max)")
+            if run_data is None:
+                warnings += left_the_posterior(c.settings.name, curve, c.num_params)
             for name in ESTIMATORS:
                 try:
                     fit = fit_learning_coefficient(curve, name, loss_min=0.0 if run_data is None else None,

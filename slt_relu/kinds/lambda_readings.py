@@ -1,7 +1,7 @@
 """The lambda_curve kind's readings of a case beside SMC's three fits (``slt_relu.kinds.lambda_curve_kind``): NUTS's,
 SGLD's and the Gibbs sampler's estimand curves t E_t[L] read by the tempered_loss rule with their settings sections
 ([mcmc], [sgld], [gibbs]), each case's metrics entry of a fit, and the warnings where two samplers' readings of the
-same estimand disagree."""
+same estimand disagree or where SMC's particles left the posterior."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,12 +15,29 @@ SGLD_ESTIMATOR = "sgld_tempered_loss"
 GIBBS_ESTIMATOR = "gibbs_tempered_loss"
 ESTIMAND_READINGS = ("tempered_loss", GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR)   # the readings of t E_t[L]
 MIN_ACCEPT = 0.99            # SGLD's MALA acceptance below which its step's bias may not be small (a warning)
+T_MAX_BOUND = 1e25           # SMC's first step from the prior, about 1 / t_max, is bisected in [0, 1] to 2^-100 = 8e-31
 
 
-class MCMCSettings(Section):
+class Window(Section):
+    """A sampler's own fitted window, where it differs from the cases' (NUTS's chains from the prior do not settle
+    within their warm-up at t = 1e16; SGLD's single step per t mixes the less the larger t)."""
+
+    t_max: float | None = Field(None, gt=1, le=T_MAX_BOUND, description="this sampler's largest t (default: each "
+                                "case's t_max)")
+    decades: float | None = Field(None, gt=0, le=24, description="this sampler's window in decades of t (default: "
+                                  "each case's)")
+
+    def window(self, curve) -> tuple[float, float]:
+        """(t_max, decades): this section's where set, else the case's ``curve`` settings'."""
+        return (curve.t_max if self.t_max is None else self.t_max,
+                curve.decades if self.decades is None else self.decades)
+
+
+class MCMCSettings(Window):
     """The MCMC estimand curve beside SMC's (``slt_relu.posterior.estimand_curve``): NUTS's t E_t[K] at
-    ``temperatures`` log-spaced t over the case's fitted window, ``chains`` independent chains at each (the
-    chains are the fit's runs), read by the ``tempered_loss`` rule: the estimator ``nuts_tempered_loss``."""
+    ``temperatures`` log-spaced t over the case's fitted window (or its own: ``t_max``, ``decades``), ``chains``
+    independent chains at each (the chains are the fit's runs), read by the ``tempered_loss`` rule: the estimator
+    ``nuts_tempered_loss``."""
 
     temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
     chains: int = Field(8, ge=2, le=256, description="independent NUTS chains per t (their spread: the errors)")
@@ -28,10 +45,10 @@ class MCMCSettings(Section):
     num_samples: int = Field(1000, ge=1, le=100_000, description="NUTS draws kept per chain")
 
 
-class SGLDCurveSettings(Section):
+class SGLDCurveSettings(Window):
     """The SGLD estimand curve beside SMC's (``slt_relu.posterior.estimand_curve.sgld_tempered_loss_curve``):
-    full-batch SGLD's t E_t[K] at ``temperatures`` log-spaced t over the case's fitted window, ``chains`` chains at
-    each from the true set's deepest point, each t's step the largest whose pilot chains' MALA acceptance is at
+    full-batch SGLD's t E_t[K] at ``temperatures`` log-spaced t over the case's fitted window (or its own:
+    ``t_max``, ``decades``), ``chains`` chains at each from the true set's deepest point, each t's step the largest whose pilot chains' MALA acceptance is at
     least ``accept_target``, read by the ``tempered_loss`` rule: the estimator ``sgld_tempered_loss``."""
 
     temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
@@ -67,13 +84,14 @@ def estimate_entry(fit) -> dict:
             "lambda_by_m": {str(k): v for k, v in fit.lambda_by_m.items()},
             "lambda_se_by_m": {str(k): v for k, v in fit.lambda_se_by_m.items()},
             "chi2_by_m": {str(k): v for k, v in fit.chi2_by_m.items()},
-            "residual_p": fit.residual_p, "reason": fit.reason, "loss_min": fit.loss_min,
+            "residual_p": fit.residual_p, "reason": fit.reason, "t_range": list(fit.t_range), "loss_min": fit.loss_min,
             "run_loss_min": list(fit.run_loss_min)}
 
 
 def estimand_disagreement(name: str, estimators: dict) -> list[str]:
-    """Warnings where two samplers' readings of the same estimand t E_t[L] over the same window (SMC's
-    tempered_loss, Gibbs's, NUTS's, SGLD's: each pair that ran) differ by more than 3 combined standard errors at a common m,
+    """Warnings where two samplers' readings of the same estimand t E_t[L] (SMC's tempered_loss, Gibbs's, NUTS's,
+    SGLD's: each pair that ran; their windows named where they differ) differ by more than 3 combined standard
+    errors at a common m,
     or where both identify m and their m differ: then at least one sampler does not sample the tempered posterior
     (an MCMC chain at large t keeps the branch of the singular set it reached during warm-up; SMC's particles cross
     between branches while t is small)."""
@@ -86,34 +104,56 @@ def estimand_disagreement(name: str, estimators: dict) -> list[str]:
             m = str(a["m"] if a["m"] is not None else b["m"] if b["m"] is not None else 1)
             diff = b["lambda_by_m"][m] - a["lambda_by_m"][m]
             se = float(np.hypot(a["lambda_se_by_m"][m], b["lambda_se_by_m"][m]))
+            ra, rb = a.get("t_range"), b.get("t_range")
+            windows = "" if ra is None or rb is None or np.allclose(ra, rb, rtol=1e-9) else \
+                " (over t = {:.3g} .. {:.3g} and {:.3g} .. {:.3g})".format(*rb, *ra)
             if abs(diff) > 3 * se:
-                out.append(f"{name}: {label(second)} and {label(first)} differ by {diff:+.4g} at m = {m} "
-                           f"({abs(diff) / se:.1f} combined standard errors): one sampler misses part of the posterior")
+                out.append(f"{name}: {label(second)} and {label(first)} differ by {diff:+.4g} at m = {m}{windows} "
+                           f"({abs(diff) / se:.1f} combined standard errors): one sampler misses part of the posterior"
+                           + (" or a window is not asymptotic" if windows else ""))
             if a["m"] is not None and b["m"] is not None and a["m"] != b["m"]:
                 out.append(f"{name}: {label(second)} identifies m = {b['m']}, {label(first)} m = {a['m']}")
     return out
 
 
+def left_the_posterior(name: str, curve, num_params: int) -> list[str]:
+    """A warning where an SMC run's t E_t[K] on a population loss passes D = num_params, or is not a number at one of
+    its stages: every loss of D parameters has lambda <= D / 2 (the regular case is the largest), so a run that
+    reads twice that has particles that left the tempered posterior (moves that diverged at the largest t, where
+    the posterior is narrowest)."""
+    t = np.asarray(curve.t, float)
+    y = t * np.asarray(curve.mean_loss, float)
+    bad = np.isfinite(t) & ~(y <= num_params)                          # above D, or not a number at a stage
+    if not bad.any():
+        return []
+    r, k = np.unravel_index(np.argmax(np.where(bad, np.nan_to_num(y, nan=np.inf), -np.inf)), y.shape)
+    return [f"{name}: an SMC run's t E_t[K] reaches {y[r, k]:.3g} at t = {curve.t[r, k]:.3g}, above the "
+            f"{num_params} that no loss of {num_params} parameters reaches (lambda <= D / 2): its particles left the "
+            "posterior there, and this case's readings are not to be trusted (a smaller t_max, or more "
+            "smc.num_mcmc_steps)"]
+
+
 def nuts_reading(key, c, mc):
     """(curve, the nuts_tempered_loss entry, its fit) of a case: NUTS's t E_t[K] at mc.temperatures t over the
-    case's window, read by the tempered_loss rule on a grid that is those temperatures; with the gradients the
+    case's window (or [mcmc]'s), read by the tempered_loss rule on a grid that is those temperatures; with the gradients the
     chains spent.  c: the kind's resolved ``Case``; mc: its [mcmc] settings."""
     from ..posterior.estimand_curve import mcmc_tempered_loss_curve
     from ..posterior.free_energy_curve import fit_learning_coefficient
     from ..sampling import NUTSSettings
 
     cv = c.curve
-    curve = mcmc_tempered_loss_curve(key, c.loss, c.num_params, cv.t_max, decades=cv.decades,
+    t_max, decades = mc.window(cv)
+    curve = mcmc_tempered_loss_curve(key, c.loss, c.num_params, t_max, decades=decades,
                                      temperatures=mc.temperatures, chains=mc.chains, prior_std=cv.prior_std,
                                      settings=NUTSSettings(num_warmup=mc.num_warmup, num_samples=mc.num_samples))
-    fit = fit_learning_coefficient(curve, "tempered_loss", decades=cv.decades, points=mc.temperatures,
+    fit = fit_learning_coefficient(curve, "tempered_loss", decades=decades, points=mc.temperatures,
                                    max_multiplicity=cv.max_multiplicity, min_stages=mc.temperatures)
     return curve, {**estimate_entry(fit), "grad_evals": curve.grad_evals}, fit
 
 
 def sgld_reading(key, c, sg, warnings: list):
     """(curve, the sgld_tempered_loss entry, its fit) of a population case: full-batch SGLD's t E_t[K] at
-    sg.temperatures t over the case's window, every chain from the true set's deepest point (the loss's
+    sg.temperatures t over the case's window (or [sgld]'s), every chain from the true set's deepest point (the loss's
     ``true_point``: estimate_llc's w*), each t's step chosen by pilot chains' MALA acceptance, read by the
     tempered_loss rule; with the gradients spent (pilots included), each t's t eps_t and the chains' lowest mean
     MALA acceptance (a warning in ``warnings`` below MIN_ACCEPT).  A run with a diverged chain (no finite mean loss)
@@ -123,8 +163,9 @@ def sgld_reading(key, c, sg, warnings: list):
     from ..posterior.free_energy_curve import fit_learning_coefficient
 
     cv = c.curve
+    t_max, decades = sg.window(cv)
     curve, accept, step_scale = sgld_tempered_loss_curve(
-        key, c.loss, c.loss.true_point(), cv.t_max, decades=cv.decades, temperatures=sg.temperatures,
+        key, c.loss, c.loss.true_point(), t_max, decades=decades, temperatures=sg.temperatures,
         chains=sg.chains, prior_std=cv.prior_std, accept_target=sg.accept_target, pilot_steps=sg.pilot_steps,
         num_steps=sg.num_steps, num_burnin=sg.num_burnin, thin=sg.thin)
     finite = np.all(np.isfinite(curve.mean_loss), axis=1)             # a run: chain r at every t
@@ -137,7 +178,7 @@ def sgld_reading(key, c, sg, warnings: list):
         curve = curve._replace(t=curve.t[finite], free_energy=curve.free_energy[finite],
                                mean_loss=curve.mean_loss[finite], prior_mean_loss=curve.prior_mean_loss[finite])
         accept = accept[finite]
-    fit = fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0, decades=cv.decades, points=sg.temperatures,
+    fit = fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0, decades=decades, points=sg.temperatures,
                                    max_multiplicity=cv.max_multiplicity, min_stages=sg.temperatures)
     low = float(np.min(accept))
     if low < MIN_ACCEPT:

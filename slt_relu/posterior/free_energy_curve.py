@@ -45,10 +45,11 @@ The fit (:func:`fit_learning_coefficient`), a stated rule:
    errors; for F and its thermodynamic integral the points' errors are strongly correlated (cumulative
    sums), so only ``tempered_loss`` has a meaningful p-value, which is reported for every estimator.
 
-Estimating the correction terms takes range: over t = 1e3 .. 1e8 with 8 runs of 2,048 particles
-m = 1 is told from m >= 2 for w1^2 w2^2 but m = 2 not from m = 3 for w1^2 w2^2 w3^2; a slowly
-decaying power (w1^2 w2^4 w3^6: lambda = 1/6 with the next pole at 1/4, a correction t^(-1/12))
-moves lambda by -18 % at t = 1e8, and needs t near 1e20 (the potential alone allows it).
+Estimating the correction terms takes range.  The next pole's power t^(-(lambda2 - lambda)) fades only at
+large t, while m's signal (m - 1) / log t shows best at small t, where 1 / log t varies most: a window over
+both (the known-lambda suite's: t = 1e3 .. 1e16) serves both, and a pole as close as w1^4 w2^6's (lambda = 1/6,
+the next at 1/4: a correction t^(-1/12)) needs t near 1e25 (the measured readings by window:
+docs/experiments/known_lambda_suite.md).
 """
 from __future__ import annotations
 
