@@ -3,17 +3,21 @@ curves of the same losses over other windows, beside checks that do not depend o
 
 1. The two-parameter normal crossings K = w1^(2 k1) w2^(2 k2) and the zero-truth reduced-rank / deep linear cases
    with t_max = 1e8, 1e16 and 1e25 (WINDOWS: the fit over the last 5 decades of each, and over t = 1e3 .. 1e16,
-   the suite's, and 1e3 .. 1e25): lambda for the m the rule chooses and at the exact m, the m it identifies (or "?"), and for the crossings two checks the fit does not
-   enter: SMC's F against the exact quadrature (``check_free_energy``: the largest |z| over the window and its
-   Student-t bound) and the same rule read off the exact curve itself (the quadrature with 1e-4 noise, 4 runs:
-   what the window allows without SMC's noise or bias).
+   the suite's, and 1e3 .. 1e25): lambda for the m the rule chooses and at the exact m, the m it identifies (or
+   "?"), and for the crossings two checks the fit does not enter: SMC's F against the exact quadrature
+   (``check_free_energy``: the largest |z| over the window and its Student-t bound) and the same rule read off the
+   exact curve itself (the quadrature with 1e-4 noise, 4 runs: what the window allows without SMC's noise or bias).
 2. The reduced-rank / deep-linear / regular families from data sets of n = 1e5 (the suite's data cases: each run
    its own data set, L* fitted) beside their population loss K over the same window t = 1e2 .. 1e5: the window,
    not the data, sets how close the reading comes.
+3. SMC against an exact sampler along t: the linear population cases' t E_t[K] by SMC (8 runs to t = 1e16) and by
+   blocked Gibbs sweeps (``linear_gibbs_curve``, 16 chains, 400 + 800 sweeps) at 12 t from 1e3 to 1e14 (the Gibbs
+   sampler's MAX_T), point by point, with the chains whose t E_t[K] passes D (no loss of D parameters has lambda
+   above D / 2).
 
-    .venv/bin/python benchmarks/known_lambda_windows.py [--runs 8] [--particles 2048] [--part 1,2]
+    .venv/bin/python benchmarks/known_lambda_windows.py [--runs 8] [--particles 2048] [--part 1,2,3]
 
-(about 5 minutes on a 2-core CPU; SMC only.)
+(about 7 minutes on a 2-core CPU.)
 """
 from __future__ import annotations
 
@@ -129,6 +133,30 @@ def part_data(args, settings):
                   f"{_reading(fit, c.lambda_exact, c.m_exact)}", flush=True)
 
 
+def part_gibbs(args, settings):
+    import jax
+
+    from slt_relu.posterior.linear_gibbs import linear_gibbs_curve
+
+    print("3. SMC's t E_t[K] against the exact Gibbs sampler's, t = 1e3 .. 1e14 (mean +- se over runs / chains)")
+    for i, spec in enumerate(DATA[:5]):
+        c = _case(spec)
+        smc = _curve(jax.random.fold_in(jax.random.key(args.seed + 2), i), c, 1e16, args.runs, settings)
+        gibbs = linear_gibbs_curve(jax.random.fold_in(jax.random.key(args.seed + 3), i), c.loss.widths, 1e14,
+                                   decades=11.0, temperatures=12, chains=16, burn_in=400, sweeps=800,
+                                   target=np.asarray(c.loss.target))
+        g = gibbs.t * gibbs.mean_loss
+        s = np.array([np.interp(np.log(gibbs.t[0]), np.log(t[np.isfinite(t)]), (t * y)[np.isfinite(t)])
+                      for t, y in zip(smc.t, smc.mean_loss)])
+        print(f"  {spec['name']} (exact {c.lambda_exact:.4g}, m {c.m_exact}; Gibbs chains above D = {c.num_params}: "
+              f"{int(np.sum(np.any(~(g <= c.num_params), axis=1)))} of {len(g)})", flush=True)
+        for k, t in enumerate(gibbs.t[0]):
+            gm, gs = np.mean(g[:, k]), np.std(g[:, k], ddof=1) / math.sqrt(len(g))
+            sm, ss = np.mean(s[:, k]), np.std(s[:, k], ddof=1) / math.sqrt(len(s))
+            print(f"    t = {t:.0e}: Gibbs {gm:.3f} +- {gs:.3f}, SMC {sm:.3f} +- {ss:.3f} "
+                  f"(z {(sm - gm) / math.hypot(gs, ss):+.1f})", flush=True)
+
+
 def main():
     import jax
 
@@ -139,7 +167,7 @@ def main():
     p.add_argument("--runs", type=int, default=8)
     p.add_argument("--particles", type=int, default=2048)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--part", default="1,2", help="which tables: 1 (windows), 2 (data)")
+    p.add_argument("--part", default="1,2,3", help="which tables: 1 (windows), 2 (data), 3 (SMC against Gibbs)")
     args = p.parse_args()
     settings = SMCSettings(num_particles=args.particles, num_mcmc_steps=7, waste_free=True, target_ess=0.9,
                            max_stages=2000)
@@ -148,6 +176,8 @@ def main():
         part_windows(args, settings)
     if "2" in args.part.split(","):
         part_data(args, settings)
+    if "3" in args.part.split(","):
+        part_gibbs(args, settings)
     print(f"{time.time() - start:.0f} s")
 
 

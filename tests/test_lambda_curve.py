@@ -137,11 +137,11 @@ def test_a_run_whose_particles_left_the_posterior_is_flagged():
     assert left_the_posterior("a", fine, 4) == []
     broken = SimpleNamespace(t=t, mean_loss=np.array([[1.9, 1.95, 3e16], [1.8, 1.9, np.nan]]) / t)
     (line,) = left_the_posterior("a", broken, 4)
-    assert line.startswith("a: an SMC run's t E_t[K] reaches 3e+16 at t = 1e+06, above the 4 that no loss of 4 "
+    assert line.startswith("a: a run of SMC reaches t E_t[K] = 3e+16 at t = 1e+06, above the 4 that no loss of 4 "
                            "parameters reaches")
     diverged = SimpleNamespace(t=t, mean_loss=np.array([[1.9, np.nan, 1.99], [1.8, 1.9, np.nan]]) / t)
-    (line,) = left_the_posterior("a", diverged, 4)
-    assert line.startswith("a: an SMC run's t E_t[K] reaches nan at t = 1e+04")
+    (line,) = left_the_posterior("a", diverged, 4, "Gibbs")
+    assert line.startswith("a: a run of Gibbs reaches t E_t[K] = nan at t = 1e+04") and line.endswith("(a smaller t_max)")
 
 
 PHASE = {"name": "p", "family": "dslt_phase", "truth": "dslt4_pt1", "truth_options": {"t": 1.5707963267948966},
@@ -461,8 +461,9 @@ def test_gibbs_alone_reads_cases_past_smcs_bound_and_data_cases(tmp_path):
     ({"sgld": {"num_steps": 100, "num_burnin": 100}}, r"sgld.num_burnin: expected an integer below num_steps = 100"),
     ({"mcmc.decades": 9.0}, r"mcmc\.decades: expected a window above t = 1, below log10\(t_max\) = 8 decades for "
      r"cases\[0\]'s mcmc reading, got 9"),
-    ({"sgld.t_max": 1e2, "sgld.decades": None}, r"curve\.decades: expected a window above t = 1, below log10\(t_max\) "
-     r"= 2 decades for cases\[0\]'s sgld reading, got 13"),
+    ({"sgld.t_max": 1e2, "sgld.decades": None}, r"sgld\.t_max: expected above the lower end t = 1e\+03 of "
+     r"cases\[0\]'s window, got 100"),
+    ({"gibbs.t_max": None}, r"curve\.t_max: expected at most 1e\+14 for the Gibbs sampler's reading of cases\[11\]"),
     ({"sgld.t_max": 1e26}, r"sgld\.t_max: expected .*1e\+25"),
     ({"smc": None, "mcmc": None, "sgld": None, "gibbs": {},
       "cases": [{"name": "a", "family": "deep_linear", "input_dim": 256, "widths": [256, 256]}]},

@@ -170,3 +170,10 @@ def test_draws_satisfy_the_per_layer_integration_by_parts_identity():
     per_chain = np.asarray(jax.jit(lambda keys: jax.lax.map(chain, keys))(jax.random.split(jax.random.key(6), chains)))
     mean, se = per_chain.mean(0), per_chain.std(0, ddof=1) / math.sqrt(chains)
     assert np.all(np.abs(mean - 25) < 4.5 * se), (mean, se)
+
+
+def test_a_t_max_past_float64s_resolution_is_refused():
+    """Past t = 1e14 a conditional's mean in a flat direction is t times a rounding error (at 1e16 a chain of a
+    rank-1 DLN read t E_t[K] = 3e80): refused in one line naming the bound."""
+    with pytest.raises(ValueError, match=r"t_max: expected at most 1e\+14 \(beyond it float64's rounding"):
+        linear_gibbs_curve(jax.random.key(0), (3, 2, 2), 1e16, decades=2.0, chains=2, sweeps=1, burn_in=0)

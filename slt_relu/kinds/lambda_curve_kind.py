@@ -21,7 +21,7 @@ singular ones an effective slope), so that the runs' spread holds the data sets'
 every case, ``curve.runs`` independent SMC runs from the prior to t_max give F(t) and E_t[K] at every stage
 (``slt_relu.posterior.free_energy_curve``), and the three estimators read lambda and m off them (a run that stops
 short of t_max is a ConfigError; one whose t E_t[K] on a population loss passes D, beyond lambda <= D / 2, a
-warning: its particles left the posterior).  With [mcmc], a
+warning: its particles left the posterior; so is a Gibbs, NUTS or SGLD chain's).  With [mcmc], a
 fourth on every population case, ``nuts_tempered_loss``: NUTS's t E_t[K] at log-spaced t over the same window
 (``slt_relu.posterior.estimand_curve``), read by the tempered_loss rule, with a warning where it and SMC's
 reading of the same estimand differ by more than 3 combined standard errors.  With [sgld], on the same cases,
@@ -32,9 +32,10 @@ blocked Gibbs sampler of deep linear networks (``slt_relu.posterior.linear_gibbs
 reaches 10^4 to 10^5 parameters on a CPU.  [smc] is optional: without it, SMC's three estimators do not run, and
 every case needs another ([mcmc], [sgld] or [gibbs]); a case that SMC, NUTS or SGLD reads has at most MAX_PARAMS
 parameters, one that Gibbs alone reads at most MAX_GIBBS_PARAMS.  A case's
-``prior_std``, ``t_max``, ``decades`` and ``runs`` override [curve]'s, and [mcmc]'s and [sgld]'s ``t_max`` and
-``decades`` give those samplers a window of their own (NUTS's chains from the prior do not settle within their
-warm-up at t = 1e16, and SGLD's single step per t mixes the less the larger t); its ``reference`` (another estimate of the
+``prior_std``, ``t_max``, ``decades`` and ``runs`` override [curve]'s, and [mcmc]'s, [sgld]'s and [gibbs]'s ``t_max``
+(and ``decades``) cut those samplers' windows (NUTS's chains from the prior do not settle within their warm-up at
+t = 1e16, SGLD's single step per t mixes the less the larger t, and the Gibbs sampler's conditionals lose
+float64's resolution past t = 1e14); its ``reference`` (another estimate of the
 same lambda, e.g. SGLD's) is carried to the metrics and the figure for comparison.
 Outputs: metrics.json (``cases``: name, family, num_params, n (null: K itself), lambda_exact (null if unknown),
 m_exact, and per estimator lambda, lambda_se, m (null where not identifiable), lambda_by_m, lambda_se_by_m,
@@ -55,6 +56,7 @@ import numpy as np
 from pydantic import Field
 
 from .. import known_lambda, truths
+from ..posterior.linear_gibbs import MAX_T as GIBBS_MAX_T
 from ..posterior.linear_gibbs import MAX_WIDTH
 from ..sampling import SMCSettings
 from ..settings import SCALE_BOUND, ConfigError, Section
@@ -237,15 +239,21 @@ def resolve(s: Settings, raw=None) -> Resolved:
             cases.append(Case(c, ph.loss, ph.num_params, ph.lambda_exact, ph.m_exact, curve, ph.info))
             continue
         readers = _readers(s, c)
-        for section, reader in (("mcmc", "nuts"), ("sgld", "sgld")):
+        for section, reader in (("mcmc", "nuts"), ("sgld", "sgld"), ("gibbs", "gibbs")):
             if reader in readers:
                 own = getattr(s, section)
                 t_max, decades = own.window(curve)
-                if t_max * 10.0 ** -decades <= 1.0:
-                    key = (f"{section}.decades" if own.decades is not None else
-                           f"{where}.decades" if c.decades is not None else "curve.decades")
-                    raise ConfigError(f"{key}: expected a window above t = 1, below log10(t_max) = "
+                if decades <= 0:
+                    raise ConfigError(f"{section}.t_max: expected above the lower end t = "
+                                      f"{curve.t_max * 10.0 ** -curve.decades:.3g} of {where}'s window, got {t_max:g}")
+                if t_max * 10.0 ** -decades <= 1.0:         # only its own decades can reach below the case's window
+                    raise ConfigError(f"{section}.decades: expected a window above t = 1, below log10(t_max) = "
                                       f"{math.log10(t_max):.3g} decades for {where}'s {section} reading, got {decades:g}")
+                if section == "gibbs" and t_max > GIBBS_MAX_T:
+                    key = "gibbs" if own.t_max is not None else where if c.t_max is not None else "curve"
+                    raise ConfigError(f"{key}.t_max: expected at most {GIBBS_MAX_T:g} for the Gibbs sampler's reading of "
+                                      f"{where} (beyond it float64's rounding sets its conditionals; [gibbs] takes a "
+                                      f"t_max of its own), got {t_max:g}")
         if not readers:
             raise ConfigError(f"{where}: no estimator reads this {c.family} case{' of data' if c.n else ''}: expected "
                               f"[smc] (every case), [mcmc] or [sgld] (population cases but dslt_phase) or [gibbs] ("
@@ -323,14 +331,18 @@ def run(r: Resolved, key, ctx) -> Output:
             shown[GIBBS_ESTIMATOR], estimators[GIBBS_ESTIMATOR], fit = gibbs_reading(
                 jax.random.fold_in(jax.random.fold_in(key, i), 3), c, r.gibbs, run_data)
             fits.append(fit)
+            if run_data is None:
+                warnings += left_the_posterior(c.settings.name, shown[GIBBS_ESTIMATOR], c.num_params, "Gibbs")
         if r.mcmc is not None and c.phase is None and run_data is None:
             shown[MCMC_ESTIMATOR], estimators[MCMC_ESTIMATOR], fit = nuts_reading(
                 jax.random.fold_in(jax.random.fold_in(key, i), 1), c, r.mcmc)
             fits.append(fit)
+            warnings += left_the_posterior(c.settings.name, shown[MCMC_ESTIMATOR], c.num_params, "NUTS")
         if r.sgld is not None and c.phase is None and run_data is None:
             shown[SGLD_ESTIMATOR], estimators[SGLD_ESTIMATOR], fit = sgld_reading(
                 jax.random.fold_in(jax.random.fold_in(key, i), 4), c, r.sgld, warnings)
             fits.append(fit)
+            warnings += left_the_posterior(c.settings.name, shown[SGLD_ESTIMATOR], c.num_params, "SGLD")
         warnings += estimand_disagreement(c.settings.name, estimators)
         source = next(iter(shown))
         row = {"name": c.settings.name, "family": c.settings.family, "num_params": c.num_params, "n": c.settings.n,

@@ -4,6 +4,8 @@ SGLD's and the Gibbs sampler's estimand curves t E_t[L] read by the tempered_los
 same estimand disagree or where SMC's particles left the posterior."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import Field, model_validator
 
@@ -20,17 +22,22 @@ T_MAX_BOUND = 1e25           # SMC's first step from the prior, about 1 / t_max,
 
 class Window(Section):
     """A sampler's own fitted window, where it differs from the cases' (NUTS's chains from the prior do not settle
-    within their warm-up at t = 1e16; SGLD's single step per t mixes the less the larger t)."""
+    within their warm-up at t = 1e16; SGLD's single step per t mixes the less the larger t; the Gibbs sampler's
+    conditionals lose float64's resolution past t = 1e14)."""
 
-    t_max: float | None = Field(None, gt=1, le=T_MAX_BOUND, description="this sampler's largest t (default: each "
-                                "case's t_max)")
-    decades: float | None = Field(None, gt=0, le=24, description="this sampler's window in decades of t (default: "
-                                  "each case's)")
+    t_max: float | None = Field(None, gt=1, le=T_MAX_BOUND, description="this sampler's largest t: each case's "
+                                "window is cut there, its lower end kept (default: the case's t_max)")
+    decades: float | None = Field(None, gt=0, le=24, description="this sampler's window in decades of t below its "
+                                  "t_max (default: down to the case's lower end)")
 
     def window(self, curve) -> tuple[float, float]:
-        """(t_max, decades): this section's where set, else the case's ``curve`` settings'."""
-        return (curve.t_max if self.t_max is None else self.t_max,
-                curve.decades if self.decades is None else self.decades)
+        """(t_max, decades) for a case whose [curve] settings (with its overrides) are ``curve``: t_max the smaller of
+        this section's and the case's; decades this section's, else down to the case's window's lower end (<= 0 where
+        this t_max lies below it)."""
+        t_max = curve.t_max if self.t_max is None else min(self.t_max, curve.t_max)
+        if self.decades is not None:
+            return t_max, self.decades
+        return t_max, curve.decades - math.log10(curve.t_max / t_max)
 
 
 class MCMCSettings(Window):
@@ -66,9 +73,9 @@ class SGLDCurveSettings(Window):
         return burnin_below_steps(self)
 
 
-class GibbsSettings(Section):
+class GibbsSettings(Window):
     """The Gibbs estimand curve of the reduced_rank and deep_linear cases (``slt_relu.posterior.linear_gibbs``):
-    t E_t[L] at ``temperatures`` log-spaced t over the case's fitted window, ``chains`` chains each passing through
+    t E_t[L] at ``temperatures`` log-spaced t over the case's fitted window (or its own: ``t_max``, ``decades``), ``chains`` chains each passing through
     them in increasing order, read by the ``tempered_loss`` rule: the estimator ``gibbs_tempered_loss``."""
 
     temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
@@ -116,21 +123,26 @@ def estimand_disagreement(name: str, estimators: dict) -> list[str]:
     return out
 
 
-def left_the_posterior(name: str, curve, num_params: int) -> list[str]:
-    """A warning where an SMC run's t E_t[K] on a population loss passes D = num_params, or is not a number at one of
-    its stages: every loss of D parameters has lambda <= D / 2 (the regular case is the largest), so a run that
-    reads twice that has particles that left the tempered posterior (moves that diverged at the largest t, where
-    the posterior is narrowest)."""
+REMEDY = {"SMC": "a smaller t_max, or more smc.num_mcmc_steps", "Gibbs": "a smaller t_max",
+          "NUTS": "a smaller mcmc.t_max, or more mcmc.num_warmup", "SGLD": "a smaller sgld.t_max, or a higher "
+          "sgld.accept_target"}
+
+
+def left_the_posterior(name: str, curve, num_params: int, sampler: str = "SMC") -> list[str]:
+    """A warning where a run's t E_t[K] on a population loss (SMC's, or a Gibbs, NUTS or SGLD chain's) passes
+    D = num_params, or is not a number, at one of its t: every loss of D parameters has lambda <= D / 2 (the
+    regular case is the largest), so a run that reads twice that has draws that left the tempered posterior
+    (moves that diverged, or conditionals that lost float64's precision, at the largest t, where the posterior is
+    narrowest)."""
     t = np.asarray(curve.t, float)
     y = t * np.asarray(curve.mean_loss, float)
     bad = np.isfinite(t) & ~(y <= num_params)                          # above D, or not a number at a stage
     if not bad.any():
         return []
     r, k = np.unravel_index(np.argmax(np.where(bad, np.nan_to_num(y, nan=np.inf), -np.inf)), y.shape)
-    return [f"{name}: an SMC run's t E_t[K] reaches {y[r, k]:.3g} at t = {curve.t[r, k]:.3g}, above the "
-            f"{num_params} that no loss of {num_params} parameters reaches (lambda <= D / 2): its particles left the "
-            "posterior there, and this case's readings are not to be trusted (a smaller t_max, or more "
-            "smc.num_mcmc_steps)"]
+    return [f"{name}: a run of {sampler} reaches t E_t[K] = {y[r, k]:.3g} at t = {curve.t[r, k]:.3g}, above the "
+            f"{num_params} that no loss of {num_params} parameters reaches (lambda <= D / 2): its draws left the "
+            f"posterior there, and its reading of this case is not to be trusted ({REMEDY[sampler]})"]
 
 
 def nuts_reading(key, c, mc):
@@ -198,12 +210,13 @@ def gibbs_reading(key, c, gs, run_data):
     from ..posterior.linear_gibbs import linear_gibbs_curve
 
     cv = c.curve
+    t_max, decades = gs.window(cv)
     chains = gs.chains if run_data is None else cv.runs
-    curve = linear_gibbs_curve(key, c.loss.widths, cv.t_max, decades=cv.decades, temperatures=gs.temperatures,
+    curve = linear_gibbs_curve(key, c.loss.widths, t_max, decades=decades, temperatures=gs.temperatures,
                                chains=chains, burn_in=gs.burn_in, sweeps=gs.sweeps, prior_std=cv.prior_std,
                                target=None if run_data is not None else np.asarray(c.loss.target),
                                run_data=run_data)
     fit = fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0 if run_data is None else None,
-                                   decades=cv.decades, points=gs.temperatures, max_multiplicity=cv.max_multiplicity,
+                                   decades=decades, points=gs.temperatures, max_multiplicity=cv.max_multiplicity,
                                    min_stages=gs.temperatures)
     return curve, {**estimate_entry(fit), "sweeps": chains * gs.temperatures * (gs.burn_in + gs.sweeps)}, fit

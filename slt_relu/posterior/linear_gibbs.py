@@ -25,7 +25,9 @@ last ``decades`` decades up to t_max, in increasing order (each temperature's ch
 previous one's state, the first from a prior draw): ``burn_in`` sweeps, then the mean of L over
 ``sweeps`` sweeps.  Run r of the curve is chain r, so the runs' spread at each t is the standard error
 of t E_t[L], read by ``fit_learning_coefficient(curve, "tempered_loss")`` as NUTS's estimand curve is
-(``slt_relu.posterior.estimand_curve``); a data case's chain r uses run r's data set.
+(``slt_relu.posterior.estimand_curve``); a data case's chain r uses run r's data set.  t is at most
+MAX_T = 1e14: in a flat direction (a_i b_j = 0) the mean's numerator is t times a rounding error of about
+eps |A| |P0|, which past that t moves the chain (at t = 1e16, measured: t E_t[K] of 3e80 on a rank-1 truth).
 """
 from __future__ import annotations
 
@@ -36,6 +38,9 @@ import numpy as np
 from .free_energy_curve import FreeEnergyCurve
 
 MAX_WIDTH = 256              # each conditional's eigendecompositions are of at most MAX_WIDTH x MAX_WIDTH
+MAX_T = 1e14                 # a conditional's mean is t times a product whose rounding error in a flat direction is
+                             # about eps |A| |P0|: past t = 1e14 (float64's eps = 2.2e-16) rounding sets it (at 1e16
+                             # a chain of DLN 2-2-2-2 with a rank-1 truth read t E_t[K] = 3e80)
 
 
 def _partial_products(Ws, lo: int, hi: int, eye):
@@ -101,7 +106,7 @@ def linear_gibbs_curve(key, widths, t_max: float, *, decades: float = 3.0, tempe
     Args:
         key: a PRNG key.
         widths: (H_0, ..., H_L), L >= 1 layers, each width in 1 .. MAX_WIDTH.
-        t_max: the largest inverse temperature, > 1.
+        t_max: the largest inverse temperature, in (1, MAX_T = 1e14].
         decades: the window's width, 0 < decades < log10(t_max) (every t > 1).
         temperatures: G >= 2.
         chains: R >= 2 (the curve's runs).
@@ -127,6 +132,9 @@ def linear_gibbs_curve(key, widths, t_max: float, *, decades: float = 3.0, tempe
         raise ValueError(f"widths: expected (H_0, ..., H_L), L >= 1, integers in 1 .. {MAX_WIDTH}, got {widths!r}")
     widths = tuple(int(h) for h in widths)
     t_max = float(check_number(t_max, "t_max"))
+    if t_max > MAX_T:
+        raise ValueError(f"t_max: expected at most {MAX_T:g} (beyond it float64's rounding, times t, sets the "
+                         f"conditionals' means in the flat directions), got {t_max:g}")
     top = math.log10(max(t_max, 1.0))
     if isinstance(decades, bool) or not isinstance(decades, (int, float)) or not 0 < decades < top:
         raise ValueError(f"decades: expected a number in (0, log10(t_max) = {top:.3g}) "
