@@ -56,7 +56,6 @@ import numpy as np
 from pydantic import Field
 
 from .. import known_lambda, truths
-from ..posterior.linear_gibbs import MAX_T as GIBBS_MAX_T
 from ..posterior.linear_gibbs import MAX_WIDTH
 from ..sampling import SMCSettings
 from ..settings import SCALE_BOUND, ConfigError, Section
@@ -67,6 +66,7 @@ from .lambda_readings import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, T
                               MCMCSettings, SGLDCurveSettings, estimand_disagreement, estimate_entry, gibbs_reading,
                               left_the_posterior, nuts_reading, sgld_reading)
 
+SAMPLERS = {"tempered_loss": "SMC", GIBBS_ESTIMATOR: "Gibbs", MCMC_ESTIMATOR: "NUTS", SGLD_ESTIMATOR: "SGLD"}
 FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase")
 PHASE_KEYS = ("truth", "width", "phase", "radius")          # dslt_phase's own keys (all needed there, nowhere else)
 MAX_PARAMS = 2000            # SMC's particles x parameters x runs per program stay in memory (and NUTS's draws)
@@ -241,19 +241,7 @@ def resolve(s: Settings, raw=None) -> Resolved:
         readers = _readers(s, c)
         for section, reader in (("mcmc", "nuts"), ("sgld", "sgld"), ("gibbs", "gibbs")):
             if reader in readers:
-                own = getattr(s, section)
-                t_max, decades = own.window(curve)
-                if decades <= 0:
-                    raise ConfigError(f"{section}.t_max: expected above the lower end t = "
-                                      f"{curve.t_max * 10.0 ** -curve.decades:.3g} of {where}'s window, got {t_max:g}")
-                if t_max * 10.0 ** -decades <= 1.0:         # only its own decades can reach below the case's window
-                    raise ConfigError(f"{section}.decades: expected a window above t = 1, below log10(t_max) = "
-                                      f"{math.log10(t_max):.3g} decades for {where}'s {section} reading, got {decades:g}")
-                if section == "gibbs" and t_max > GIBBS_MAX_T:
-                    key = "gibbs" if own.t_max is not None else where if c.t_max is not None else "curve"
-                    raise ConfigError(f"{key}.t_max: expected at most {GIBBS_MAX_T:g} for the Gibbs sampler's reading of "
-                                      f"{where} (beyond it float64's rounding sets its conditionals; [gibbs] takes a "
-                                      f"t_max of its own), got {t_max:g}")
+                getattr(s, section).checked_window(section, curve, where, c.t_max is not None)
         if not readers:
             raise ConfigError(f"{where}: no estimator reads this {c.family} case{' of data' if c.n else ''}: expected "
                               f"[smc] (every case), [mcmc] or [sgld] (population cases but dslt_phase) or [gibbs] ("
@@ -315,8 +303,6 @@ def run(r: Resolved, key, ctx) -> Output:
                 raise ConfigError(f"cases[{i}] ({c.settings.name}): an SMC run stopped at t = {reached:.3g}, short of "
                                   f"t_max = {cv.t_max:g}, after smc.max_stages = {r.smc.max_stages} stages: expected a "
                                   "larger smc.max_stages (or a smaller t_max)")
-            if run_data is None:
-                warnings += left_the_posterior(c.settings.name, curve, c.num_params)
             for name in ESTIMATORS:
                 try:
                     fit = fit_learning_coefficient(curve, name, loss_min=0.0 if run_data is None else None,
@@ -331,18 +317,17 @@ def run(r: Resolved, key, ctx) -> Output:
             shown[GIBBS_ESTIMATOR], estimators[GIBBS_ESTIMATOR], fit = gibbs_reading(
                 jax.random.fold_in(jax.random.fold_in(key, i), 3), c, r.gibbs, run_data)
             fits.append(fit)
-            if run_data is None:
-                warnings += left_the_posterior(c.settings.name, shown[GIBBS_ESTIMATOR], c.num_params, "Gibbs")
         if r.mcmc is not None and c.phase is None and run_data is None:
             shown[MCMC_ESTIMATOR], estimators[MCMC_ESTIMATOR], fit = nuts_reading(
                 jax.random.fold_in(jax.random.fold_in(key, i), 1), c, r.mcmc)
             fits.append(fit)
-            warnings += left_the_posterior(c.settings.name, shown[MCMC_ESTIMATOR], c.num_params, "NUTS")
         if r.sgld is not None and c.phase is None and run_data is None:
             shown[SGLD_ESTIMATOR], estimators[SGLD_ESTIMATOR], fit = sgld_reading(
                 jax.random.fold_in(jax.random.fold_in(key, i), 4), c, r.sgld, warnings)
             fits.append(fit)
-            warnings += left_the_posterior(c.settings.name, shown[SGLD_ESTIMATOR], c.num_params, "SGLD")
+        for source, sampler in SAMPLERS.items():          # a population loss: t E_t[K] stays below D
+            if source in shown and run_data is None:
+                warnings += left_the_posterior(c.settings.name, shown[source], c.num_params, sampler)
         warnings += estimand_disagreement(c.settings.name, estimators)
         source = next(iter(shown))
         row = {"name": c.settings.name, "family": c.settings.family, "num_params": c.num_params, "n": c.settings.n,

@@ -9,6 +9,8 @@ import math
 import numpy as np
 from pydantic import Field, model_validator
 
+from ..posterior.linear_gibbs import MAX_T as GIBBS_MAX_T
+
 from ..sampling.sgld import burnin_below_steps
 from ..settings import ConfigError, Section
 
@@ -38,6 +40,23 @@ class Window(Section):
         if self.decades is not None:
             return t_max, self.decades
         return t_max, curve.decades - math.log10(curve.t_max / t_max)
+
+    def checked_window(self, section: str, curve, where: str, case_t_max: bool) -> tuple[float, float]:
+        """:meth:`window`, with a ConfigError naming the key where it lies below the case's window, reaches t <= 1,
+        or (GibbsSettings) passes the Gibbs sampler's MAX_T; ``case_t_max``: whether the case sets its own t_max."""
+        t_max, decades = self.window(curve)
+        if decades <= 0:
+            raise ConfigError(f"{section}.t_max: expected above the lower end t = "
+                              f"{curve.t_max * 10.0 ** -curve.decades:.3g} of {where}'s window, got {t_max:g}")
+        if t_max * 10.0 ** -decades <= 1.0:                 # only its own decades can reach below the case's window
+            raise ConfigError(f"{section}.decades: expected a window above t = 1, below log10(t_max) = "
+                              f"{math.log10(t_max):.3g} decades for {where}'s {section} reading, got {decades:g}")
+        if isinstance(self, GibbsSettings) and t_max > GIBBS_MAX_T:
+            key = section if self.t_max is not None else where if case_t_max else "curve"
+            raise ConfigError(f"{key}.t_max: expected at most {GIBBS_MAX_T:g} for the Gibbs sampler's reading of "
+                              f"{where} (beyond it float64's rounding sets its conditionals; [gibbs] takes a t_max "
+                              f"of its own), got {t_max:g}")
+        return t_max, decades
 
 
 class MCMCSettings(Window):

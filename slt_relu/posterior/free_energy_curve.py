@@ -45,10 +45,9 @@ The fit (:func:`fit_learning_coefficient`), a stated rule:
    errors; for F and its thermodynamic integral the points' errors are strongly correlated (cumulative
    sums), so only ``tempered_loss`` has a meaningful p-value, which is reported for every estimator.
 
-Estimating the correction terms takes range.  The next pole's power t^(-(lambda2 - lambda)) fades only at
-large t, while m's signal (m - 1) / log t shows best at small t, where 1 / log t varies most: a window over
-both (the known-lambda suite's: t = 1e3 .. 1e16) serves both, and a pole as close as w1^4 w2^6's (lambda = 1/6,
-the next at 1/4: a correction t^(-1/12)) needs t near 1e25 (the measured readings by window:
+Estimating the correction terms takes range: the next pole's power t^(-(lambda2 - lambda)) fades only at large
+t, m's signal (m - 1) / log t shows best at small t, so a window over both (the known-lambda suite's: 1e3 .. 1e16)
+serves both; a pole as close as w1^4 w2^6's (a correction t^(-1/12)) needs t near 1e25 (readings by window:
 docs/experiments/known_lambda_suite.md).
 """
 from __future__ import annotations
