@@ -14,10 +14,15 @@ curves of the same losses over other windows, beside checks that do not depend o
    blocked Gibbs sweeps (``linear_gibbs_curve``, 16 chains, 400 + 800 sweeps) at 12 t from 1e3 to 1e14 (the Gibbs
    sampler's MAX_T), point by point, with the chains whose t E_t[K] passes D (no loss of D parameters has lambda
    above D / 2).
+4. The layers' GL(H) moves (``slt_relu.moves.LayerReparametrization``, the suite's smc.symmetry_moves): SMC with and
+   without them on the five linear population cases to t = 1e16, lambda (F) at the exact m over t = 1e3 .. 1e16, and
+   on zero-truth reduced rank 2-1-2 SMC's F against its exact quadrature (``reduced_rank_one_free_energy``).
 
-    .venv/bin/python benchmarks/known_lambda_windows.py [--runs 8] [--particles 2048] [--part 1,2,3]
+SMC runs as the suite's (symmetry moves on the reduced-rank and deep linear cases) in parts 1-3.
 
-(about 7 minutes on a 2-core CPU.)
+    .venv/bin/python benchmarks/known_lambda_windows.py [--runs 8] [--particles 2048] [--part 1,2,3,4]
+
+(about 10 minutes on a 2-core CPU.)
 """
 from __future__ import annotations
 
@@ -48,14 +53,19 @@ def _case(case: dict):
 
 
 def _curve(key, c, t_max, runs, settings):
+    """SMC's runs of a case as the suite makes them (with settings.symmetry_moves, the layers' GL(H) moves on reduced
+    rank and deep linear cases)."""
     import jax
 
     from slt_relu.kinds.lambda_losses import regression_statistics
+    from slt_relu.kinds.lambda_readings import smc_moves
     from slt_relu.posterior.free_energy_curve import smc_free_energy_curve
 
     run_data = None if c.regression is None else regression_statistics(jax.random.fold_in(key, 2), *c.regression,
                                                                        c.settings.n, runs)
-    return smc_free_energy_curve(key, c.loss, c.num_params, t_max, settings, num_runs=runs, run_data=run_data)
+    settings, moves = smc_moves(settings, c)
+    return smc_free_energy_curve(key, c.loss, c.num_params, t_max, settings, num_runs=runs, run_data=run_data,
+                                 moves=moves)
 
 
 def _reading(fit, lam, m) -> str:
@@ -69,8 +79,8 @@ def _reading(fit, lam, m) -> str:
 
 def _exact_curve_fit(k, t_max, decades):
     """The rule on the quadrature's F and t E_t[K] (central differences in log t), 4 runs with 1e-4 noise."""
-    from slt_relu.posterior.free_energy_curve import (FreeEnergyCurve, fit_learning_coefficient,
-                                                      normal_crossing_free_energy)
+    from slt_relu.posterior.exact_free_energy import normal_crossing_free_energy
+    from slt_relu.posterior.free_energy_curve import FreeEnergyCurve, fit_learning_coefficient
 
     t = np.logspace(math.log10(t_max) - decades - 0.5, math.log10(t_max), 80)
     F = functools.partial(normal_crossing_free_energy, k)
@@ -86,8 +96,8 @@ def part_windows(args, settings):
     from scipy.stats import t as student
 
     from slt_relu.known_lambda import normal_crossing
-    from slt_relu.posterior.free_energy_curve import (check_free_energy, fit_learning_coefficient,
-                                                      normal_crossing_free_energy)
+    from slt_relu.posterior.exact_free_energy import check_free_energy, normal_crossing_free_energy
+    from slt_relu.posterior.free_energy_curve import fit_learning_coefficient
 
     print("1. the window: t_max = 1e8, 1e16, 1e25; the fit over the last 5 decades, and from t = 1e3 (the suite's: "
           "t_max = 1e16, 13 decades) (free_energy)")
@@ -157,6 +167,36 @@ def part_gibbs(args, settings):
                   f"(z {(sm - gm) / math.hypot(gs, ss):+.1f})", flush=True)
 
 
+def part_moves(args, settings):
+    """SMC with and without the layers' GL(H) moves on the linear population cases to t = 1e16: lambda (F) at the
+    exact m over t = 1e3 .. 1e16, and on reduced rank 2-1-2 (zero truth) F against its exact quadrature."""
+    import functools
+
+    import jax
+    from scipy.stats import t as student
+
+    from slt_relu.posterior.exact_free_energy import check_free_energy, reduced_rank_one_free_energy
+    from slt_relu.posterior.free_energy_curve import fit_learning_coefficient
+
+    print("4. the layers' GL(H) moves (smc.symmetry_moves): lambda (F) at the exact m over t = 1e3 .. 1e16, and "
+          "RRR 2-1-2's F against the exact quadrature (largest |z| over 24 points; mean residual at 1e16)")
+    exact = functools.partial(reduced_rank_one_free_energy, 2, 2)
+    bound = student.ppf(1 - 0.01 / 48, args.runs - 1)
+    for i, spec in enumerate(DATA[:5]):
+        c = _case(spec)
+        for moves in (False, True):
+            start = time.time()
+            curve = _curve(jax.random.fold_in(jax.random.key(args.seed + 4), i), c, 1e16, args.runs,
+                           settings.model_copy(update={"symmetry_moves": moves}))
+            fit = fit_learning_coefficient(curve, "free_energy", decades=13.0)
+            line = f"  {spec['name']:20s} moves {'on ' if moves else 'off'}: {_reading(fit, c.lambda_exact, c.m_exact)}"
+            if spec["name"].startswith("RRR 2-1-2"):
+                chk = check_free_energy(curve, exact, 1e3, 1e16)
+                line += (f" | exact F: |z| {np.max(np.abs(chk.z)):.1f} (bound {bound:.1f}), residual at 1e16 "
+                         f"{chk.mean[-1]:+.3f} +- {chk.se[-1]:.3f} nats")
+            print(line + f" | {curve.grad_evals:.2e} gradients, {time.time() - start:.0f} s", flush=True)
+
+
 def main():
     import jax
 
@@ -167,10 +207,11 @@ def main():
     p.add_argument("--runs", type=int, default=8)
     p.add_argument("--particles", type=int, default=2048)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--part", default="1,2,3", help="which tables: 1 (windows), 2 (data), 3 (SMC against Gibbs)")
+    p.add_argument("--part", default="1,2,3,4", help="which tables: 1 (windows), 2 (data), 3 (SMC against Gibbs), "
+                   "4 (SMC with and without the layers' moves)")
     args = p.parse_args()
     settings = SMCSettings(num_particles=args.particles, num_mcmc_steps=7, waste_free=True, target_ess=0.9,
-                           max_stages=2000)
+                           max_stages=2000, symmetry_moves=True)        # the suite's
     start = time.time()
     if "1" in args.part.split(","):
         part_windows(args, settings)
@@ -178,6 +219,8 @@ def main():
         part_data(args, settings)
     if "3" in args.part.split(","):
         part_gibbs(args, settings)
+    if "4" in args.part.split(","):
+        part_moves(args, settings)
     print(f"{time.time() - start:.0f} s")
 
 

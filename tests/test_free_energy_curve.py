@@ -13,8 +13,9 @@ from scipy.special import k0e
 from scipy.stats import t as student_t
 
 from slt_relu.known_lambda import normal_crossing
-from slt_relu.posterior.free_energy_curve import (FreeEnergyCurve, check_free_energy, fit_learning_coefficient,
-                                                 normal_crossing_free_energy, smc_free_energy_curve, stack_curves)
+from slt_relu.posterior.exact_free_energy import check_free_energy, normal_crossing_free_energy
+from slt_relu.posterior.free_energy_curve import (FreeEnergyCurve, fit_learning_coefficient, smc_free_energy_curve,
+                                                 stack_curves)
 from slt_relu.sampling import SMCSettings
 
 

@@ -33,6 +33,9 @@ def test_the_tiny_suite_runs_and_records_the_exact_values(tmp_path):
     for case in metrics["cases"]:
         lam, m = exact[case["name"]]
         assert case["lambda_exact"] == pytest.approx(float(lam), rel=1e-15) and case["m_exact"] == m
+        # smc.symmetry_moves (the suite's): the GL(1) moves on reduced rank only; both have an exact free energy
+        assert case["symmetry_moves"] is (case["name"] == "RRR 2-1-2")
+        assert set(case["exact_check"]) == {"max_abs_z", "bound", "max_abs_residual"}
         assert set(case["estimators"]) == {"free_energy", "tempered_loss", "thermodynamic", "nuts_tempered_loss",
                                            "sgld_tempered_loss"}
         assert case["estimators"]["nuts_tempered_loss"]["grad_evals"] > 0

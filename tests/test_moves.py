@@ -283,3 +283,56 @@ def test_nuts_flips_leave_the_posterior_of_example_3_2_unchanged():
     per_chain = np.stack([(quadrant(ps.params.w[..., 0, 0], ps.params.q[..., 0]) == k).mean(1) for k in range(4)], 1)
     mcse = per_chain.std(0, ddof=1) / math.sqrt(RUNS)
     assert np.all(np.abs(per_chain.mean(0) - exact) < 5 * mcse), (per_chain.mean(0), exact, mcse)
+
+
+LAYER_WIDTHS = [(2, 3, 1, 2), (3, 2, 3), (2, 1, 2)]
+
+
+@pytest.mark.parametrize("widths", LAYER_WIDTHS)
+def test_layer_reparametrization_keeps_the_product_and_reports_its_jacobian(widths):
+    """W_l -> G_l^(-1) W_l G_(l-1) leaves W_L ... W_1 unchanged (to float64 rounding of a few matrix products and two
+    matrix exponentials: 1e-12 relative) and its log |det| is that of the map's Jacobian by automatic
+    differentiation (the map is linear in w for a fixed key: the same to rounding)."""
+    from slt_relu.kinds.lambda_losses import layer_product
+    from slt_relu.moves import LayerReparametrization
+
+    with jax.enable_x64(True):
+        D = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
+        w = jax.random.normal(jax.random.key(0), (D,))
+        move = LayerReparametrization(widths, scale=0.7)
+        for k in jax.random.split(jax.random.key(1), 3):
+            w2, log_det = move(k, w)
+            assert w2.shape == w.shape and not np.allclose(w2, w)
+            np.testing.assert_allclose(layer_product(widths, w2), layer_product(widths, w), rtol=1e-12, atol=1e-12)
+            sign, ref = jnp.linalg.slogdet(jax.jacfwd(lambda v: move(k, v)[0])(w))
+            assert float(sign) != 0
+            np.testing.assert_allclose(float(log_det), float(ref), rtol=0, atol=1e-10)
+
+
+def test_layer_reparametrization_leaves_the_prior_invariant():
+    """Metropolis-Hastings with the GL(1) move alone (``involution_step``) on N(0, I) over widths (3, 1, 2), from
+    4,000 exact prior draws, 30 moves each: the layers' E |W_l|^2 stay at their prior values H_l H_(l-1) (3 and 2),
+    within 4 Monte Carlo standard errors over the independent chains.  The move scales W_1 by 1 / g and W_2 by g
+    (Jacobian g^(H_2 - H_0) = g^(-1)); with the sign of log |det| reversed the chains settle near 2 and 3 (measured
+    with 20,000 chains of 50 moves), about 25 standard errors off here, so the check can fail."""
+    from blackjax.mcmc import hmc
+
+    from slt_relu.moves import LayerReparametrization
+
+    move = LayerReparametrization((3, 1, 2), scale=0.5)
+    log_pi = lambda w: -0.5 * jnp.sum(w ** 2)
+
+    def chain(key):
+        k0, k1 = jax.random.split(key)
+        state = hmc.init(jax.random.normal(k0, (5,)), log_pi)
+        state, accepted = jax.lax.scan(lambda s, k: involution_step(k, s, log_pi, move), state,
+                                       jax.random.split(k1, 30))
+        return state.position, jnp.mean(accepted)
+
+    with jax.enable_x64(True):
+        w, accepted = jax.jit(jax.vmap(chain))(jax.random.split(jax.random.key(3), 4000))
+    w = np.asarray(w)
+    assert 0.3 < float(np.mean(accepted)) < 0.95                 # the moves are made, not all refused
+    for block, expected in ((w[:, :3], 3.0), (w[:, 3:], 2.0)):
+        sq = np.sum(block ** 2, axis=1)
+        assert abs(sq.mean() - expected) < 4 * sq.std(ddof=1) / math.sqrt(len(sq)), (sq.mean(), expected)

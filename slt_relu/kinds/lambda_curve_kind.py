@@ -19,7 +19,9 @@ L_n(w) - L_n(w0) from the data's sufficient statistics, t_max at most n (the Bay
 fit reads each run's L* with lambda (a linear term t L*: for the regular family exactly the data's minimum, for
 singular ones an effective slope), so that the runs' spread holds the data sets'.  For
 every case, ``curve.runs`` independent SMC runs from the prior to t_max give F(t) and E_t[K] at every stage
-(``slt_relu.posterior.free_energy_curve``), and the three estimators read lambda and m off them (a run that stops
+(``slt_relu.posterior.free_energy_curve``; with ``smc.symmetry_moves``, on reduced_rank and deep_linear cases every
+HMC move is followed by a proposal along the layers' GL(H) reparametrization, ``slt_relu.moves.LayerReparametrization``,
+and the other families run without), and the three estimators read lambda and m off them (a run that stops
 short of t_max is a ConfigError; one whose t E_t[K] on a population loss passes D, beyond lambda <= D / 2, a
 warning: its particles left the posterior; so is a Gibbs, NUTS or SGLD chain's).  With [mcmc], a
 fourth on every population case, ``nuts_tempered_loss``: NUTS's t E_t[K] at log-spaced t over the same window
@@ -41,9 +43,11 @@ Outputs: metrics.json (``cases``: name, family, num_params, n (null: K itself), 
 m_exact, and per estimator lambda, lambda_se, m (null where not identifiable), lambda_by_m, lambda_se_by_m,
 t_range (its fitted window: SMC's is the case's), loss_min (L*) and run_loss_min (each run's), NUTS's and SGLD's gradients (SGLD's also each t's t eps_t,
 ``step_scale``, and its chains' lowest mean MALA acceptance, ``accept_prob_min``) or Gibbs's sweeps, the fitted t range,
-SMC's gradients (0 without [smc]); a dslt_phase case also ``phase``, a
-reference case ``reference``, a two-parameter crossing ``exact_check`` (its SMC free energy against the exact
-quadrature), ``curve``: the estimator whose runs the figure and results.nc show (SMC's ``tempered_loss``, else
+SMC's gradients (0 without [smc]) and whether its runs made symmetry moves (``symmetry_moves``); a dslt_phase case
+also ``phase``, a reference case ``reference``, a two-parameter crossing and a zero-truth reduced-rank case with one
+hidden unit ``exact_check`` (its SMC free energy against the exact quadrature,
+``slt_relu.posterior.exact_free_energy``), ``curve``: the estimator whose runs the figure and results.nc show
+(SMC's ``tempered_loss``, else
 Gibbs's, else NUTS's, else SGLD's); ``warnings``), results.nc (the estimates along (case, estimator) and those curves along
 (case, run, stage)), lambda_curve.png.
 """
@@ -63,8 +67,9 @@ from .common import Experiment
 from .kind import Kind, Output, first_line, register_kind
 from .lambda_losses import PolynomialLoss, ProductLoss, RegressionLoss, regression_statistics
 from .lambda_readings import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, T_MAX_BOUND, GibbsSettings,
-                              MCMCSettings, SGLDCurveSettings, estimand_disagreement, estimate_entry, gibbs_reading,
-                              left_the_posterior, nuts_reading, sgld_reading)
+                              MCMCSettings, SGLDCurveSettings, estimand_disagreement, estimate_entry, exact_free_energy,
+                              gibbs_reading, left_the_posterior, nuts_reading, quadrature_check, sgld_reading,
+                              smc_moves)
 
 SAMPLERS = {"tempered_loss": "SMC", GIBBS_ESTIMATOR: "Gibbs", MCMC_ESTIMATOR: "NUTS", SGLD_ESTIMATOR: "SGLD"}
 FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase")
@@ -296,8 +301,9 @@ def run(r: Resolved, key, ctx) -> Output:
             jax.random.fold_in(jax.random.fold_in(key, i), 2), *c.regression, c.settings.n, cv.runs)
         estimators, shown, fits = {}, {}, []     # shown: each sampler's curve, the first for the figure
         if r.smc is not None:
-            curve = smc_free_energy_curve(jax.random.fold_in(key, i), c.loss, c.num_params, cv.t_max, r.smc,
-                                          num_runs=cv.runs, prior_std=cv.prior_std, run_data=run_data)
+            smc, moves = smc_moves(r.smc, c)
+            curve = smc_free_energy_curve(jax.random.fold_in(key, i), c.loss, c.num_params, cv.t_max, smc,
+                                          num_runs=cv.runs, prior_std=cv.prior_std, run_data=run_data, moves=moves)
             reached = float(np.nanmin(np.nanmax(curve.t, axis=1)))
             if reached < cv.t_max * (1 - 1e-9) and c.phase is None:
                 raise ConfigError(f"cases[{i}] ({c.settings.name}): an SMC run stopped at t = {reached:.3g}, short of "
@@ -335,8 +341,11 @@ def run(r: Resolved, key, ctx) -> Output:
                "grad_evals": 0 if r.smc is None else curve.grad_evals, "estimators": estimators, "curve": source}
         if c.phase is not None:
             row["phase"] = _phase_check(c, curve, cv, warnings)
-        if c.settings.family == "normal_crossing" and len(c.settings.k) == 2 and run_data is None and r.smc:
-            row["exact_check"] = _quadrature_check(c, curve, fits[0].t_range, warnings)
+        if r.smc is not None:
+            row["symmetry_moves"] = moves is not None
+            exact = exact_free_energy(c)
+            if exact is not None:
+                row["exact_check"] = quadrature_check(c.settings.name, exact, curve, fits[0].t_range, warnings)
         if c.settings.reference is not None:
             row["reference"] = c.settings.reference.model_dump()
         rows.append(row)
@@ -362,29 +371,6 @@ def _phase_check(c: Case, curve, cv: CurveSettings, warnings: list) -> dict:
                         f"the phase {c.phase['label']!r} ({fractions}): the ball holds another phase")
     if float(np.nanmin(np.nanmax(curve.t, axis=1))) < cv.t_max * (1 - 1e-9):
         warnings.append(f"{c.settings.name}: an SMC run stopped short of t_max (smc.max_stages)")
-    return out
-
-
-def _quadrature_check(c: Case, curve, t_range, warnings: list) -> dict:
-    """A two-parameter crossing's SMC free energy against the exact quadrature over the fitted window
-    (``free_energy_curve.check_free_energy``, an evidence independent of SMC's): the largest |z| of the runs' mean
-    residual over the window's grid against the Student-t bound at alpha = 0.01 (Bonferroni over the grid), the
-    largest |mean residual| in nats; a warning where |z| passes the bound (SMC's curve departs from the exact one)."""
-    import functools
-
-    from scipy.stats import t as student
-
-    from ..posterior.free_energy_curve import check_free_energy, normal_crossing_free_energy
-
-    exact = functools.partial(normal_crossing_free_energy, tuple(c.settings.k), prior_std=c.curve.prior_std)
-    chk = check_free_energy(curve, exact, *t_range)
-    bound = float(student.ppf(1 - 0.01 / (2 * len(chk.t)), len(curve.t) - 1))
-    out = {"max_abs_z": float(np.max(np.abs(chk.z))), "bound": bound,
-           "max_abs_residual": float(np.max(np.abs(chk.mean)))}
-    if out["max_abs_z"] > bound:
-        warnings.append(f"{c.settings.name}: SMC's free energy departs from the exact quadrature by "
-                        f"{out['max_abs_residual']:.3g} nats (|z| {out['max_abs_z']:.1f} > {bound:.1f}) over "
-                        f"t = {t_range[0]:.3g} .. {t_range[1]:.3g}")
     return out
 
 

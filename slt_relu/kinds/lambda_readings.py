@@ -1,7 +1,8 @@
 """The lambda_curve kind's readings of a case beside SMC's three fits (``slt_relu.kinds.lambda_curve_kind``): NUTS's,
 SGLD's and the Gibbs sampler's estimand curves t E_t[L] read by the tempered_loss rule with their settings sections
-([mcmc], [sgld], [gibbs]), each case's metrics entry of a fit, and the warnings where two samplers' readings of the
-same estimand disagree or where SMC's particles left the posterior."""
+([mcmc], [sgld], [gibbs]), each case's metrics entry of a fit, the warnings where two samplers' readings of the
+same estimand disagree or where SMC's particles left the posterior, SMC's symmetry moves of a case and its free
+energy against the exact quadrature where the case has one."""
 from __future__ import annotations
 
 import math
@@ -239,3 +240,53 @@ def gibbs_reading(key, c, gs, run_data):
                                    decades=decades, points=gs.temperatures, max_multiplicity=cv.max_multiplicity,
                                    min_stages=gs.temperatures)
     return curve, {**estimate_entry(fit), "sweeps": chains * gs.temperatures * (gs.burn_in + gs.sweeps)}, fit
+
+
+def smc_moves(smc, c):
+    """(SMC's settings for a case, its symmetry proposal or None); c: the kind's resolved ``Case``.  With
+    smc.symmetry_moves, a reduced_rank or deep_linear case's GL(H) reparametrization
+    (``slt_relu.moves.LayerReparametrization``: its loss depends on the product of the layers alone); every other
+    family has no continuous symmetry the kind knows, and runs without."""
+    from ..moves import LayerReparametrization
+
+    if smc.symmetry_moves and c.settings.family in ("reduced_rank", "deep_linear"):
+        return smc, LayerReparametrization(tuple(c.loss.widths))
+    return smc.model_copy(update={"symmetry_moves": False}), None
+
+
+def exact_free_energy(c):
+    """A case's exact F(t) by quadrature (``slt_relu.posterior.exact_free_energy``), or None; c: the kind's resolved
+    ``Case``.  Two-parameter normal crossings, and zero-truth reduced rank with one hidden unit, on the population
+    loss."""
+    import functools
+
+    from ..posterior.exact_free_energy import normal_crossing_free_energy, reduced_rank_one_free_energy
+
+    s = c.settings
+    if s.n is not None:
+        return None
+    if s.family == "normal_crossing" and len(s.k) == 2:
+        return functools.partial(normal_crossing_free_energy, tuple(s.k), prior_std=c.curve.prior_std)
+    if s.family == "reduced_rank" and s.hidden == 1 and s.true_rank == 0:
+        return functools.partial(reduced_rank_one_free_energy, s.input_dim, s.output_dim, prior_std=c.curve.prior_std)
+    return None
+
+
+def quadrature_check(name: str, exact, curve, t_range, warnings: list) -> dict:
+    """A case's SMC free energy against its exact quadrature over the fitted window
+    (``exact_free_energy.check_free_energy``, an evidence independent of SMC's): the largest |z| of the runs' mean
+    residual over the window's grid against the Student-t bound at alpha = 0.01 (Bonferroni over the grid), the
+    largest |mean residual| in nats; a warning where |z| passes the bound (SMC's curve departs from the exact one)."""
+    from scipy.stats import t as student
+
+    from ..posterior.exact_free_energy import check_free_energy
+
+    chk = check_free_energy(curve, exact, *t_range)
+    bound = float(student.ppf(1 - 0.01 / (2 * len(chk.t)), len(curve.t) - 1))
+    out = {"max_abs_z": float(np.max(np.abs(chk.z))), "bound": bound,
+           "max_abs_residual": float(np.max(np.abs(chk.mean)))}
+    if out["max_abs_z"] > bound:
+        warnings.append(f"{name}: SMC's free energy departs from the exact quadrature by "
+                        f"{out['max_abs_residual']:.3g} nats (|z| {out['max_abs_z']:.1f} > {bound:.1f}) over "
+                        f"t = {t_range[0]:.3g} .. {t_range[1]:.3g}")
+    return out

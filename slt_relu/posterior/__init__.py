@@ -9,6 +9,7 @@
 - ``nested``: nested sampling's log Z, a second estimator;
 - ``llc``: the local learning coefficient (SGLD), beta sweeps, WBIC;
 - ``free_energy_curve``: lambda and m from SMC's free-energy curve F(t) (three estimators);
+- ``exact_free_energy``: exact F(t) of losses with a known lambda, by quadrature, and SMC's curves against them;
 - ``estimand_curve``: the same from an MCMC sampler's estimand t E_t[L] at several t (NUTS, SGLD);
 - ``observables``: the local posterior's observables on any sampler's draws: Bayesian influence functions
   (posterior covariances of per-sample losses) and susceptibilities, with jackknife errors over chains.

@@ -290,114 +290,8 @@ def fit_learning_coefficient(curve: FreeEnergyCurve, estimator: Literal["free_en
                      run_lstar)
 
 
-def normal_crossing_free_energy(k, t, prior_std: float = 1.0, *, panel: float = 1.0, order: int = 16) -> np.ndarray:
-    """The exact free energy F(t) = -log Z(t) of a two-parameter normal crossing K = w1^(2 k1) w2^(2 k2) under the
-    prior N(0, prior_std^2 I), by quadrature: an evidence independent of SMC's (its tempering, weights and moves).
-
-        Z(t) = int phi(w) exp(-t K(w)) dw
-             = 4 int int g(u1) g(u2) exp(-t e^(2 k1 u1 + 2 k2 u2)) du1 du2,   g(u) = phi_1(e^u) e^u,
-
-    (w_i = +-e^(u_i); phi_1 the one-dimensional prior density).  In log coordinates the neck of exp(-t K) along the
-    axes, t^(-1/2) wide in w, is a smooth step of width ~1 in u wherever it lies, so a tensor Gauss-Legendre rule on
-    panels of fixed width resolves every t alike: u from log(prior_std) - 40 - log(t) / (2 min k) (the tail below
-    holds e^(-40) of the mass above the neck) to log(prior_std) + log 12 (the prior beyond 12 sd), ``order`` nodes per
-    panel, the sum in log space (logsumexp).  For k = (1, 1) the closed form Z(t) = e^x K_0(x) / (2 sqrt(pi T)),
-    x = 1 / (8 T), T = t prior_std^4 (the w2 integral is (1 + 2 t prior_std^2 w1^2)^(-1/2)), agrees within 1e-12 (4e-15
-    measured) for t in 1e-3 .. 1e20; so does scipy's adaptive quadrature of the one-dimensional form for k = (1, 2),
-    (1, 3), and halving the panels or doubling the nodes moves F by rounding only (tests/test_free_energy_curve.py).
-
-    Args:
-        k: (k1, k2) non-negative integers, at least one positive (k_i = 0: K does not depend on w_i).
-        t: inverse temperatures, any shape, > 0.
-        prior_std: the prior's standard deviation.
-        panel, order: the rule's panel width in u and nodes per panel.
-
-    Returns:
-        F(t), t's shape.
-    """
-    from scipy.special import logsumexp
-
-    from ..network import check_count, check_number
-
-    k = tuple(k)
-    if (len(k) != 2 or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0 for x in k)
-            or not any(k)):
-        raise ValueError(f"k: expected two non-negative integers, at least one positive, got {k!r}")
-    s = float(check_number(prior_std, "prior_std"))
-    panel, order = float(check_number(panel, "panel")), check_count(order, "order")
-    t = np.asarray(t, np.float64)
-    if not np.all(np.isfinite(t) & (t > 0)):
-        raise ValueError("t: expected finite inverse temperatures > 0")
-    x, wx = np.polynomial.legendre.leggauss(order)
-    out = np.empty(t.size)
-    for i, ti in enumerate(t.ravel()):
-        lo = math.log(s) - 40.0 - math.log(max(ti, 1.0)) / (2 * min(kk for kk in k if kk))
-        n = math.ceil((math.log(s) + math.log(12.0) - lo) / panel)
-        mid = lo + panel * (np.arange(n) + 0.5)
-        u = (mid[:, None] + 0.5 * panel * x).ravel()
-        log_g = -0.5 * np.exp(2 * u) / s ** 2 - math.log(s * math.sqrt(2 * math.pi)) + u + np.log(
-            np.tile(0.5 * panel * wx, n))
-        log_k = 2 * k[0] * u[:, None] + 2 * k[1] * u[None, :]
-        out[i] = -(math.log(4.0) + logsumexp(log_g[:, None] + log_g[None, :] - ti * np.exp(log_k)))
-    return out.reshape(t.shape)
-
-
-class FreeEnergyCheck(NamedTuple):
-    """SMC's free-energy curves against an exact F(t) (:func:`check_free_energy`), on a log grid of the window.
-
-    Fields:
-        t: (G,) the grid.
-        exact: (G,) the exact F(t).
-        residual: (R, G) each run's F - exact at its own stages, interpolated (linearly in log t) to the grid.
-        mean, se: (G,) the runs' mean residual and its standard error (their sd / sqrt(R)).
-        z: (G,) mean / se.
-    """
-
-    t: np.ndarray
-    exact: np.ndarray
-    residual: np.ndarray
-    mean: np.ndarray
-    se: np.ndarray
-    z: np.ndarray
-
-
-def check_free_energy(curve: FreeEnergyCurve, exact, t_lo: float, t_hi: float, points: int = 24) -> FreeEnergyCheck:
-    """SMC's F(t) against an exact free energy at the t of SMC's stages: each run's residual F_r(t_k) - F(t_k) at its
-    stages t_k in [t_lo, t_hi] (``exact`` evaluated there), then, since the runs' stages differ, the residuals
-    interpolated to ``points`` log-spaced t of the window, where the runs give the mean residual and its standard
-    error.  The exact F's own error (quadrature, 1e-12) is negligible beside SMC's, so z = mean / se is Student's t
-    with R - 1 degrees of freedom at each t where SMC is unbiased, and agreement at every point of the grid is
-    |z| below the t quantile of 1 - alpha / (2 points) (Bonferroni over the points, which are correlated: a
-    conservative bound).  (SMC's F carries an upward bias of about half the variance of log Z, part of what the
-    check sees.)
-
-    Args:
-        curve: :class:`FreeEnergyCurve` of R >= 2 runs reaching t_hi.
-        exact: F(t) for an array of t (e.g. ``functools.partial(normal_crossing_free_energy, (1, 1))``).
-        t_lo, t_hi: the window.
-        points: grid points in the window.
-
-    Returns:
-        :class:`FreeEnergyCheck`.
-    """
-    if len(curve.t) < 2:
-        raise ValueError(f"curve: expected at least 2 independent runs, got {len(curve.t)}")
-    if not 0 < t_lo < t_hi <= float(np.nanmin(np.nanmax(curve.t, axis=1))) * (1 + 1e-9):
-        raise ValueError(f"t_lo, t_hi: expected 0 < t_lo < t_hi <= every run's last t, got {t_lo!r}, {t_hi!r}")
-    grid = np.logspace(math.log10(t_lo), math.log10(t_hi), points)
-    residual = []
-    for t, f in zip(curve.t, curve.free_energy):
-        ok = np.isfinite(t) & np.isfinite(f) & (t >= t_lo / 2) & (t <= t_hi * 2)   # the stages around the window
-        r = f[ok] - np.asarray(exact(t[ok]), np.float64)
-        residual.append(np.interp(np.log(grid), np.log(t[ok]), r))
-    residual = np.array(residual)
-    mean, se = residual.mean(0), residual.std(0, ddof=1) / math.sqrt(len(residual))
-    return FreeEnergyCheck(grid, np.asarray(exact(grid), np.float64), residual, mean, se,
-                           mean / np.maximum(se, 1e-300))
-
-
 def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_runs: int = 4,
-                          prior_std: float = 1.0, data=None, run_data=None) -> FreeEnergyCurve:
+                          prior_std: float = 1.0, data=None, run_data=None, moves=None) -> FreeEnergyCurve:
     """Free-energy curves of ``num_runs`` independent tempered SMC runs from the prior N(0, prior_std^2 I)
     on w (dim,) to t_max:
 
@@ -415,6 +309,8 @@ def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_ru
         data: a pytree with a leading axis n, shared by the runs, or None.
         run_data: instead of ``data``, each run's own data: a pytree whose leaves have a leading axis
             num_runs (e.g. each run its own data set, so that the runs' spread holds the data's).
+        moves: with ``settings.symmetry_moves``, the symmetry proposal after every HMC move, move(key, w) ->
+            (w', log |det dw'/dw|), hashable (``slt_relu.moves.LayerReparametrization`` for a product of layers).
 
     Returns:
         :class:`FreeEnergyCurve` (R = num_runs).
@@ -446,5 +342,5 @@ def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_ru
         batched = jax.tree.map(lambda a: jnp.broadcast_to(a, (num_runs,) + jnp.shape(a)), data)
     init = prior_std * jax.random.normal(k_init, (num_runs, settings.num_particles, dim), dtype)
     t = jnp.full((num_runs,), t_max, dtype)
-    draws = sample(jax.random.split(k_run, num_runs), target, init, (batched, t), settings)
+    draws = sample(jax.random.split(k_run, num_runs), target, init, (batched, t), settings, moves=moves)
     return FreeEnergyCurve.from_smc(draws, t_max)

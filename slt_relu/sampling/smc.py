@@ -27,8 +27,10 @@ Jasra 2006; the adaptive schedule of Jasra et al. 2011):
    errors from independent runs see).
 4. with ``symmetry_moves``, every HMC move is followed by one Metropolis-Hastings proposal along a
    symmetry of the model (``slt_relu.moves``: for two-layer ReLU posteriors the orientation flip
-   psi of every node), which leaves pi_lambda' invariant and lets particles jump between modes that HMC
-   cannot connect (DSLT4's true and reversed orientations); one gradient per proposal.
+   psi of every node; for a product of layers W_L ... W_1 the GL(H) reparametrization), which leaves
+   pi_lambda' invariant and lets particles jump between modes that HMC cannot connect (DSLT4's true and
+   reversed orientations) or travel along flat directions that HMC's steps at large t cannot; one gradient
+   per proposal.
 
 S at the particles comes with U from one forward-mode pass (``jax.jvp`` in t).
 
@@ -83,7 +85,8 @@ class SMCSettings(Section):
     particle_batch: int = Field(16, ge=1, description="particles moved together (lax.map chunks: the data's "
                                 "intermediates of one chunk stay in cache; speed only)")
     symmetry_moves: bool = Field(False, description="after every HMC move, a Metropolis-Hastings proposal along "
-                                 "the model's symmetries (slt_relu.moves: the orientation flip of every node)")
+                                 "the model's symmetries (slt_relu.moves: the orientation flip of every node of a "
+                                 "two-layer ReLU network; the GL(H) reparametrization of a product of layers)")
 
     @model_validator(mode="after")
     def _waste_free(self):
