@@ -244,12 +244,12 @@ def gibbs_reading(key, c, gs, run_data):
 
 def smc_moves(smc, c):
     """(SMC's settings for a case, its symmetry proposal or None); c: the kind's resolved ``Case``.  With
-    smc.symmetry_moves, a reduced_rank or deep_linear case's GL(H) reparametrization
+    smc.symmetry_moves, a reduced_rank or deep_linear case with a hidden layer gets its GL(H) reparametrization
     (``slt_relu.moves.LayerReparametrization``: its loss depends on the product of the layers alone); every other
-    family has no continuous symmetry the kind knows, and runs without."""
+    case has no continuous symmetry the kind knows, and runs without."""
     from ..moves import LayerReparametrization
 
-    if smc.symmetry_moves and c.settings.family in ("reduced_rank", "deep_linear"):
+    if smc.symmetry_moves and c.settings.family in ("reduced_rank", "deep_linear") and len(c.loss.widths) > 2:
         return smc, LayerReparametrization(tuple(c.loss.widths))
     return smc.model_copy(update={"symmetry_moves": False}), None
 

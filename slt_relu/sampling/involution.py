@@ -7,7 +7,9 @@ from z propose z' = h(z) and accept with probability
     alpha(z) = min(1, pi(z') |det dh/dz (z)| / pi(z)),
 
 which satisfies detailed balance because h swaps z and z' (Green 1995; Neklyudov et al. 2020,
-"Involutive MCMC").  Choosing h at random, independently of z, keeps the kernel reversible.
+"Involutive MCMC").  Choosing h at random, independently of z, keeps the kernel reversible; so does a random
+group element z' = g z whose law is that of g^(-1) (on the extended space (z, g) -> (g z, g^(-1)) is an
+involution: ``slt_relu.moves.LayerReparametrization``), with the same alpha.
 When h is an exact symmetry of pi (pi(h(z)) |det dh/dz| = pi(z)) every proposal is accepted.
 
 :func:`involution_step` applies one such proposal to a gradient sampler's state (BlackJAX's
