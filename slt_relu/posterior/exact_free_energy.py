@@ -23,6 +23,27 @@ import numpy as np
 from .free_energy_curve import FreeEnergyCurve
 
 
+def _checked_rule(t, prior_std, panel, order):
+    """(t as float64, prior_std, panel, order) of a quadrature, each checked (a one-line ValueError naming it)."""
+    from ..network import check_count, check_number
+
+    s = float(check_number(prior_std, "prior_std"))
+    panel, order = float(check_number(panel, "panel")), check_count(order, "order")
+    t = np.asarray(t, np.float64)
+    if not np.all(np.isfinite(t) & (t > 0)):
+        raise ValueError("t: expected finite inverse temperatures > 0")
+    return t, s, panel, order
+
+
+def _panels(lo: float, hi: float, panel: float, order: int):
+    """(nodes u, log weights) of ``order``-point Gauss-Legendre rules on panels of width ``panel`` from lo, enough
+    of them to reach hi."""
+    x, wx = np.polynomial.legendre.leggauss(order)
+    n = math.ceil((hi - lo) / panel)
+    mid = lo + panel * (np.arange(n) + 0.5)
+    return (mid[:, None] + 0.5 * panel * x).ravel(), np.log(np.tile(0.5 * panel * wx, n))
+
+
 def normal_crossing_free_energy(k, t, prior_std: float = 1.0, *, panel: float = 1.0, order: int = 16) -> np.ndarray:
     """The exact free energy F(t) = -log Z(t) of a two-parameter normal crossing K = w1^(2 k1) w2^(2 k2) under the
     prior N(0, prior_std^2 I), by quadrature: an evidence independent of SMC's (its tempering, weights and moves).
@@ -50,26 +71,16 @@ def normal_crossing_free_energy(k, t, prior_std: float = 1.0, *, panel: float = 
     """
     from scipy.special import logsumexp
 
-    from ..network import check_count, check_number
-
     k = tuple(k)
     if (len(k) != 2 or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0 for x in k)
             or not any(k)):
         raise ValueError(f"k: expected two non-negative integers, at least one positive, got {k!r}")
-    s = float(check_number(prior_std, "prior_std"))
-    panel, order = float(check_number(panel, "panel")), check_count(order, "order")
-    t = np.asarray(t, np.float64)
-    if not np.all(np.isfinite(t) & (t > 0)):
-        raise ValueError("t: expected finite inverse temperatures > 0")
-    x, wx = np.polynomial.legendre.leggauss(order)
+    t, s, panel, order = _checked_rule(t, prior_std, panel, order)
     out = np.empty(t.size)
     for i, ti in enumerate(t.ravel()):
         lo = math.log(s) - 40.0 - math.log(max(ti, 1.0)) / (2 * min(kk for kk in k if kk))
-        n = math.ceil((math.log(s) + math.log(12.0) - lo) / panel)
-        mid = lo + panel * (np.arange(n) + 0.5)
-        u = (mid[:, None] + 0.5 * panel * x).ravel()
-        log_g = -0.5 * np.exp(2 * u) / s ** 2 - math.log(s * math.sqrt(2 * math.pi)) + u + np.log(
-            np.tile(0.5 * panel * wx, n))
+        u, log_w = _panels(lo, math.log(s) + math.log(12.0), panel, order)
+        log_g = -0.5 * np.exp(2 * u) / s ** 2 - math.log(s * math.sqrt(2 * math.pi)) + u + log_w
         log_k = 2 * k[0] * u[:, None] + 2 * k[1] * u[None, :]
         out[i] = -(math.log(4.0) + logsumexp(log_g[:, None] + log_g[None, :] - ti * np.exp(log_k)))
     return out.reshape(t.shape)
@@ -103,23 +114,15 @@ def reduced_rank_one_free_energy(input_dim: int, output_dim: int, t, prior_std: 
     """
     from scipy.special import gammaln, logsumexp
 
-    from ..network import check_count, check_number
+    from ..network import check_count
 
     N, M = check_count(input_dim, "input_dim"), check_count(output_dim, "output_dim")
-    s = float(check_number(prior_std, "prior_std"))
-    panel, order = float(check_number(panel, "panel")), check_count(order, "order")
-    t = np.asarray(t, np.float64)
-    if not np.all(np.isfinite(t) & (t > 0)):
-        raise ValueError("t: expected finite inverse temperatures > 0")
-    x, wx = np.polynomial.legendre.leggauss(order)
+    t, s, panel, order = _checked_rule(t, prior_std, panel, order)
     out = np.empty(t.size)
     for i, ti in enumerate(t.ravel()):
         T = ti * s ** 4
-        lo = -math.log(max(T, 1.0)) - 100.0 / N
-        n = math.ceil((math.log(N + 40 * math.sqrt(2 * N) + 100) - lo) / panel)
-        u = ((lo + panel * (np.arange(n) + 0.5))[:, None] + 0.5 * panel * x).ravel()
+        u, log_w = _panels(-math.log(max(T, 1.0)) - 100.0 / N, math.log(N + 40 * math.sqrt(2 * N) + 100), panel, order)
         log_density = 0.5 * N * (u - math.log(2.0)) - 0.5 * np.exp(u) - gammaln(0.5 * N)   # chi^2_N in log s
-        log_w = np.log(np.tile(0.5 * panel * wx, n))
         out[i] = -logsumexp(log_density + log_w - 0.5 * M * np.log1p(T * np.exp(u)))
     return out.reshape(t.shape)
 
