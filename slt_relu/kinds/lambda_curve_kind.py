@@ -66,7 +66,7 @@ from ..settings import SCALE_BOUND, ConfigError, Section
 from .common import Experiment
 from .kind import Kind, Output, first_line, register_kind
 from .lambda_losses import PolynomialLoss, ProductLoss, RegressionLoss, regression_statistics
-from .lambda_readings import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, T_MAX_BOUND, GibbsSettings,
+from .lambda_readings import (GIBBS_ESTIMATOR, LINEAR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, T_MAX_BOUND, GibbsSettings,
                               MCMCSettings, SGLDCurveSettings, estimand_disagreement, estimate_entry, exact_free_energy,
                               gibbs_reading, left_the_posterior, nuts_reading, quadrature_check, sgld_reading,
                               smc_moves)
@@ -76,7 +76,6 @@ FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", 
 PHASE_KEYS = ("truth", "width", "phase", "radius")          # dslt_phase's own keys (all needed there, nowhere else)
 MAX_PARAMS = 2000            # SMC's particles x parameters x runs per program stay in memory (and NUTS's draws)
 MAX_GIBBS_PARAMS = 100_000   # a case that the Gibbs sampler alone reads: chains x parameters, sweeps of eigh
-LINEAR = ("reduced_rank", "deep_linear")                   # the families the Gibbs sampler reads
 MAX_SAMPLES = 10 ** 6        # a data case's n: its runs' data sets are drawn in chunks (memory), n x runs in time
 
 

@@ -6,12 +6,12 @@ energy against the exact quadrature where the case has one."""
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from ..posterior.linear_gibbs import MAX_T as GIBBS_MAX_T
-
 from ..sampling.sgld import burnin_below_steps
 from ..settings import ConfigError, Section
 
@@ -20,13 +20,17 @@ SGLD_ESTIMATOR = "sgld_tempered_loss"
 GIBBS_ESTIMATOR = "gibbs_tempered_loss"
 ESTIMAND_READINGS = ("tempered_loss", GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR)   # the readings of t E_t[L]
 MIN_ACCEPT = 0.99            # SGLD's MALA acceptance below which its step's bias may not be small (a warning)
+LINEAR = ("reduced_rank", "deep_linear")   # the families the Gibbs sampler reads, and SMC's layer moves move
 T_MAX_BOUND = 1e25           # SMC's first step from the prior, about 1 / t_max, is bisected in [0, 1] to 2^-100 = 8e-31
 
 
 class Window(Section):
     """A sampler's own fitted window, where it differs from the cases' (NUTS's chains from the prior do not settle
     within their warm-up at t = 1e16; SGLD's single step per t mixes the less the larger t; the Gibbs sampler's
-    conditionals lose float64's resolution past t = 1e14)."""
+    conditionals lose float64's resolution past t = 1e14).  ``sampler_max_t``: the largest t the sampler itself
+    accepts (None: any up to T_MAX_BOUND)."""
+
+    sampler_max_t: ClassVar[float | None] = None
 
     t_max: float | None = Field(None, gt=1, le=T_MAX_BOUND, description="this sampler's largest t: each case's "
                                 "window is cut there, its lower end kept (default: the case's t_max)")
@@ -44,7 +48,7 @@ class Window(Section):
 
     def checked_window(self, section: str, curve, where: str, case_t_max: bool) -> tuple[float, float]:
         """:meth:`window`, with a ConfigError naming the key where it lies below the case's window, reaches t <= 1,
-        or (GibbsSettings) passes the Gibbs sampler's MAX_T; ``case_t_max``: whether the case sets its own t_max."""
+        or passes the sampler's own bound ``sampler_max_t``; ``case_t_max``: whether the case sets its own t_max."""
         t_max, decades = self.window(curve)
         if decades <= 0:
             raise ConfigError(f"{section}.t_max: expected above the lower end t = "
@@ -52,11 +56,11 @@ class Window(Section):
         if t_max * 10.0 ** -decades <= 1.0:                 # only its own decades can reach below the case's window
             raise ConfigError(f"{section}.decades: expected a window above t = 1, below log10(t_max) = "
                               f"{math.log10(t_max):.3g} decades for {where}'s {section} reading, got {decades:g}")
-        if isinstance(self, GibbsSettings) and t_max > GIBBS_MAX_T:
+        if self.sampler_max_t is not None and t_max > self.sampler_max_t:
             key = section if self.t_max is not None else where if case_t_max else "curve"
-            raise ConfigError(f"{key}.t_max: expected at most {GIBBS_MAX_T:g} for the Gibbs sampler's reading of "
-                              f"{where} (beyond it float64's rounding sets its conditionals; [gibbs] takes a t_max "
-                              f"of its own), got {t_max:g}")
+            raise ConfigError(f"{key}.t_max: expected at most {self.sampler_max_t:g} for the Gibbs sampler's "
+                              f"reading of {where} (beyond it float64's rounding sets its conditionals; [gibbs] takes a "
+                              f"t_max of its own), got {t_max:g}")
         return t_max, decades
 
 
@@ -97,6 +101,8 @@ class GibbsSettings(Window):
     """The Gibbs estimand curve of the reduced_rank and deep_linear cases (``slt_relu.posterior.linear_gibbs``):
     t E_t[L] at ``temperatures`` log-spaced t over the case's fitted window (or its own: ``t_max``, ``decades``), ``chains`` chains each passing through
     them in increasing order, read by the ``tempered_loss`` rule: the estimator ``gibbs_tempered_loss``."""
+
+    sampler_max_t: ClassVar[float | None] = GIBBS_MAX_T
 
     temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
     chains: int = Field(8, ge=2, le=256, description="independent chains (their spread: the errors); a data case "
@@ -249,7 +255,7 @@ def smc_moves(smc, c):
     case has no continuous symmetry the kind knows, and runs without."""
     from ..moves import LayerReparametrization
 
-    if smc.symmetry_moves and c.settings.family in ("reduced_rank", "deep_linear") and len(c.loss.widths) > 2:
+    if smc.symmetry_moves and c.settings.family in LINEAR and len(c.loss.widths) > 2:
         return smc, LayerReparametrization(tuple(c.loss.widths))
     return smc.model_copy(update={"symmetry_moves": False}), None
 

@@ -25,7 +25,7 @@ diagonal or dense inverse mass matrix in Stan's windows), called at the end of e
 chain's own iterations.  The step-size heuristic runs once at the start, not again at the
 window ends (numpyro's default, ``find_heuristic_step_size=False``).
 
-With ``symmetry_moves`` (and ``moves``, an involution, ``slt_relu.sampling.involution``) every trajectory after
+With ``symmetry_moves`` (and ``moves``, ``slt_relu.sampling.involution``) every trajectory after
 warm-up is followed by one Metropolis-Hastings proposal z' = move(z), accepted with
 min(1, exp(U(z) - U(z')) |det dz'/dz|); the momentum, drawn independently of z, is kept, so the kernel
 on (z, r) leaves the target invariant.  None during warm-up: a chain jumping between mirrored modes
