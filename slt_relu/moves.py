@@ -95,7 +95,15 @@ class LayerReparametrization(NamedTuple):
         import jax
         import jax.numpy as jnp
 
-        H = self.widths
+        H = tuple(self.widths)
+        if len(H) < 3 or any(isinstance(h, bool) or not isinstance(h, (int, np.integer)) or h < 1 for h in H):
+            raise ValueError(f"widths: expected the input, at least one hidden layer and the output as positive "
+                             f"integers, got {self.widths!r}")
+        if isinstance(self.scale, bool) or not isinstance(self.scale, (int, float)) or not 0 < self.scale < 10:
+            raise ValueError(f"scale: expected a number in (0, 10), got {self.scale!r}")
+        D = sum(a * b for a, b in zip(H[:-1], H[1:]))
+        if jnp.shape(w) != (D,):
+            raise ValueError(f"w: expected the flat layers of widths {H}, shape ({D},), got {jnp.shape(w)}")
         L = len(H) - 1
         X = [self.scale * jax.random.normal(k, (h, h), w.dtype) for k, h in zip(jax.random.split(key, L - 1), H[1:-1])]
         G = [jnp.eye(H[0], dtype=w.dtype)] + [jax.scipy.linalg.expm(x) for x in X] + [jnp.eye(H[-1], dtype=w.dtype)]

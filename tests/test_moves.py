@@ -336,3 +336,17 @@ def test_layer_reparametrization_leaves_the_prior_invariant():
     for block, expected in ((w[:, :3], 3.0), (w[:, 3:], 2.0)):
         sq = np.sum(block ** 2, axis=1)
         assert abs(sq.mean() - expected) < 4 * sq.std(ddof=1) / math.sqrt(len(sq)), (sq.mean(), expected)
+
+
+@pytest.mark.parametrize("move, w, match", [
+    (((2,), 0.5), np.zeros(2), "widths: expected the input, at least one hidden layer and the output"),
+    (((2, 0, 2), 0.5), np.zeros(0), "widths: expected"),
+    (((2, 1.5, 2), 0.5), np.zeros(4), "widths: expected"),
+    (((2, 1, 2), 0.0), np.zeros(4), r"scale: expected a number in \(0, 10\)"),
+    (((2, 1, 2), 0.5), np.zeros(5), r"w: expected the flat layers of widths \(2, 1, 2\), shape \(4,\)"),
+])
+def test_layer_reparametrization_refuses_bad_arguments(move, w, match):
+    from slt_relu.moves import LayerReparametrization
+
+    with pytest.raises(ValueError, match=match):
+        LayerReparametrization(*move)(jax.random.key(0), jnp.asarray(w))
