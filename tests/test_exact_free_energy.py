@@ -1,6 +1,8 @@
 """The exact free energy of zero-truth reduced rank with one hidden unit (slt_relu.posterior.exact_free_energy:
 K = |a|^2 |b|^2 / 2) against its closed form, an independent adaptive quadrature, its M <-> N symmetry and the
-known lambda; and SMC's free energy of it, with the layers' GL(1) moves, against it."""
+known lambda; and SMC's free energy of it, with the layers' GL(1) moves, against it.  The Gaussian free energy of a
+quadratic loss (a regular model, population or one data set) against a two-dimensional quadrature and its
+asymptotic form, and check_free_energy with each run's own exact F."""
 import functools
 import math
 
@@ -11,7 +13,7 @@ from scipy import integrate, special, stats
 from scipy.stats import t as student_t
 
 from slt_relu.known_lambda import reduced_rank
-from slt_relu.posterior.exact_free_energy import check_free_energy, reduced_rank_one_free_energy
+from slt_relu.posterior.exact_free_energy import check_free_energy, gaussian_free_energy, reduced_rank_one_free_energy
 
 T = np.logspace(-2, 20, 23)
 
@@ -86,3 +88,46 @@ def test_smc_with_layer_moves_follows_the_exact_free_energy():
     check = check_free_energy(curve, functools.partial(reduced_rank_one_free_energy, 2, 2), 1.0, 1e6, points=points)
     bound = student_t.ppf(1 - 0.01 / (2 * points), runs - 1)
     assert np.max(np.abs(check.z)) < bound, check.z
+
+
+H2 = np.array([[2.0, 0.3], [0.3, 0.5]])
+
+
+@pytest.mark.parametrize("t, g, prior_std", [(0.5, (0.0, 0.0), 1.0), (3.0, (0.4, -0.2), 0.7), (40.0, (0.05, 0.1), 1.3)])
+def test_the_gaussian_free_energy_against_quadrature(t, g, prior_std):
+    """-log int N(w; 0, s^2 I) exp(-t (w^T H w / 2 - g^T w)) dw by scipy's adaptive two-dimensional quadrature over
+    +-12 prior sd (the tails beyond are e^(-72)), within 1e-9 (measured 4e-16 at most)."""
+    g = np.array(g)
+    dens = lambda y, x: (np.exp(-(x * x + y * y) / (2 * prior_std ** 2)) / (2 * np.pi * prior_std ** 2)
+                         * np.exp(-t * (0.5 * np.array([x, y]) @ H2 @ np.array([x, y]) - g @ np.array([x, y]))))
+    r = 12 * prior_std
+    Z = integrate.dblquad(dens, -r, r, -r, r, epsabs=1e-14, epsrel=1e-12)[0]
+    assert gaussian_free_energy(H2, t, g, prior_std) == pytest.approx(-math.log(Z), abs=1e-9)
+
+
+def test_the_gaussian_free_energy_is_a_regular_models():
+    """F(t) = t L* + (d / 2) log t + c + c3 / t + O(t^(-2)), the form a data set's fit carries
+    (slt_relu.posterior.free_energy_curve), with L* = -g^T H^(-1) g / 2, c = sum_i log(s^2 h_i) / 2 +
+    g^T H^(-2) g / (2 s^2) and c3 = tr(H^(-1)) / (2 s^2) - g^T H^(-3) g / (2 s^4) (h_i the eigenvalues of H, s the
+    prior's sd; expanding log(1 + x) and 1 / (1 + x) in 1 / x, x = t s^2 h_i): t (F - t L* - (d / 2) log t - c) at
+    t = 1e5 is c3 = 1.80 within 1e-3 (the O(1 / t) rest: measured 2e-5; rounding of t L* times t: about 1e-6)."""
+    g, s = np.array([0.3, -0.1]), 0.8
+    Hi = np.linalg.inv(H2)
+    Lstar = -0.5 * g @ Hi @ g
+    c = 0.5 * np.sum(np.log(s * s * np.linalg.eigvalsh(H2))) + g @ Hi @ Hi @ g / (2 * s * s)
+    c3 = np.trace(Hi) / (2 * s * s) - g @ Hi @ Hi @ Hi @ g / (2 * s ** 4)
+    t = 1e5
+    rest = gaussian_free_energy(H2, t, g, s) - t * Lstar - math.log(t) - c
+    assert t * rest == pytest.approx(c3, abs=1e-3)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: gaussian_free_energy(np.array([[1.0, 2.0], [0.0, 1.0]]), 1.0), "hessian: expected a finite symmetric"),
+    (lambda: gaussian_free_energy(-np.eye(2), 1.0), "hessian: expected positive definite"),
+    (lambda: gaussian_free_energy(np.eye(2), 1.0, np.zeros(3)), r"gradient: expected a finite \(2,\) vector"),
+    (lambda: gaussian_free_energy(np.eye(2), [1.0, 0.0]), "t: expected finite inverse temperatures > 0"),
+    (lambda: gaussian_free_energy(np.eye(2), 1.0, prior_std=0.0), "prior_std"),
+])
+def test_bad_gaussian_arguments_are_refused(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -588,7 +588,7 @@ def _lambda_curve():
 
 def _lambda_curve_large():
     """known_lambda_large's figure: its 12 cases by the Gibbs estimator alone (the curve its chains give: 8 chains at
-    8 temperatures), lambda from 3 to 3236."""
+    10 temperatures), lambda from 3 to 3236."""
     from slt_relu.plots import lambda_curve_figure
 
     rng, rows, curves = _rng(), [], []

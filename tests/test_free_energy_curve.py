@@ -263,3 +263,56 @@ def test_m_one_needs_m_two_to_fit_worse_by_four():
     gap = noisy.chi2_by_m[2] - noisy.chi2_by_m[1]
     assert gap < 4 and noisy.m is None and "larger m fit as well" in noisy.reason, (gap, noisy.reason)
     assert math.isclose(noisy.lambda_by_m[1], 0.25, abs_tol=0.05)
+
+
+def _regular_data_curves(runs, seed):
+    """Exact curves of a regular model on data sets (d = 4): L(w) - L(w0) = (w - w0)^T S (w - w0) / 2 - g^T (w - w0)
+    under w ~ N(0, I), with S near I and g of size 1 / sqrt(n), n = 1e5 (each run its own S, g):
+
+        F(t) = log det(I + t S) / 2 - b^T (I + t S)^(-1) b / 2 + t (w0^T S w0 / 2 + g^T w0),  b = t (S w0 + g),
+
+    and t E_t[L] = dF / dlog t by central differences (step 1e-5 in log t: rounding error about 5e-7).  Returns the curves
+    and each run's L* = min_w L(w) - L(w0) = -g^T S^(-1) g / 2."""
+    rng = np.random.default_rng(seed)
+    t = np.logspace(-1, 5, 400)
+    w0 = np.array([0.5, -0.5, 1.0, 0.3])
+
+    def F(S, g, tt):
+        A = np.eye(4) + tt * S
+        b = tt * (S @ w0 + g)
+        return 0.5 * np.linalg.slogdet(A)[1] - 0.5 * b @ np.linalg.solve(A, b) + tt * (0.5 * w0 @ S @ w0 + g @ w0)
+
+    Fs, Ls, Lstar = [], [], []
+    for _ in range(runs):
+        X = rng.normal(size=(4, 4))
+        S, g = np.eye(4) + 0.3 * X @ X.T / 4, rng.normal(size=4) / np.sqrt(1e5)
+        Fs.append([F(S, g, x) for x in t])
+        Ls.append([(F(S, g, x * np.exp(1e-5)) - F(S, g, x * np.exp(-1e-5))) / 2e-5 / x for x in t])
+        Lstar.append(-0.5 * g @ np.linalg.solve(S, g))
+    return FreeEnergyCurve(np.tile(t, (runs, 1)), np.array(Fs), np.array(Ls), np.zeros(runs), 0), np.array(Lstar)
+
+
+@pytest.mark.parametrize("estimator", ["free_energy", "tempered_loss"])
+def test_a_data_sets_curve_carries_the_regular_directions_1_over_t(estimator):
+    """A data set's curve is read over t <= n (here 1e2 .. 1e5, L* fitted), where the prior's O(1 / t) correction of a
+    regular model is as large as m's signal: with c3 / t in the form, the exact curves read lambda = d / 2 = 2 up to
+    the O(t^(-2)) terms the form leaves out (measured 1e-5), the rule prefers m = 1, and each run's fitted L* is its
+    exact minimum to 0.1 % (measured 1.5e-5 and 5e-5 of |L*| = 5e-6 .. 2e-5); without the term, the rule preferred
+    m = 2 and read 2.08, and even at m = 1 L* was off by 1.2 % (F) and 0.7 % (t E_t[L])."""
+    curve, exact_lstar = _regular_data_curves(4, 0)
+    fit = fit_learning_coefficient(curve, estimator, loss_min=None, decades=3.0)
+    assert fit.lambda_ == pytest.approx(2.0, abs=5e-4)
+    assert fit.lambda_by_m[1] == fit.lambda_
+    assert np.asarray(fit.run_loss_min) == pytest.approx(exact_lstar, rel=1e-3)
+
+
+def test_the_fit_needs_points_for_every_candidate_on_each_half():
+    """Each half of the window must hold more points than the largest candidate's terms: m = 3 on t E_t[L] with L*
+    fitted has lambda, c2, c3 and L* (10 points at least), without L* lambda and c2 (6)."""
+    curve = _regular_data_curves(2, 1)[0]
+    with pytest.raises(ValueError, match=r"points: expected at least 10 .* got 8"):
+        fit_learning_coefficient(curve, "tempered_loss", loss_min=None, decades=3.0, points=8)
+    assert fit_learning_coefficient(curve, "tempered_loss", loss_min=None, decades=3.0, points=10).num_runs == 2
+    assert fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0, decades=3.0, points=6).num_runs == 2
+    with pytest.raises(ValueError, match=r"points: expected at least 6 .* got 5"):
+        fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0, decades=3.0, points=5)

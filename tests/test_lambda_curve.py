@@ -16,12 +16,12 @@ from slt_relu.workflow import runner
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny import TINY  # noqa: E402
 
-# two compiles of each sampler; NUTS's and SGLD's estimands at 4 t, 2 chains of 50 + 50 draws, 150 + 50 steps (the
+# two compiles of each sampler; NUTS's and SGLD's estimands at 6 t (the fewest the rule takes), 2 chains of 50 + 50 draws, 150 + 50 steps (the
 # tiny reference runs without them)
 OVERRIDES = {**{k: v for k, v in TINY["known_lambda_suite.toml"].items() if k not in ("mcmc", "sgld")},
              "cases": TINY["known_lambda_suite.toml"]["cases"][:2],
-             "mcmc.temperatures": 4, "mcmc.chains": 2, "mcmc.num_warmup": 50, "mcmc.num_samples": 50,
-             "sgld.temperatures": 4, "sgld.chains": 2, "sgld.num_steps": 200, "sgld.num_burnin": 50, "sgld.thin": 5,
+             "mcmc.temperatures": 6, "mcmc.chains": 2, "mcmc.num_warmup": 50, "mcmc.num_samples": 50,
+             "sgld.temperatures": 6, "sgld.chains": 2, "sgld.num_steps": 200, "sgld.num_burnin": 50, "sgld.thin": 5,
              "sgld.pilot_steps": 50, "mcmc.t_max": 1e4, "mcmc.decades": 1.5, "sgld.t_max": 1e4, "sgld.decades": 1.0}
 
 
@@ -39,8 +39,8 @@ def test_the_tiny_suite_runs_and_records_the_exact_values(tmp_path):
         assert set(case["estimators"]) == {"free_energy", "tempered_loss", "thermodynamic", "nuts_tempered_loss",
                                            "sgld_tempered_loss"}
         assert case["estimators"]["nuts_tempered_loss"]["grad_evals"] > 0
-        sgld = case["estimators"]["sgld_tempered_loss"]           # pilots: 17 steps on the ladder x 2 chains at 4 t
-        assert sgld["grad_evals"] == 4 * 17 * 2 * 51 + 4 * 2 * 201 and len(sgld["step_scale"]) == 4
+        sgld = case["estimators"]["sgld_tempered_loss"]           # pilots: 17 steps on the ladder x 2 chains at 6 t
+        assert sgld["grad_evals"] == 6 * 17 * 2 * 51 + 6 * 2 * 201 and len(sgld["step_scale"]) == 6
         assert 0 <= sgld["accept_prob_min"] <= 1
         for est in case["estimators"].values():
             assert est["lambda_se"] > 0 and est["m"] in (None, 1, 2, 3)
@@ -366,20 +366,20 @@ def test_regression_statistics_count_n_samples_across_chunks(monkeypatch):
 
 
 def test_smc_free_energy_of_a_regular_data_case_matches_its_closed_form():
-    """A regular data case, K_n(w) = w^T S w / 2 - g^T w, has under the prior N(0, s^2 I)
+    """A regular data case, K_n(w) = w^T S w / 2 - g^T w, has a closed-form free energy under the prior N(0, s^2 I)
+    (``exact_free_energy.gaussian_free_energy``), so each run's SMC free energy (its own data set, run_data) is checked
+    against its own over t = 1 .. 1e3 (check_free_energy with one exact F per run): within 0.3 nats everywhere
+    (2,048 particles: the runs' residuals measured 0.22 at most; the data term t^2 g^T A^(-1) g / 2 alone is 2.2-3.8
+    nats at t = 1e3), and the runs' mean residual within 4 standard errors plus 0.05 nats (SMC's F carries an upward
+    bias of about half the variance of log Z).  For the regular family the data's term is exactly t L* + O(1), so the
+    fit with L* free (and c3 / t) reads each data set's own minimum and lambda = d / 2 at m = 1."""
+    import functools
 
-        F(t) = log det(I + t s^2 S) / 2 - t^2 g^T (t S + I / s^2)^(-1) g / 2,
-
-    so each run's SMC free energy (its own data set, run_data) is checked against its own closed form over
-    t = 1 .. 1e3: within 0.3 nats everywhere (2,048 particles: the runs' residuals measured 0.22 at most; the data
-    term t^2 g^T A^(-1) g / 2 alone is 2.2-3.8 nats at t = 1e3), and the runs' mean residual within 4 standard errors
-    plus 0.05 nats (SMC's F carries an upward bias of about half the variance of log Z).  For the regular family the
-    data's term is exactly t L* + O(1), so the fit with L* free reads each data set's own minimum and lambda = d / 2
-    at m = 1 (the rule itself prefers m = 2 here: t = 10 .. 1e3 holds the prior's O(1 / t) terms)."""
     import jax
     import numpy as np
 
     from slt_relu.kinds.lambda_losses import regression_statistics
+    from slt_relu.posterior.exact_free_energy import check_free_energy, gaussian_free_energy
     from slt_relu.posterior.free_energy_curve import fit_learning_coefficient, smc_free_energy_curve
     from slt_relu.sampling import SMCSettings
 
@@ -390,17 +390,11 @@ def test_smc_free_energy_of_a_regular_data_case_matches_its_closed_form():
     curve = smc_free_energy_curve(jax.random.key(3), case.loss, 3, 1e3, settings, num_runs=runs, prior_std=s,
                                   run_data=stats)
     S, g = np.asarray(stats[0]), np.asarray(stats[1])[:, 0, :]
-    grid = np.logspace(0, 3, 24)
-    residual = []
-    for r in range(runs):
-        exact = np.array([0.5 * np.linalg.slogdet(np.eye(3) + t * s * s * S[r])[1]
-                          - 0.5 * t * t * g[r] @ np.linalg.solve(t * S[r] + np.eye(3) / s ** 2, g[r]) for t in grid])
-        ok = np.isfinite(curve.t[r])
-        residual.append(np.interp(np.log(grid), np.log(curve.t[r, ok]), curve.free_energy[r, ok]) - exact)
-    residual = np.array(residual)
-    assert np.max(np.abs(residual)) < 0.3, residual
-    mean, se = residual.mean(0), residual.std(0, ddof=1) / np.sqrt(runs)
-    assert np.all(np.abs(mean) < 4 * se + 0.05), (mean, se)
+    exact = [functools.partial(gaussian_free_energy, S[r], gradient=g[r], prior_std=s) for r in range(runs)]
+    chk = check_free_energy(curve, exact, 1.0, 1e3)
+    assert chk.exact.shape == (runs, len(chk.t))
+    assert np.max(np.abs(chk.residual)) < 0.3, chk.residual
+    assert np.all(np.abs(chk.mean) < 4 * chk.se + 0.05), (chk.mean, chk.se)
     # the fit with L* free reads each data set's own minimum, L*_r = -g_r^T S_r^(-1) g_r / 2 (about -chi^2_3 / 2n),
     # within 15 % (measured 0.8-5.4 %; a slope error of 0.05 at t = 1e3 moves L* by 5e-5 of its 1.5e-3), and
     # lambda = d / 2 within 10 % at m = 1
@@ -439,14 +433,14 @@ def test_gibbs_alone_reads_cases_past_smcs_bound_and_data_cases(tmp_path):
     for case in metrics["cases"]:
         assert list(case["estimators"]) == ["gibbs_tempered_loss"] and case["curve"] == "gibbs_tempered_loss"
         est = case["estimators"]["gibbs_tempered_loss"]
-        assert est["sweeps"] == 4 * 4 * (20 + 20) and case["grad_evals"] == 0
+        assert est["sweeps"] == 4 * 10 * (20 + 20) and case["grad_evals"] == 0
         assert est["lambda_se"] > 0 and len(est["run_loss_min"]) == 4
     assert metrics["cases"][0]["estimators"]["gibbs_tempered_loss"]["run_loss_min"] == [0.0] * 4
     assert metrics["cases"][2]["t_range"] == pytest.approx([1e2, 1e4], rel=1e-9)
     assert len(set(metrics["cases"][2]["estimators"]["gibbs_tempered_loss"]["run_loss_min"])) == 4  # own data sets
     ds = read_tree(out / "results.nc").to_dataset()
     assert list(ds["estimator"].values) == ["gibbs_tempered_loss"] and dict(ds["t"].sizes) == {"case": 3, "run": 4,
-                                                                                             "stage": 4}
+                                                                                             "stage": 10}
     assert list(ds["curve"].values) == ["gibbs_tempered_loss"] * 3
 
 
@@ -468,6 +462,9 @@ def test_gibbs_alone_reads_cases_past_smcs_bound_and_data_cases(tmp_path):
      r"cases\[0\]'s window, got 100"),
     ({"gibbs.t_max": None}, r"curve\.t_max: expected at most 1e\+14 for the Gibbs sampler's reading of cases\[11\]"),
     ({"sgld.t_max": 1e26}, r"sgld\.t_max: expected .*1e\+25"),
+    ({"mcmc.temperatures": 5}, r"mcmc\.temperatures: expected at least 6 for cases\[0\] \(the tempered_loss rule fits "
+     r"m up to curve\.max_multiplicity = 3 on each half of the window\), got 5"),
+    ({"gibbs.temperatures": 9}, r"gibbs\.temperatures: expected at least 10 for cases\[16\] \(.*, with L\* fitted\), got 9"),
     ({"smc": None, "mcmc": None, "sgld": None, "gibbs": {},
       "cases": [{"name": "a", "family": "deep_linear", "input_dim": 256, "widths": [256, 256]}]},
      r"cases\[0\]: expected at most 100000 parameters \(the Gibbs sampler's bound\), got 131072"),

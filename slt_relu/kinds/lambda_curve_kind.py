@@ -17,7 +17,8 @@ dslt_phase) replaces K by a data set's loss: each run draws its own data set of 
 unit-noise regression (``lambda_losses.RegressionLoss``: y = P(w0) x + e, x ~ N(0, Sigma)), its loss
 L_n(w) - L_n(w0) from the data's sufficient statistics, t_max at most n (the Bayes posterior is t = n), and the
 fit reads each run's L* with lambda (a linear term t L*: for the regular family exactly the data's minimum, for
-singular ones an effective slope), so that the runs' spread holds the data sets'.  For
+singular ones an effective slope; and c3 / t, the regular directions' correction at the window's small t), so that
+the runs' spread holds the data sets'.  For
 every case, ``curve.runs`` independent SMC runs from the prior to t_max give F(t) and E_t[K] at every stage
 (``slt_relu.posterior.free_energy_curve``; with ``smc.symmetry_moves``, on reduced_rank and deep_linear cases every
 HMC move is followed by a proposal along the layers' GL(H) reparametrization, ``slt_relu.moves.LayerReparametrization``,
@@ -44,9 +45,9 @@ m_exact, and per estimator lambda, lambda_se, m (null where not identifiable), l
 t_range (its fitted window: SMC's is the case's), loss_min (L*) and run_loss_min (each run's), NUTS's and SGLD's gradients (SGLD's also each t's t eps_t,
 ``step_scale``, and its chains' lowest mean MALA acceptance, ``accept_prob_min``) or Gibbs's sweeps, the fitted t range,
 SMC's gradients (0 without [smc]) and whether its runs made symmetry moves (``symmetry_moves``); a dslt_phase case
-also ``phase``, a reference case ``reference``, a two-parameter crossing and a zero-truth reduced-rank case with one
-hidden unit ``exact_check`` (its SMC free energy against the exact quadrature,
-``slt_relu.posterior.exact_free_energy``), ``curve``: the estimator whose runs the figure and results.nc show
+also ``phase``, a reference case ``reference``, a two-parameter crossing, a zero-truth reduced-rank case with one
+hidden unit (population) and a regular case (population or data) ``exact_check`` (its SMC free energy against the
+exact one, by quadrature or in closed form, ``slt_relu.posterior.exact_free_energy``), ``curve``: the estimator whose runs the figure and results.nc show
 (SMC's ``tempered_loss``, else
 Gibbs's, else NUTS's, else SGLD's); ``warnings``), results.nc (the estimates along (case, estimator) and those curves along
 (case, run, stage)), lambda_curve.png.
@@ -245,7 +246,7 @@ def resolve(s: Settings, raw=None) -> Resolved:
         readers = _readers(s, c)
         for section, reader in (("mcmc", "nuts"), ("sgld", "sgld"), ("gibbs", "gibbs")):
             if reader in readers:
-                getattr(s, section).checked_window(section, curve, where, c.t_max is not None)
+                getattr(s, section).checked_window(section, curve, where, c.t_max is not None, c.n is not None)
         if not readers:
             raise ConfigError(f"{where}: no estimator reads this {c.family} case{' of data' if c.n else ''}: expected "
                               f"[smc] (every case), [mcmc] or [sgld] (population cases but dslt_phase) or [gibbs] ("
@@ -342,7 +343,7 @@ def run(r: Resolved, key, ctx) -> Output:
             row["phase"] = _phase_check(c, curve, cv, warnings)
         if r.smc is not None:
             row["symmetry_moves"] = moves is not None
-            exact = exact_free_energy(c)
+            exact = exact_free_energy(c, run_data)
             if exact is not None:
                 row["exact_check"] = quadrature_check(c.settings.name, exact, curve, fits[0].t_range, warnings)
         if c.settings.reference is not None:

@@ -2,7 +2,7 @@
 SGLD's and the Gibbs sampler's estimand curves t E_t[L] read by the tempered_loss rule with their settings sections
 ([mcmc], [sgld], [gibbs]), each case's metrics entry of a fit, the warnings where two samplers' readings of the
 same estimand disagree or where SMC's particles left the posterior, SMC's symmetry moves of a case and its free
-energy against the exact quadrature where the case has one."""
+energy against the exact one where the case has one."""
 from __future__ import annotations
 
 import math
@@ -46,9 +46,18 @@ class Window(Section):
             return t_max, self.decades
         return t_max, curve.decades - math.log10(curve.t_max / t_max)
 
-    def checked_window(self, section: str, curve, where: str, case_t_max: bool) -> tuple[float, float]:
+    def checked_window(self, section: str, curve, where: str, case_t_max: bool, data: bool) -> tuple[float, float]:
         """:meth:`window`, with a ConfigError naming the key where it lies below the case's window, reaches t <= 1,
-        or passes the sampler's own bound ``sampler_max_t``; ``case_t_max``: whether the case sets its own t_max."""
+        or passes the sampler's own bound ``sampler_max_t``, or where ``temperatures`` are too few for the
+        tempered_loss rule (``free_energy_curve.min_points``); ``case_t_max``: whether the case sets its own t_max;
+        ``data``: whether the case's reading fits L* (a data set's)."""
+        from ..posterior.free_energy_curve import min_points
+
+        least = min_points("tempered_loss", curve.max_multiplicity, data)
+        if self.temperatures < least:
+            raise ConfigError(f"{section}.temperatures: expected at least {least} for {where} (the tempered_loss rule "
+                              f"fits m up to curve.max_multiplicity = {curve.max_multiplicity} on each half of the "
+                              f"window{', with L* fitted' if data else ''}), got {self.temperatures}")
         t_max, decades = self.window(curve)
         if decades <= 0:
             raise ConfigError(f"{section}.t_max: expected above the lower end t = "
@@ -104,7 +113,8 @@ class GibbsSettings(Window):
 
     sampler_max_t: ClassVar[float | None] = GIBBS_MAX_T
 
-    temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
+    temperatures: int = Field(10, ge=4, le=64, description="log-spaced t over the window, its ends included (a data "
+                              "case's rule takes 10 at least)")
     chains: int = Field(8, ge=2, le=256, description="independent chains (their spread: the errors); a data case "
                         "has one per data set, curve.runs, instead")
     burn_in: int = Field(200, ge=0, le=100_000, description="sweeps at each t before the kept ones")
@@ -260,27 +270,34 @@ def smc_moves(smc, c):
     return smc.model_copy(update={"symmetry_moves": False}), None
 
 
-def exact_free_energy(c):
-    """A case's exact F(t) by quadrature (``slt_relu.posterior.exact_free_energy``), or None; c: the kind's resolved
-    ``Case``.  Two-parameter normal crossings, and zero-truth reduced rank with one hidden unit, on the population
-    loss."""
+def exact_free_energy(c, run_data=None):
+    """A case's exact F(t) (``slt_relu.posterior.exact_free_energy``), or None; c: the kind's resolved ``Case``,
+    run_data: its runs' data statistics (S, G, P0), each (runs, ...), or None.  Two-parameter normal crossings and
+    zero-truth reduced rank with one hidden unit on the population loss (by quadrature), and the regular family (in
+    closed form): on the population loss one F for every run, from data sets each run's own (its H = S, g = G)."""
     import functools
 
-    from ..posterior.exact_free_energy import normal_crossing_free_energy, reduced_rank_one_free_energy
+    from ..posterior.exact_free_energy import (gaussian_free_energy, normal_crossing_free_energy,
+                                               reduced_rank_one_free_energy)
 
-    s = c.settings
+    s, std = c.settings, c.curve.prior_std
+    if s.family == "regular":
+        if run_data is None:
+            return functools.partial(gaussian_free_energy, np.asarray(c.loss.hessian), prior_std=std)
+        S, G = np.asarray(run_data[0], np.float64), np.asarray(run_data[1], np.float64)
+        return [functools.partial(gaussian_free_energy, S[r], gradient=G[r, 0], prior_std=std) for r in range(len(S))]
     if s.n is not None:
         return None
     if s.family == "normal_crossing" and len(s.k) == 2:
-        return functools.partial(normal_crossing_free_energy, tuple(s.k), prior_std=c.curve.prior_std)
+        return functools.partial(normal_crossing_free_energy, tuple(s.k), prior_std=std)
     if s.family == "reduced_rank" and s.hidden == 1 and s.true_rank == 0:
-        return functools.partial(reduced_rank_one_free_energy, s.input_dim, s.output_dim, prior_std=c.curve.prior_std)
+        return functools.partial(reduced_rank_one_free_energy, s.input_dim, s.output_dim, prior_std=std)
     return None
 
 
 def quadrature_check(name: str, exact, curve, t_range, warnings: list) -> dict:
-    """A case's SMC free energy against its exact quadrature over the fitted window
-    (``exact_free_energy.check_free_energy``, an evidence independent of SMC's): the largest |z| of the runs' mean
+    """A case's SMC free energy against its exact one over the fitted window (``exact``: one function of t or each
+    run's, ``exact_free_energy.check_free_energy``; an evidence independent of SMC's): the largest |z| of the runs' mean
     residual over the window's grid against the Student-t bound at alpha = 0.01 (Bonferroni over the grid), the
     largest |mean residual| in nats; a warning where |z| passes the bound (SMC's curve departs from the exact one)."""
     from scipy.stats import t as student
@@ -292,7 +309,7 @@ def quadrature_check(name: str, exact, curve, t_range, warnings: list) -> dict:
     out = {"max_abs_z": float(np.max(np.abs(chk.z))), "bound": bound,
            "max_abs_residual": float(np.max(np.abs(chk.mean)))}
     if out["max_abs_z"] > bound:
-        warnings.append(f"{name}: SMC's free energy departs from the exact quadrature by "
+        warnings.append(f"{name}: SMC's free energy departs from the exact one by "
                         f"{out['max_abs_residual']:.3g} nats (|z| {out['max_abs_z']:.1f} > {bound:.1f}) over "
                         f"t = {t_range[0]:.3g} .. {t_range[1]:.3g}")
     return out

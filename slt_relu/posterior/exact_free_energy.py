@@ -7,7 +7,10 @@ free-energy curves checked against them: an evidence independent of SMC's temper
 - :func:`reduced_rank_one_free_energy`: reduced-rank regression with one hidden unit and a zero truth,
   K = |b a^T|_F^2 / 2 = |a|^2 |b|^2 / 2 (a (N,), b (M,)): lambda = min(M, N) / 2, m = 2 where M = N (Aoyagi and
   Watanabe 2005), the one linear network whose evidence reduces to one dimension;
-- :func:`check_free_energy`: SMC's F(t) against either, point by point over a window, with Student-t bounds.
+- :func:`gaussian_free_energy`: a quadratic loss L(w) = w^T H w / 2 - g^T w (a regular model: lambda = d / 2, m = 1;
+  with g, a data set's loss of a linear regression, L* = -g^T H^(-1) g / 2), in closed form;
+- :func:`check_free_energy`: SMC's F(t) against any of them, point by point over a window, with Student-t bounds
+  (one exact F for every run, or each run's own: a data set per run).
 
 Both quadratures integrate in log coordinates, where the neck of exp(-t K) (t^(-1/2) wide in w, moving with t) is
 a smooth step of width ~1 wherever it lies, so one Gauss-Legendre rule on panels of fixed width serves every t
@@ -127,12 +130,51 @@ def reduced_rank_one_free_energy(input_dim: int, output_dim: int, t, prior_std: 
     return out.reshape(t.shape)
 
 
+def gaussian_free_energy(hessian, t, gradient=None, prior_std: float = 1.0) -> np.ndarray:
+    """The exact free energy of a quadratic loss L(w) = w^T H w / 2 - g^T w under the prior N(0, prior_std^2 I), in
+    closed form (a Gaussian integral): with A = I / prior_std^2 + t H,
+
+        F(t) = log det(I + t prior_std^2 H) / 2 - t^2 g^T A^(-1) g / 2,
+
+    so that F(t) = t L* + (d / 2) log t + c + c3 / t + O(t^(-2)) with L* = -g^T H^(-1) g / 2 (a regular model:
+    lambda = d / 2, m = 1).  g = 0 is the population loss of the regular case; g = E^T X / n with H = X^T X / n the
+    data set's loss L_n(w) - L_n(0) of the regression y = e (``lambda_losses.RegressionLoss``, family regular).
+
+    Args:
+        hessian: H (d, d), symmetric positive definite.
+        t: inverse temperatures, any shape, > 0.
+        gradient: g (d,), or None (zero).
+        prior_std: the prior's standard deviation.
+
+    Returns:
+        F(t), t's shape.
+    """
+    from ..network import check_number
+
+    H = np.asarray(hessian, np.float64)
+    if H.ndim != 2 or H.shape[0] != H.shape[1] or not np.all(np.isfinite(H)) or not np.allclose(H, H.T):
+        raise ValueError(f"hessian: expected a finite symmetric (d, d) matrix, got shape {H.shape}")
+    lam, V = np.linalg.eigh(0.5 * (H + H.T))
+    if lam[0] <= 0:
+        raise ValueError(f"hessian: expected positive definite, got the smallest eigenvalue {lam[0]:.3g}")
+    g = np.zeros(len(H)) if gradient is None else np.asarray(gradient, np.float64)
+    if g.shape != (len(H),) or not np.all(np.isfinite(g)):
+        raise ValueError(f"gradient: expected a finite ({len(H)},) vector, got shape {g.shape}")
+    s = float(check_number(prior_std, "prior_std"))
+    t = np.asarray(t, np.float64)
+    if not np.all(np.isfinite(t) & (t > 0)):
+        raise ValueError("t: expected finite inverse temperatures > 0")
+    x = t[..., None] * s * s * lam                                                   # t prior_std^2 (eigenvalues of H)
+    gv2 = (V.T @ g) ** 2
+    return 0.5 * np.sum(np.log1p(x), -1) - 0.5 * np.sum(t[..., None] ** 2 * s * s * gv2 / (1 + x), -1)
+
+
 class FreeEnergyCheck(NamedTuple):
     """SMC's free-energy curves against an exact F(t) (:func:`check_free_energy`), on a log grid of the window.
 
     Fields:
         t: (G,) the grid.
-        exact: (G,) the exact F(t).
+        exact: (G,) the exact F(t), or (R, G) each run's.
         residual: (R, G) each run's F - exact at its own stages, interpolated (linearly in log t) to the grid.
         mean, se: (G,) the runs' mean residual and its standard error (their sd / sqrt(R)).
         z: (G,) mean / se.
@@ -159,7 +201,8 @@ def check_free_energy(curve: FreeEnergyCurve, exact, t_lo: float, t_hi: float, p
     Args:
         curve: :class:`FreeEnergyCurve` of R >= 2 runs reaching t_hi.
         exact: F(t) for an array of t (e.g. ``functools.partial(normal_crossing_free_energy, (1, 1))`` or
-            ``functools.partial(reduced_rank_one_free_energy, 2, 2)``).
+            ``functools.partial(reduced_rank_one_free_energy, 2, 2)``), or a sequence of R such functions, each
+            run's own (each run its own data set: ``gaussian_free_energy`` with that run's H and g).
         t_lo, t_hi: the window.
         points: grid points in the window.
 
@@ -170,13 +213,17 @@ def check_free_energy(curve: FreeEnergyCurve, exact, t_lo: float, t_hi: float, p
         raise ValueError(f"curve: expected at least 2 independent runs, got {len(curve.t)}")
     if not 0 < t_lo < t_hi <= float(np.nanmin(np.nanmax(curve.t, axis=1))) * (1 + 1e-9):
         raise ValueError(f"t_lo, t_hi: expected 0 < t_lo < t_hi <= every run's last t, got {t_lo!r}, {t_hi!r}")
+    per_run = not callable(exact)
+    if per_run and len(exact) != len(curve.t):
+        raise ValueError(f"exact: expected one function of t, or one per run ({len(curve.t)}), got {len(exact)}")
+    exacts = list(exact) if per_run else [exact] * len(curve.t)
     grid = np.logspace(math.log10(t_lo), math.log10(t_hi), points)
     residual = []
-    for t, f in zip(curve.t, curve.free_energy):
+    for t, f, F in zip(curve.t, curve.free_energy, exacts):
         ok = np.isfinite(t) & np.isfinite(f) & (t >= t_lo / 2) & (t <= t_hi * 2)   # the stages around the window
-        r = f[ok] - np.asarray(exact(t[ok]), np.float64)
+        r = f[ok] - np.asarray(F(t[ok]), np.float64)
         residual.append(np.interp(np.log(grid), np.log(t[ok]), r))
     residual = np.array(residual)
     mean, se = residual.mean(0), residual.std(0, ddof=1) / math.sqrt(len(residual))
-    return FreeEnergyCheck(grid, np.asarray(exact(grid), np.float64), residual, mean, se,
-                           mean / np.maximum(se, 1e-300))
+    on_grid = np.array([F(grid) for F in exacts], np.float64) if per_run else np.asarray(exact(grid), np.float64)
+    return FreeEnergyCheck(grid, on_grid, residual, mean, se, mean / np.maximum(se, 1e-300))

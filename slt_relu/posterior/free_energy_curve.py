@@ -49,6 +49,17 @@ Estimating the correction terms takes range: the next pole's power t^(-(lambda2 
 t, m's signal (m - 1) / log t shows best at small t, so a window over both (the known-lambda suite's: 1e3 .. 1e16)
 serves both; a pole as close as w1^4 w2^6's (a correction t^(-1/12)) needs t near 1e25 (readings by window:
 docs/experiments/known_lambda_suite.md).
+
+A data set's curve (L* fitted: ``loss_min=None``) is read over t <= n, so its window reaches down to small t
+(the known-lambda suite's: 1e2 .. 1e5), where the expansion's power corrections are not negligible: every form
+there carries c3 / t beside t L* (in F and, with another coefficient, in t E_t[L]).  It is the leading correction
+of the regular directions (for a regular model under a Gaussian prior, F(t) = t L* + (d / 2) log t + c + c3 / t +
+O(t^(-2)) exactly), and leaving it out misreads such a curve: the exact curves of a regular model with d = 4 on
+four data sets, over t = 1e2 .. 1e5, give lambda 2.08 (the rule prefers m = 2) without the term and 2.0000 (m = 1)
+with it (tests/test_free_energy_curve.py).  A population curve (L* given) is read further out (from 1e3 up), where
+the term would only weaken m's identification (its freedom at the window's lower end lets m + 1 mimic m), and goes
+without (docs/experiments/known_lambda_suite.md).  Every half of the window must hold
+more grid points than the largest candidate's terms (:func:`min_points`).
 """
 from __future__ import annotations
 
@@ -165,8 +176,8 @@ def _design(t, form: str, m: int, loss_min: float | None):
     else:                                                                       # t E_t[L] = dF / dlog t
         cols = [np.ones_like(lt)] + ([-1.0 / lt ** 2] if m > 1 else [])        # lambda, c2
         offset = -(m - 1) / lt
-    if loss_min is None:
-        cols.append(t)
+    if loss_min is None:                                                        # c3 / t, then L* (last)
+        cols += [1.0 / t, t]
     else:
         offset = offset + t * loss_min
     return np.stack(cols, 1), offset
@@ -215,6 +226,15 @@ def _lambda(grid, runs, form, m, loss_min):
     return lam, se, coefs[:, -1] if loss_min is None else None
 
 
+def min_points(estimator: str, max_multiplicity: int, fits_loss_min: bool) -> int:
+    """The fewest grid points :func:`fit_learning_coefficient` takes: each half of the window must hold more points
+    than the largest candidate's terms (m = max_multiplicity, L* fitted or not), so that every fit of the rule's
+    steps 2 and 3 on a half has a degree of freedom."""
+    form = "tempered_loss" if estimator == "tempered_loss" else "free_energy"
+    terms = _design(np.array([2.0, 3.0]), form, max_multiplicity, None if fits_loss_min else 0.0)[0].shape[1]
+    return 2 * (terms + 1)
+
+
 def fit_learning_coefficient(curve: FreeEnergyCurve, estimator: Literal["free_energy", "tempered_loss",
                              "thermodynamic"] = "free_energy", *, loss_min: float | None = 0.0,
                              decades: float = 3.0, points: int = 24, max_multiplicity: int = 3,
@@ -251,6 +271,11 @@ def fit_learning_coefficient(curve: FreeEnergyCurve, estimator: Literal["free_en
     if t_lo <= 1.0 or inside.min() < min_stages:
         raise ValueError(f"curve: expected at least {min_stages} stages of every run in t = {t_lo:.3g} .. {t_hi:.3g} "
                          f"(t > 1), got {int(inside.min())} (a larger target_ess gives more stages; or fewer decades)")
+    least = min_points(estimator, max_multiplicity, loss_min is None)
+    if points < least:
+        raise ValueError(f"points: expected at least {least} (each half of the window fits every candidate m, up to "
+                         f"{max_multiplicity}{', with L* fitted' if loss_min is None else ''}, with a degree of freedom "
+                         f"to spare), got {points}")
     grid = np.logspace(math.log10(t_lo), math.log10(t_hi), points)
     slopes = _on_grid(curve.t, curve.t * curve.mean_loss, grid)
     if estimator == "free_energy":
