@@ -105,7 +105,7 @@ def test_the_gaussian_free_energy_against_quadrature(t, g, prior_std):
     assert gaussian_free_energy(H2, t, g, prior_std) == pytest.approx(-math.log(Z), abs=1e-9)
 
 
-def test_the_gaussian_free_energy_is_a_regular_models():
+def test_the_gaussian_free_energy_has_a_regular_models_expansion():
     """F(t) = t L* + (d / 2) log t + c + c3 / t + O(t^(-2)), the form a data set's fit carries
     (slt_relu.posterior.free_energy_curve), with L* = -g^T H^(-1) g / 2, c = sum_i log(s^2 h_i) / 2 +
     g^T H^(-2) g / (2 s^2) and c3 = tr(H^(-1)) / (2 s^2) - g^T H^(-3) g / (2 s^4) (h_i the eigenvalues of H, s the
@@ -131,3 +131,24 @@ def test_the_gaussian_free_energy_is_a_regular_models():
 def test_bad_gaussian_arguments_are_refused(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_check_free_energy_takes_each_runs_own_exact_free_energy():
+    """One exact F per run (each run its own data set): each run's residual is against its own, the grid's exact
+    values are (R, G); a sequence of the wrong length, or neither a function nor a sequence, is refused in one line."""
+    from slt_relu.posterior.free_energy_curve import FreeEnergyCurve
+
+    t = np.tile(np.logspace(0, 3, 40), (2, 1))
+    gs = [np.array([0.01, 0.0]), np.array([0.0, -0.02])]
+    exact = [functools.partial(gaussian_free_energy, H2, gradient=g) for g in gs]
+    offsets = np.array([[0.1], [-0.1]])
+    curve = FreeEnergyCurve(t, np.array([F(row) for F, row in zip(exact, t)]) + offsets, np.ones_like(t), np.zeros(2), 0)
+    chk = check_free_energy(curve, exact, 1.0, 1e3, points=8)
+    assert chk.exact.shape == (2, 8)
+    np.testing.assert_allclose(chk.residual, np.broadcast_to(offsets, (2, 8)), atol=1e-12)
+    np.testing.assert_allclose(chk.mean, 0.0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"exact: expected one function of t, or a sequence of one per run \(2\), got "
+                                         r"list of 1"):
+        check_free_energy(curve, exact[:1], 1.0, 1e3)
+    with pytest.raises(ValueError, match=r"exact: expected .* got float"):
+        check_free_energy(curve, 1.0, 1.0, 1e3)

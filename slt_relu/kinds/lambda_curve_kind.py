@@ -47,9 +47,9 @@ t_range (its fitted window: SMC's is the case's), loss_min (L*) and run_loss_min
 SMC's gradients (0 without [smc]) and whether its runs made symmetry moves (``symmetry_moves``); a dslt_phase case
 also ``phase``, a reference case ``reference``, a two-parameter crossing, a zero-truth reduced-rank case with one
 hidden unit (population) and a regular case (population or data) ``exact_check`` (its SMC free energy against the
-exact one, by quadrature or in closed form, ``slt_relu.posterior.exact_free_energy``), ``curve``: the estimator whose runs the figure and results.nc show
-(SMC's ``tempered_loss``, else
-Gibbs's, else NUTS's, else SGLD's); ``warnings``), results.nc (the estimates along (case, estimator) and those curves along
+exact one, by quadrature or in closed form, ``slt_relu.posterior.exact_free_energy``), ``curve``: the estimator
+whose runs the figure and results.nc show (SMC's ``tempered_loss``, else Gibbs's, else NUTS's, else SGLD's);
+``warnings``), results.nc (the estimates along (case, estimator) and those curves along
 (case, run, stage)), lambda_curve.png.
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ from .kind import Kind, Output, first_line, register_kind
 from .lambda_losses import PolynomialLoss, ProductLoss, RegressionLoss, regression_statistics
 from .lambda_readings import (GIBBS_ESTIMATOR, LINEAR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, T_MAX_BOUND, GibbsSettings,
                               MCMCSettings, SGLDCurveSettings, estimand_disagreement, estimate_entry, exact_free_energy,
-                              gibbs_reading, left_the_posterior, nuts_reading, quadrature_check, sgld_reading,
+                              exact_free_energy_check, gibbs_reading, left_the_posterior, nuts_reading, sgld_reading,
                               smc_moves)
 
 SAMPLERS = {"tempered_loss": "SMC", GIBBS_ESTIMATOR: "Gibbs", MCMC_ESTIMATOR: "NUTS", SGLD_ESTIMATOR: "SGLD"}
@@ -246,7 +246,8 @@ def resolve(s: Settings, raw=None) -> Resolved:
         readers = _readers(s, c)
         for section, reader in (("mcmc", "nuts"), ("sgld", "sgld"), ("gibbs", "gibbs")):
             if reader in readers:
-                getattr(s, section).checked_window(section, curve, where, c.t_max is not None, c.n is not None)
+                getattr(s, section).checked_window(section, curve, where, case_t_max=c.t_max is not None,
+                                                   fits_loss_min=c.n is not None)
         if not readers:
             raise ConfigError(f"{where}: no estimator reads this {c.family} case{' of data' if c.n else ''}: expected "
                               f"[smc] (every case), [mcmc] or [sgld] (population cases but dslt_phase) or [gibbs] ("
@@ -345,7 +346,7 @@ def run(r: Resolved, key, ctx) -> Output:
             row["symmetry_moves"] = moves is not None
             exact = exact_free_energy(c, run_data)
             if exact is not None:
-                row["exact_check"] = quadrature_check(c.settings.name, exact, curve, fits[0].t_range, warnings)
+                row["exact_check"] = exact_free_energy_check(c.settings.name, exact, curve, fits[0].t_range, warnings)
         if c.settings.reference is not None:
             row["reference"] = c.settings.reference.model_dump()
         rows.append(row)

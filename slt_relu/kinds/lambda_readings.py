@@ -46,18 +46,19 @@ class Window(Section):
             return t_max, self.decades
         return t_max, curve.decades - math.log10(curve.t_max / t_max)
 
-    def checked_window(self, section: str, curve, where: str, case_t_max: bool, data: bool) -> tuple[float, float]:
+    def checked_window(self, section: str, curve, where: str, *, case_t_max: bool,
+                       fits_loss_min: bool) -> tuple[float, float]:
         """:meth:`window`, with a ConfigError naming the key where it lies below the case's window, reaches t <= 1,
         or passes the sampler's own bound ``sampler_max_t``, or where ``temperatures`` are too few for the
         tempered_loss rule (``free_energy_curve.min_points``); ``case_t_max``: whether the case sets its own t_max;
-        ``data``: whether the case's reading fits L* (a data set's)."""
+        ``fits_loss_min``: whether the case's reading fits L* (a data set's)."""
         from ..posterior.free_energy_curve import min_points
 
-        least = min_points("tempered_loss", curve.max_multiplicity, data)
+        least = min_points("tempered_loss", curve.max_multiplicity, fits_loss_min)
         if self.temperatures < least:
             raise ConfigError(f"{section}.temperatures: expected at least {least} for {where} (the tempered_loss rule "
                               f"fits m up to curve.max_multiplicity = {curve.max_multiplicity} on each half of the "
-                              f"window{', with L* fitted' if data else ''}), got {self.temperatures}")
+                              f"window{', with L* fitted' if fits_loss_min else ''}), got {self.temperatures}")
         t_max, decades = self.window(curve)
         if decades <= 0:
             raise ConfigError(f"{section}.t_max: expected above the lower end t = "
@@ -285,6 +286,8 @@ def exact_free_energy(c, run_data=None):
         if run_data is None:
             return functools.partial(gaussian_free_energy, np.asarray(c.loss.hessian), prior_std=std)
         S, G = np.asarray(run_data[0], np.float64), np.asarray(run_data[1], np.float64)
+        if np.any(np.asarray(run_data[2]) != 0):       # the closed form is about w0 = 0 (the kind's regular truth)
+            return None
         return [functools.partial(gaussian_free_energy, S[r], gradient=G[r, 0], prior_std=std) for r in range(len(S))]
     if s.n is not None:
         return None
@@ -295,7 +298,7 @@ def exact_free_energy(c, run_data=None):
     return None
 
 
-def quadrature_check(name: str, exact, curve, t_range, warnings: list) -> dict:
+def exact_free_energy_check(name: str, exact, curve, t_range, warnings: list) -> dict:
     """A case's SMC free energy against its exact one over the fitted window (``exact``: one function of t or each
     run's, ``exact_free_energy.check_free_energy``; an evidence independent of SMC's): the largest |z| of the runs' mean
     residual over the window's grid against the Student-t bound at alpha = 0.01 (Bonferroni over the grid), the

@@ -214,8 +214,9 @@ def check_free_energy(curve: FreeEnergyCurve, exact, t_lo: float, t_hi: float, p
     if not 0 < t_lo < t_hi <= float(np.nanmin(np.nanmax(curve.t, axis=1))) * (1 + 1e-9):
         raise ValueError(f"t_lo, t_hi: expected 0 < t_lo < t_hi <= every run's last t, got {t_lo!r}, {t_hi!r}")
     per_run = not callable(exact)
-    if per_run and len(exact) != len(curve.t):
-        raise ValueError(f"exact: expected one function of t, or one per run ({len(curve.t)}), got {len(exact)}")
+    if per_run and (not hasattr(exact, "__len__") or len(exact) != len(curve.t)):
+        raise ValueError(f"exact: expected one function of t, or a sequence of one per run ({len(curve.t)}), got "
+                         f"{type(exact).__name__}{f' of {len(exact)}' if hasattr(exact, '__len__') else ''}")
     exacts = list(exact) if per_run else [exact] * len(curve.t)
     grid = np.logspace(math.log10(t_lo), math.log10(t_hi), points)
     residual = []
