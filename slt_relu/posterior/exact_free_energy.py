@@ -26,16 +26,23 @@ import numpy as np
 from .free_energy_curve import FreeEnergyCurve
 
 
+def _checked_t(t, prior_std):
+    """(t as float64, prior_std), each checked (a one-line ValueError naming it)."""
+    from ..network import check_number
+
+    s = float(check_number(prior_std, "prior_std"))
+    t = np.asarray(t, np.float64)
+    if not np.all(np.isfinite(t) & (t > 0)):
+        raise ValueError("t: expected finite inverse temperatures > 0")
+    return t, s
+
+
 def _checked_rule(t, prior_std, panel, order):
     """(t as float64, prior_std, panel, order) of a quadrature, each checked (a one-line ValueError naming it)."""
     from ..network import check_count, check_number
 
-    s = float(check_number(prior_std, "prior_std"))
-    panel, order = float(check_number(panel, "panel")), check_count(order, "order")
-    t = np.asarray(t, np.float64)
-    if not np.all(np.isfinite(t) & (t > 0)):
-        raise ValueError("t: expected finite inverse temperatures > 0")
-    return t, s, panel, order
+    t, s = _checked_t(t, prior_std)
+    return t, s, float(check_number(panel, "panel")), check_count(order, "order")
 
 
 def _panels(lo: float, hi: float, panel: float, order: int):
@@ -149,7 +156,6 @@ def gaussian_free_energy(hessian, t, gradient=None, prior_std: float = 1.0) -> n
     Returns:
         F(t), t's shape.
     """
-    from ..network import check_number
 
     H = np.asarray(hessian, np.float64)
     if H.ndim != 2 or H.shape[0] != H.shape[1] or not np.all(np.isfinite(H)) or not np.allclose(H, H.T):
@@ -160,10 +166,7 @@ def gaussian_free_energy(hessian, t, gradient=None, prior_std: float = 1.0) -> n
     g = np.zeros(len(H)) if gradient is None else np.asarray(gradient, np.float64)
     if g.shape != (len(H),) or not np.all(np.isfinite(g)):
         raise ValueError(f"gradient: expected a finite ({len(H)},) vector, got shape {g.shape}")
-    s = float(check_number(prior_std, "prior_std"))
-    t = np.asarray(t, np.float64)
-    if not np.all(np.isfinite(t) & (t > 0)):
-        raise ValueError("t: expected finite inverse temperatures > 0")
+    t, s = _checked_t(t, prior_std)
     x = t[..., None] * s * s * lam                                                   # t prior_std^2 (eigenvalues of H)
     gv2 = (V.T @ g) ** 2
     return 0.5 * np.sum(np.log1p(x), -1) - 0.5 * np.sum(t[..., None] ** 2 * s * s * gv2 / (1 + x), -1)
