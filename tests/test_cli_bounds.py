@@ -124,7 +124,6 @@ def test_workers_end_when_their_launcher_is_killed(tmp_path):
     over = {"posterior.n": 2000, "posterior.datasets": 2, "sampler.num_warmup": 60, "sampler.num_samples": 4000,
             "sweep.truth.t": [1.0, 1.5707963267948966], "posterior.points_per_program": 1}
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
     launcher = subprocess.Popen(
         [sys.executable, "-m", "slt_relu.workflow.cli", "run", str(ROOT / "experiments" / "dslt4_pt1_node_degeneracy.toml"),
          "--out", str(tmp_path / "res"), "--no-progress", "--no-cache", "--processes", "2", "--oversubscribe",

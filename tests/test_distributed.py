@@ -25,7 +25,6 @@ def cli(args, cache=None, **kw):
     """The command line of a run of CONFIG with the settings KW, and its environment; JAX's persistent compilation
     cache off, or in the folder CACHE."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
     return [sys.executable, "-m", "slt_relu.workflow.cli", "run", str(CONFIG), "--no-progress",
             *(["--no-cache"] if cache is None else ["--cache-dir", str(cache)]), *args,
             *sum((["--set", f"{k}={json.dumps(v)}"] for k, v in kw.items()), [])], env
