@@ -153,7 +153,8 @@ def test_one_and_four_host_devices_sample_the_same_distribution(tmp_path):
     path.write_text(SCRIPT)
     res = {}
     for n in (1, 4):
-        env = dict(os.environ, XLA_FLAGS=f"{os.environ['XLA_FLAGS']} --xla_force_host_platform_device_count={n}", JAX_PLATFORMS="cpu")
+        flags = f"{os.environ['XLA_FLAGS']} --xla_force_host_platform_device_count={n}"     # the suite's and N devices
+        env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
         got = subprocess.run([sys.executable, str(path), "8"], env=env, capture_output=True, text=True, timeout=300)
         assert got.returncode == 0, got.stderr[-2000:]
         res[n] = json.loads(got.stdout.strip().splitlines()[-1])

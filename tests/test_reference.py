@@ -69,7 +69,7 @@ def test_every_reference_was_written_for_todays_tiny_settings():
                     reason="only when CI reruns this file under a forced instruction set")
 def test_the_forced_instruction_set_changes_the_last_bits(tmp_path):
     """The CI step that reruns this file under XLA_FLAGS=--xla_cpu_max_isa=... tests portability only if the flag
-    changes XLA's floats: a tiny run without the flag (a fresh process, with the suite's other flags) and with it
+    changes XLA's floats: a tiny run without the flag (a fresh process, XLA_FLAGS less the instruction set) and with it
     differ in some float."""
     name = "dslt3_scaling_valley.toml"
     sets = sum((["--set", f"{k}={json.dumps(v)}"] for k, v in TINY[name].items()), [])
