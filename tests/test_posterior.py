@@ -55,6 +55,15 @@ def test_potential_is_prior_plus_tempered_loss_by_hand():
     assert np.all(np.abs(tg.constrain(z)[6:9]) < 2.0)
 
 
+def test_a_target_is_built_without_evaluating_its_model(compiles):
+    """target() traces nothing and compiles nothing (a family it has not seen: widths 5, a uniform prior); its
+    potential is evaluated only where a sampler calls it."""
+    model = S.Restriction.full(S.truths.m_symmetric(5))
+    compiles()
+    tg = target(model, Prior(("uniform", 3.0), ("normal", 0.3), ("normal", 0.7), ("uniform", 1.5)), 0.9)
+    assert compiles() == 0 and tg.size == 5 * 2 + 5 + 5 + 1
+
+
 def test_the_tempered_target_computes_the_numpyro_potential():
     """TemperedTarget (any loss, any prior), given the two-layer loss on a Restriction's free coordinates
     and the same Prior (PriorDensity), computes numpyro's potential of posterior_model and its gradient,

@@ -39,12 +39,37 @@ def draw_datasets(keys, truth: TwoLayer, inputs, n: int, sigma: float = 1.0):
     """One data set per key: x (K, n, n_in) ~ q(x), y = f0(x) + sigma eps (K, n)."""
     from ..loss import sample_dataset
 
-    return jax.vmap(lambda k: sample_dataset(k, truth, inputs, n, sigma))(check_keys(keys))
+    return _draw_datasets(check_keys(keys), truth, inputs, n, sigma)
 
 
-@partial(jax.jit, static_argnums=0)
-def _constrain_all(constrain, z):
-    return jax.vmap(jax.vmap(constrain))(z)
+@partial(jax.jit, static_argnums=(2, 3, 4))
+def _draw_datasets(keys, truth, inputs, n, sigma):
+    from ..loss import sample_dataset
+
+    return jax.vmap(lambda k: sample_dataset(k, truth, inputs, n, sigma))(keys)
+
+
+@partial(jax.jit, static_argnums=(1, 2, 3, 4))
+def _starting_points(keys, prior_draw, size: int, num_particles, dtype, init_radius):
+    """Each chain's start (C, k), uniform on [-init_radius, init_radius]^k, or SMC's num_particles draws of the
+    prior (C, N, k), and each chain's key for the run (C, 2); one program (op by op, each op would compile)."""
+    k_init, k_run = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)
+    if num_particles is None:
+        z0 = jax.vmap(lambda k: jax.random.uniform(k, (size,), dtype, -init_radius, init_radius))(k_init)
+    else:
+        z0 = jax.vmap(lambda k: jax.vmap(prior_draw)(jax.random.split(k, num_particles)))(k_init)
+    return z0, k_run
+
+
+@partial(jax.jit, static_argnums=(0, 1, 2))
+def _constrained_flat(constrain, model: Restriction, dtype, z):
+    """The draws z (C, S, k) as full flat parameters (C, S, D) of the data's dtype."""
+    return jax.vmap(jax.vmap(lambda zi: model.embed_flat(constrain(zi).astype(dtype))))(z)
+
+
+@partial(jax.jit, static_argnums=(1, 2))
+def _as_params(flat, width: int, n_in: int) -> TwoLayer:
+    return jax.vmap(jax.vmap(lambda f: from_flat(f, width, n_in)))(flat)
 
 
 @partial(jax.jit, static_argnums=(3, 4, 5))
@@ -122,20 +147,15 @@ def sample_posterior(keys, x, y, n_beta, *, model: Restriction, prior: Prior = P
     x_cols = jnp.swapaxes(x, 1, 2)[dataset]
     yc = y[dataset]
     n_beta_chain = n_beta[dataset]
-    k_init, k_run = jnp.swapaxes(jax.vmap(jax.random.split)(keys), 0, 1)
-    if isinstance(settings, SMCSettings):                           # particles from the prior
-        N = settings.num_particles
-        z0 = jax.vmap(lambda k: jax.vmap(tg.prior_draw)(jax.random.split(k, N)))(k_init)
-    else:
-        z0 = jax.vmap(lambda k: jax.random.uniform(k, (tg.size,), x.dtype, -init_radius, init_radius))(k_init)
+    N = settings.num_particles if isinstance(settings, SMCSettings) else None      # SMC: particles from the prior
+    z0, k_run = _starting_points(keys, tg.prior_draw, tg.size, N, x.dtype, init_radius)
     moves = OrientationFlip(tg.potential) if getattr(settings, "symmetry_moves", False) else None
     out = sample(k_run, tg.potential, z0, (x_cols, yc, n_beta_chain), settings, moves=moves, devices=devices,
                  progress=progress)
-    free_vals = _constrain_all(tg.constrain, jnp.asarray(out.z))
-    flat = jax.vmap(jax.vmap(model.embed_flat))(free_vals.astype(x.dtype))          # (C, S, D)
+    flat = _constrained_flat(tg.constrain, model, x.dtype, jnp.asarray(out.z))          # (C, S, D)
     width, n_in = model.base.width, model.base.n_in
     loss = _losses(flat, x_cols, yc, width, n_in, float(sigma))
-    params = jax.tree.map(np.asarray, jax.vmap(jax.vmap(lambda f: from_flat(f, width, n_in)))(flat))
+    params = jax.tree.map(np.asarray, _as_params(flat, width, n_in))
     return PosteriorSamples(params, np.asarray(loss), dataset, np.asarray(n_beta_chain), out)
 
 

@@ -149,30 +149,35 @@ class PosteriorPotential(NamedTuple):
 
 @lru_cache(maxsize=32)
 def _numpyro_pieces(key: PosteriorPotential):
-    """numpyro's initialize_model for the family (traced once per family; bounded cache of values)."""
+    """The pieces of one posterior family on numpyro's unconstrained z (the sites b, c, q, w by name, each mapped
+    to its prior's support by numpyro's bijection): the potential
+
+        U(z) = -log phi(w(z)) - log|det dw/dz| + n_beta L_n(w(z))      (numpyro's potential_energy),
+
+    constrain, the prior's draws, unconstrain and log|det dw/dz|.  Nothing is evaluated here: numpyro's
+    initialize_model would run the model and its gradient op by op to find a starting point (hundreds of
+    one-operation programs to compile); the samplers draw their own.  One cache entry per family."""
     from jax.flatten_util import ravel_pytree
-    from numpyro.infer.util import initialize_model
+    from numpyro.distributions.transforms import biject_to
+    from numpyro.infer.util import potential_energy
 
     dtype = jnp.dtype(key.dtype)
     fn = partial(posterior_model, model=key.model, prior=key.prior, sigma=key.sigma)
-    dummy = (jnp.zeros((key.model.base.n_in, 2), dtype), jnp.zeros(2, dtype), jnp.asarray(1.0, dtype))
-    info = initialize_model(jax.random.PRNGKey(0), fn, model_args=dummy, dynamic_args=True)
-    z, unravel = ravel_pytree(info.param_info.z)
-    order = [g for g, _ in _free_groups(key.model)]
-    post = info.postprocess_fn(*dummy)
+    groups = _free_groups(key.model)
+    order = [g for g, _ in groups]
+    transforms = {g: biject_to(key.prior.distribution(g, idx.size).support) for g, idx in groups}
+    names = sorted(order)                       # numpyro's (and ravel_pytree's) order of the sites: by name
+    size = {g: idx.size for g, idx in groups}
+
+    def unravel(flat):
+        return dict(zip(names, jnp.split(flat.astype(dtype), np.cumsum([size[g] for g in names])[:-1].tolist())))
 
     def potential_fn(x_cols, y, n_beta):
-        U = info.potential_fn(x_cols, y, n_beta)
-        return lambda flat: U(unravel(flat))
+        return lambda flat: potential_energy(fn, (x_cols, y, n_beta), {}, unravel(flat))
 
     def constrain(flat):
-        values = post(unravel(flat))
-        return jnp.concatenate([jnp.reshape(values[g], (-1,)) for g in order])
-
-    from numpyro.distributions.transforms import biject_to
-
-    groups = _free_groups(key.model)
-    transforms = {g: biject_to(key.prior.distribution(g, idx.size).support) for g, idx in groups}
+        sites = unravel(flat)
+        return jnp.concatenate([jnp.reshape(transforms[g](sites[g]), (-1,)) for g in order])
 
     def prior_draw(rng_key):
         """One draw of phi in the unconstrained coordinates (numpyro's bijection of each site)."""
@@ -193,7 +198,7 @@ def _numpyro_pieces(key: PosteriorPotential):
         sites = unravel(flat)
         return sum(jnp.sum(transforms[g].log_abs_det_jacobian(sites[g], transforms[g](sites[g]))) for g in order)
 
-    return _Pieces(potential_fn, constrain, int(z.size), prior_draw, unconstrain, log_jacobian)
+    return _Pieces(potential_fn, constrain, sum(size.values()), prior_draw, unconstrain, log_jacobian)
 
 
 class _Pieces(NamedTuple):
@@ -208,7 +213,7 @@ class _Pieces(NamedTuple):
 def target(model: Restriction, prior: Prior = Prior(), sigma: float = 1.0) -> Target:
     """The potential and constraining map of :func:`posterior_model` for ``model``."""
     prior.check()
-    potential = PosteriorPotential(model, prior, float(check_sigma(sigma)), str(jnp.zeros(()).dtype))
+    potential = PosteriorPotential(model, prior, float(check_sigma(sigma)), str(jax.dtypes.canonicalize_dtype(float)))
     pieces = _numpyro_pieces(potential)
     return Target(potential, pieces.constrain, pieces.size, pieces.prior_draw)
 
