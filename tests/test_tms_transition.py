@@ -36,6 +36,12 @@ def test_sorted_loss_equals_the_dense_empirical_loss(n, size):
         got, g_got = jax.value_and_grad(L.sorted_empirical_loss)(w, data)
         assert float(got) == pytest.approx(float(want), rel=1e-12, abs=1e-14)
         np.testing.assert_allclose(g_got, g_want, rtol=1e-10, atol=1e-12)
+    # many parameters on many data sets in one program: data set k's losses at its parameters (the same rule)
+    other = L.sorted_inputs(np.array(sample_inputs(jax.random.key(n + 1), n, c)), size)
+    both = jax.tree.map(lambda a, b: jnp.stack([a, b]), data, other)
+    flat = jnp.stack([jnp.stack(ws[:4]), jnp.stack(ws[-4:])])                     # (2, 4, 3 c)
+    want = [[float(L.sorted_empirical_loss(w, d)) for w in row] for row, d in zip(flat, (data, other))]
+    np.testing.assert_allclose(L.sorted_empirical_losses(flat, both), want, rtol=1e-12, atol=1e-14)
 
 
 def test_sorted_inputs_validation():

@@ -65,6 +65,18 @@ def labelling_sensitivity(ds, comparison: str, rule: dict) -> dict:
     return out
 
 
+def _losses_at(w, data) -> np.ndarray:
+    """(K,) L_n of flat parameters w (3 c,) on each of K data sets of one n (their SortedInputs), as one program."""
+    import jax
+    import jax.numpy as jnp
+
+    from ..tms.sorted_loss import sorted_empirical_losses
+
+    stacked = jax.tree.map(lambda *a: jnp.stack(a), *data)
+    return np.asarray(sorted_empirical_losses(jnp.broadcast_to(w, (len(data), 1) + np.shape(w)), stacked),
+                      np.float64)[:, 0]
+
+
 def local_free_energies(ds, xs, a: str, b: str, *, min_mass: float = 0.02) -> dict:
     """Per phase (a's formula variant and each variant of b, ``slt_relu.tms.crossover.formula_predictions``) that
     holds a mean mass >= ``min_mass`` at two n or more: ``n`` (B,) those n and ``G`` (B, K) the local free energy
@@ -78,7 +90,7 @@ def local_free_energies(ds, xs, a: str, b: str, *, min_mass: float = 0.02) -> di
     """
     from ..tms import refined_kgon, to_flat
     from ..tms.crossover import formula_predictions, k_of
-    from ..tms.sorted_loss import sorted_empirical_loss, sorted_inputs
+    from ..tms.sorted_loss import sorted_inputs
 
     c, beta = int(ds.attrs["c"]), float(ds.attrs["beta"])
     K = ds.sizes["dataset"]
@@ -99,8 +111,7 @@ def local_free_energies(ds, xs, a: str, b: str, *, min_mass: float = 0.02) -> di
             continue
         w = to_flat(refined_kgon(c, k_of(nm), nm.count("+")))
         ns = ds.n.values[use]
-        Ln = np.array([[float(sorted_empirical_loss(w, sorted_inputs(xs[kk, :int(n)]))) for kk in range(K)]
-                       for n in ns])                                                   # (B, K)
+        Ln = np.array([_losses_at(w, [sorted_inputs(xs[kk, :int(n)]) for kk in range(K)]) for n in ns])  # (B, K)
         F = ds["free_energy"].sel(variant=nm).isel(n=use).transpose("n", "dataset").values
         out[nm] = {"n": ns, "G": F - (ns * beta)[:, None] * Ln, "lambda": lambdas.get(nm), "loss": losses.get(nm)}
     out["_prediction"] = pred

@@ -29,7 +29,7 @@ import numpy as np
 from ..network import check_count
 from .model import R_HIDDEN
 
-__all__ = ["SortedInputs", "sorted_empirical_loss", "sorted_inputs"]
+__all__ = ["SortedInputs", "sorted_empirical_loss", "sorted_empirical_losses", "sorted_inputs"]
 
 
 class SortedInputs(NamedTuple):
@@ -132,3 +132,10 @@ def sorted_empirical_loss(flat, data: SortedInputs) -> jax.Array:
     terms = (t * t * total2[None, :] + ((t - G) ** 2 - t * t) * S[..., 2] - 2 * (t - G) * bj * S[..., 1]
              + bj ** 2 * S[..., 0])
     return jnp.sum(terms) / jnp.sum(count)
+
+
+@jax.jit
+def sorted_empirical_losses(flat, data: SortedInputs) -> jax.Array:
+    """:func:`sorted_empirical_loss` of many parameters on many data sets, as one program: flat (K, N, 3 c),
+    data with leading axis K -> (K, N) (data set k's loss at each of its N parameters)."""
+    return jax.vmap(jax.vmap(sorted_empirical_loss, (0, None)))(flat, data)

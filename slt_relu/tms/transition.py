@@ -53,7 +53,7 @@ from .crossover import (_check_positive, _pair_members, crossover_from_masses, e
                         transition_crossover)
 from .model import R_HIDDEN, TMSParams, sample_inputs
 from .phases import phase_codes, phase_names
-from .sorted_loss import sorted_empirical_loss, sorted_inputs
+from .sorted_loss import sorted_empirical_loss, sorted_empirical_losses, sorted_inputs
 
 __all__ = ["add_crossovers", "bayesian_transition", "default_settings", "posterior_phase_masses", "relabel"]
 
@@ -173,7 +173,7 @@ def posterior_phase_masses(key, num_features: int, n: int, *, datasets: int = 4,
     codes, gcodes = phase_codes(params, length_threshold=length_threshold, angle_tol=angle_tol,
                                 dead_unused=dead_unused)
     lz = np.asarray(draws.log_evidence, np.float64).reshape(K, R)
-    loss = np.asarray(jax.vmap(jax.vmap(sorted_empirical_loss, (0, None)))(z, batched), np.float64)   # (K R, N)
+    loss = np.asarray(sorted_empirical_losses(z, batched), np.float64)                               # (K R, N)
     variables = _mass_variables(codes.reshape(K, R, N), lz, c, loss.reshape(K, R, N))
 
     st = draws.stats
