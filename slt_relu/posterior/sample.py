@@ -37,9 +37,9 @@ class PosteriorSamples(NamedTuple):
 
 def draw_datasets(keys, truth: TwoLayer, inputs, n: int, sigma: float = 1.0):
     """One data set per key: x (K, n, n_in) ~ q(x), y = f0(x) + sigma eps (K, n)."""
-    from ..loss import sample_dataset
-
-    return _draw_datasets(check_keys(keys), truth, inputs, n, sigma)
+    n = check_count(n, "n")
+    check_number(sigma, "sigma", what="noise standard deviation", nonnegative=True)
+    return _draw_datasets(check_keys(keys), truth, inputs, n, float(sigma))
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4))
