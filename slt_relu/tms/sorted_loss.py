@@ -136,6 +136,18 @@ def sorted_empirical_loss(flat, data: SortedInputs) -> jax.Array:
 
 @jax.jit
 def sorted_empirical_losses(flat, data: SortedInputs) -> jax.Array:
-    """:func:`sorted_empirical_loss` of many parameters on many data sets, as one program: flat (K, N, 3 c),
-    data with leading axis K -> (K, N) (data set k's loss at each of its N parameters)."""
+    """:func:`sorted_empirical_loss` of many parameters on many data sets, as one compiled program:
+
+        out[k, j] = L_n(flat[k, j]; data set k)
+
+    Args:
+        flat: (K, N, 3 c) parameters, N per data set.
+        data: :class:`SortedInputs` whose arrays carry a leading axis K (the data sets stacked; one n).
+
+    Returns:
+        (K, N) L_n.
+
+    References:
+        Chen et al. 2023 (arXiv 2310.06301): the loss.
+    """
     return jax.vmap(jax.vmap(sorted_empirical_loss, (0, None)))(flat, data)
