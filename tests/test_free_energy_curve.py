@@ -266,6 +266,12 @@ def test_m_one_needs_m_two_to_fit_worse_by_four():
     gap = noisy.chi2_by_m[2] - noisy.chi2_by_m[1]
     assert gap < 4 and noisy.m is None and "larger m fit as well" in noisy.reason, (gap, noisy.reason)
     assert math.isclose(noisy.lambda_by_m[1], 0.25, abs_tol=0.05)
+    # lambda's standard error: over runs where m is identified; with the choice of m where it is not
+    assert quiet.m_candidates == (1,) and quiet.lambda_se == quiet.lambda_se_runs == quiet.lambda_se_by_m[1]
+    assert noisy.m_candidates == (1, 2) and noisy.lambda_se_runs == noisy.lambda_se_by_m[1]
+    spread = noisy.lambda_by_m[2] - noisy.lambda_by_m[1]       # lambda if m were 2, against the reported m = 1's
+    assert math.isclose(noisy.lambda_se, math.sqrt(noisy.lambda_se_runs ** 2 + spread ** 2 / 2), rel_tol=1e-12)
+    assert noisy.lambda_se > noisy.lambda_se_runs
 
 
 def _regular_data_curves(runs, seed):

@@ -41,7 +41,9 @@ t = 1e16, SGLD's single step per t mixes the less the larger t, and the Gibbs sa
 float64's resolution past t = 1e14); its ``reference`` (another estimate of the
 same lambda, e.g. SGLD's) is carried to the metrics and the figure for comparison.
 Outputs: metrics.json (``cases``: name, family, num_params, n (null: K itself), lambda_exact (null if unknown),
-m_exact, and per estimator lambda, lambda_se, m (null where not identifiable), lambda_by_m, lambda_se_by_m,
+m_exact, and per estimator lambda, lambda_se (with the choice of m where m is not identifiable), lambda_se_runs (over
+runs alone), m (null where not identifiable), m_candidates (the m's the rule could not exclude), lambda_by_m,
+lambda_se_by_m,
 t_range (its fitted window: SMC's is the case's), loss_min (L*) and run_loss_min (each run's), NUTS's and SGLD's gradients (SGLD's also each t's t eps_t,
 ``step_scale``, and its chains' lowest mean MALA acceptance, ``accept_prob_min``) or Gibbs's sweeps, the fitted t range,
 SMC's gradients (0 without [smc]) and whether its runs made symmetry moves (``symmetry_moves``); a dslt_phase case
@@ -387,6 +389,8 @@ def _dataset(rows, curves):
                                 for row in rows], np.float64)
     return xr.Dataset(
         {"lambda": (("case", "estimator"), est("lambda")), "lambda_se": (("case", "estimator"), est("lambda_se")),
+         "lambda_se_runs": (("case", "estimator"), est("lambda_se_runs"), {"long_name": "lambda's standard error over "
+                                                                           "runs alone, at the reported m"}),
          "m": (("case", "estimator"), est("m"), {"long_name": "multiplicity, NaN where not identifiable"}),
          "lambda_exact": ("case", np.array([np.nan if row["lambda_exact"] is None else row["lambda_exact"]
                                             for row in rows], np.float64), {"long_name": "exact lambda, NaN: unknown"}),

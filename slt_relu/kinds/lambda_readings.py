@@ -124,7 +124,8 @@ class GibbsSettings(Window):
 
 def estimate_entry(fit) -> dict:
     """An estimator's entry of a case's metrics from its :class:`LambdaFit`."""
-    return {"lambda": fit.lambda_, "lambda_se": fit.lambda_se, "m": fit.m,
+    return {"lambda": fit.lambda_, "lambda_se": fit.lambda_se, "lambda_se_runs": fit.lambda_se_runs, "m": fit.m,
+            "m_candidates": list(fit.m_candidates),
             "lambda_by_m": {str(k): v for k, v in fit.lambda_by_m.items()},
             "lambda_se_by_m": {str(k): v for k, v in fit.lambda_se_by_m.items()},
             "chi2_by_m": {str(k): v for k, v in fit.chi2_by_m.items()},

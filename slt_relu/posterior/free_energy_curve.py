@@ -40,7 +40,13 @@ The fit (:func:`fit_learning_coefficient`), a stated rule:
    reason says which test failed) and lambda is reported for the chosen m; ``lambda_by_m`` gives
    lambda for every candidate;
 3. lambda: each run's curve of the chosen estimator is fitted with that m (least squares), and lambda
-   is the runs' mean with its standard error (their sd / sqrt(runs));
+   is the runs' mean with its standard error over runs s (their sd / sqrt(runs)).  Where m is not
+   identifiable, lambda's standard error also carries the choice of m: over the m's the rule could not
+   exclude (the chosen one, each half's, and m + 1 where it was not rejected), lambda_se^2 = s^2 +
+   mean_k (lambda_k - lambda)^2, the mean square error of the reported lambda if m were any of them with
+   equal weight (lambda_k: the estimator's lambda at m = k).  A standard error over runs alone would
+   state a precision the fit does not have (lambda at m and m + 1 differ by about 1 / log t at the
+   window, often many times s).
 4. the residual check: chi^2 of the mean curve's residuals of that fit against the points' standard
    errors; for F and its thermodynamic integral the points' errors are strongly correlated (cumulative
    sums), so only ``tempered_loss`` has a meaningful p-value, which is reported for every estimator.
@@ -123,7 +129,8 @@ class LambdaFit(NamedTuple):
 
     Fields:
         estimator: "free_energy", "tempered_loss" or "thermodynamic".
-        lambda_, lambda_se: the learning coefficient (for the chosen m) and its standard error over runs.
+        lambda_, lambda_se: the learning coefficient (for the chosen m) and its standard error: over runs where m is
+            identified, combined with the choice of m where it is not (module docstring, step 3).
         m: the multiplicity, or None where it is not identifiable (``reason`` says why).
         chi2_by_m: the derivative form's chi^2 for each candidate m (m -> chi^2).
         lambda_by_m: lambda of the chosen estimator for each candidate m (m -> lambda).
@@ -131,6 +138,8 @@ class LambdaFit(NamedTuple):
         t_range: (t_lo, t_hi) the fitted window.
         loss_min: L* (given, or fitted: the runs' mean).
         run_loss_min: (R,) each run's L* (given, or fitted to that run's curve: a run's own data set has its own).
+        lambda_se_runs: lambda's standard error over runs alone, at the chosen m.
+        m_candidates: the m's the rule could not exclude (the identified m alone where it is identified).
         residual_chi2, residual_dof, residual_p: the chosen fit's residual check (module docstring).
         num_runs, grad_evals: the runs behind the fit and the gradients they spent.
         reason: why m is not identifiable ("" when it is).
@@ -152,6 +161,8 @@ class LambdaFit(NamedTuple):
     reason: str
     lambda_se_by_m: dict = {}
     run_loss_min: tuple = ()
+    lambda_se_runs: float = math.nan
+    m_candidates: tuple = ()
 
 
 def stack_curves(curves, field: str) -> np.ndarray:
@@ -305,14 +316,17 @@ def fit_learning_coefficient(curve: FreeEnergyCurve, estimator: Literal["free_en
         reason += f"; lambda is given for m = {chosen}"
     by_m = {k: _lambda(grid, runs, form, k, loss_min)[:2] for k in chi2_by_m}
     lambda_by_m, lambda_se_by_m = {k: v[0] for k, v in by_m.items()}, {k: v[1] for k, v in by_m.items()}
-    lam, lam_se, run_lstar = _lambda(grid, runs, form, chosen, loss_min)
+    lam, lam_se_runs, run_lstar = _lambda(grid, runs, form, chosen, loss_min)
+    candidates = (chosen,) if m is not None else tuple(sorted(
+        {chosen, *halves} | ({chosen + 1} if not higher_rejected and chosen < max_multiplicity else set())))
+    lam_se = math.sqrt(lam_se_runs ** 2 + float(np.mean([(lambda_by_m[k] - lam) ** 2 for k in candidates])))
     Lstar = float(np.mean(run_lstar)) if loss_min is None else float(loss_min)
     run_lstar = tuple(map(float, run_lstar)) if loss_min is None else (Lstar,) * len(runs)
     y_mean, y_se = runs.mean(0), np.maximum(runs.std(0, ddof=1) / math.sqrt(len(runs)), 1e-300)
     _, chi2, dof = _wls(grid, y_mean, y_se, form, chosen, loss_min)
     return LambdaFit(estimator, lam, lam_se, m, {k: v[0] for k, v in chi2_by_m.items()}, lambda_by_m, (t_lo, t_hi),
                      Lstar, chi2, dof, float(chi2_dist.sf(chi2, dof)), len(runs), curve.grad_evals, reason, lambda_se_by_m,
-                     run_lstar)
+                     run_lstar, lam_se_runs, candidates)
 
 
 def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_runs: int = 4,
