@@ -325,3 +325,25 @@ def test_the_fit_needs_points_for_every_candidate_on_each_half():
     assert fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0, decades=3.0, points=6).num_runs == 2
     with pytest.raises(ValueError, match=r"points: expected at least 6 .* got 5"):
         fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0, decades=3.0, points=5)
+
+
+def test_where_the_windows_halves_disagree_on_m_lambdas_error_carries_both():
+    """A curve t E_t[L] flat at 1/2 (m = 1) up to t = 1e6 and falling like m = 2's -1 / log t above it: the lower half
+    of t = 1e2 .. 1e10 chooses m = 1, the rest m = 2, so m is not identifiable and both are candidates; lambda's
+    standard error is then sqrt(s^2 + (lambda_1 - lambda_2)^2 / 2), s the runs' (here 1e-5, against a spread of
+    0.05 between the two m's readings)."""
+    import math
+
+    t = np.logspace(2, 10, 200)
+    lt = np.log(t)
+    exact = np.where(t < 1e6, 0.5, 0.5 - 1.0 / lt + 1.0 / np.log(1e6))
+    slope = exact + 1e-4 * np.random.default_rng(0).normal(size=(8, len(t)))
+    F = np.cumsum(np.concatenate([np.zeros((8, 1)), 0.5 * (slope[:, 1:] + slope[:, :-1]) * np.diff(lt)], 1), 1)
+    fit = fit_learning_coefficient(FreeEnergyCurve(np.tile(t, (8, 1)), F, slope / t, np.zeros(8), 0), "tempered_loss",
+                                   decades=8)
+    assert fit.m is None and fit.m_candidates == (1, 2), (fit.m_candidates, fit.reason)
+    chosen = 1 if fit.lambda_ == fit.lambda_by_m[1] else 2
+    assert fit.lambda_ == fit.lambda_by_m[chosen] and fit.lambda_se_runs == fit.lambda_se_by_m[chosen] < 1e-4
+    spread = fit.lambda_by_m[2] - fit.lambda_by_m[1]
+    assert abs(spread) > 0.02
+    assert math.isclose(fit.lambda_se, math.sqrt(fit.lambda_se_runs ** 2 + spread ** 2 / 2), rel_tol=1e-12)
