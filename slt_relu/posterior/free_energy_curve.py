@@ -42,7 +42,9 @@ The fit (:func:`fit_learning_coefficient`), a stated rule:
 3. lambda: each run's curve of the chosen estimator is fitted with that m (least squares), and lambda
    is the runs' mean with its standard error over runs s (their sd / sqrt(runs)).  Where m is not
    identifiable, lambda's standard error also carries the choice of m: over the m's the rule could not
-   exclude (the chosen one, each half's, and m + 1 where it was not rejected), lambda_se^2 = s^2 +
+   exclude (the chosen one, each half's, and m + 1 where it was not rejected and m < ``max_multiplicity``;
+   where these are the chosen m alone, e.g. lambda drifts but every part chooses the same m, the standard
+   error is s), lambda_se^2 = s^2 +
    mean_k (lambda_k - lambda)^2, the mean square error of the reported lambda if m were any of them with
    equal weight (lambda_k: the estimator's lambda at m = k).  A standard error over runs alone would
    state a precision the fit does not have (lambda at m and m + 1 differ by about 1 / log t at the
@@ -129,8 +131,8 @@ class LambdaFit(NamedTuple):
 
     Fields:
         estimator: "free_energy", "tempered_loss" or "thermodynamic".
-        lambda_, lambda_se: the learning coefficient (for the chosen m) and its standard error: over runs where m is
-            identified, combined with the choice of m where it is not (module docstring, step 3).
+        lambda_, lambda_se: the learning coefficient (for the chosen m) and its standard error: over runs, combined
+            with the choice of m where m is not identified and other m's remain (module docstring, step 3).
         m: the multiplicity, or None where it is not identifiable (``reason`` says why).
         chi2_by_m: the derivative form's chi^2 for each candidate m (m -> chi^2).
         lambda_by_m: lambda of the chosen estimator for each candidate m (m -> lambda).
