@@ -56,7 +56,9 @@ The fit (:func:`fit_learning_coefficient`), a stated rule:
 Estimating the correction terms takes range: the next pole's power t^(-(lambda2 - lambda)) fades only at large
 t, m's signal (m - 1) / log t shows best at small t, so a window over both (the known-lambda suite's: 1e3 .. 1e16)
 serves both; a pole as close as w1^4 w2^6's (a correction t^(-1/12)) needs t near 1e25 (readings by window:
-docs/experiments/known_lambda_suite.md).
+docs/experiments/known_lambda_suite.md).  The forms carry no such power: with its exponent free, the exact curves of
+the two-parameter crossings fit at the wrong m as well as at the right one (``benchmarks/known_lambda_windows.py
+--part 5``), so m could not be identified at all.
 
 A data set's curve (L* fitted: ``loss_min=None``) is read over t <= n, so its window reaches down to small t
 (the known-lambda suite's: 1e2 .. 1e5), where the expansion's power corrections are not negligible: every form
