@@ -8,7 +8,7 @@ curves of the same losses over other windows, beside checks that do not depend o
    (``check_free_energy``: the largest |z| over the window and its Student-t bound) and the same rule read off the
    exact curve itself (the quadrature with 1e-4 noise, 4 runs: what the window allows without SMC's noise or bias).
 2. The reduced-rank / deep-linear / regular families from data sets of n = 1e5 (the suite's data cases: each run
-   its own data set, L* fitted) beside their population loss K over the same window t = 1e2 .. 1e5: the window,
+   its own data set, L* fitted) beside their population loss K over the same window, the suite's t = 30 .. 3e4: the window,
    not the data, sets how close the reading comes.
 3. SMC against an exact sampler along t: the linear population cases' t E_t[K] by SMC (8 runs to t = 1e16) and by
    blocked Gibbs sweeps (``linear_gibbs_curve``, 16 chains, 400 + 800 sweeps) at 12 t from 1e3 to 1e14 (the Gibbs
@@ -23,10 +23,15 @@ curves of the same losses over other windows, beside checks that do not depend o
    term for every further pole), each point weighted by the standard error of SMC's mean curve there (the committed
    results/known_lambda_suite, 8 runs): lambda's error at each m, and chi^2.  With the power, the wrong m fits as well
    as the right one, so m could not be identified and lambda would carry their difference.
+6. Where a data set's window ends: the six data cases of part 2 (SMC, 8 runs of n = 1e5 each, to t = 1e5) on fresh
+   data sets (``--data-seeds``), each curve fitted over the last 3 decades up to t = n beta_max for beta_max = 1 (the
+   Bayes posterior), 0.3 (known_lambda_suite's) and 0.1 (the curve interpolated at the window's top, linearly in
+   log t, as the fit interpolates its grid): lambda (F) for the m the rule prefers, at the exact m, and how many
+   cases are within 3 standard errors and 5 % of the exact value at each beta_max.
 
 SMC runs as the suite's (symmetry moves on the reduced-rank and deep linear cases) in parts 1-3.
 
-    .venv/bin/python benchmarks/known_lambda_windows.py [--runs 8] [--particles 2048] [--part 1,2,3,4,5]
+    .venv/bin/python benchmarks/known_lambda_windows.py [--runs 8] [--particles 2048] [--part 1,2,3,4,5,6] [--data-seeds 1,2,3,4,5]
 
 (about 10 minutes on a 2-core CPU.)
 """
@@ -40,6 +45,7 @@ import time
 import numpy as np
 
 WINDOWS = {1e8: (5.0,), 1e16: (5.0, 13.0), 1e25: (5.0, 22.0)}     # t_max: the decades of each fitted window
+DATA_T_MAX = 3e4                                                   # the suite's data cases: t = n beta, beta <= 0.3
 CROSSINGS = [(1, 1), (1, 2), (2, 2), (1, 3), (2, 3), (3, 3)]
 ZERO_TRUTH = [{"name": "RRR 3-2-3, r = 0", "family": "reduced_rank", "input_dim": 3, "hidden": 2, "output_dim": 3},
               {"name": "DLN 3-3-3-3, r = 0", "family": "deep_linear", "input_dim": 3, "widths": [3, 3, 3]}]
@@ -139,11 +145,12 @@ def part_data(args, settings):
 
     from slt_relu.posterior.free_energy_curve import fit_learning_coefficient
 
-    print("2. data sets of n = 1e5 (L* fitted) against the population K, both over t = 1e2 .. 1e5 (free_energy)")
+    print(f"2. data sets of n = 1e5 (L* fitted) against the population K, both over the last 3 decades up to "
+          f"t = {DATA_T_MAX:g} (free_energy)")
     for i, spec in enumerate(DATA):
         for n in (100_000, None):
-            c = _case({**spec, **({"n": n, "t_max": 1e5, "decades": 3.0} if n else {})})
-            curve = _curve(jax.random.fold_in(jax.random.key(args.seed + 1), i), c, 1e5, args.runs, settings)
+            c = _case({**spec, **({"n": n, "t_max": DATA_T_MAX, "decades": 3.0} if n else {})})
+            curve = _curve(jax.random.fold_in(jax.random.key(args.seed + 1), i), c, DATA_T_MAX, args.runs, settings)
             fit = fit_learning_coefficient(curve, "free_energy", loss_min=None if n else 0.0, decades=3.0)
             print(f"  {spec['name']:20s} {'n = 1e5  ' if n else 'population'}: "
                   f"{_reading(fit, c.lambda_exact, c.m_exact)}", flush=True)
@@ -240,6 +247,49 @@ def part_power(args, settings):
         print(f"  {name:10s} lambda {lam}, m {m_exact} | " + " | ".join(cells), flush=True)
 
 
+def _up_to(curve, t_hi):
+    """The curve's stages up to t_hi, with a last stage at t_hi itself (F and E_t[L] interpolated linearly in log t)."""
+    from slt_relu.posterior.free_energy_curve import FreeEnergyCurve
+
+    t, F, L = (np.full_like(curve.t, np.nan) for _ in range(3))
+    for r in range(len(curve.t)):
+        ok = np.isfinite(curve.t[r]) & (curve.t[r] < t_hi)
+        k = int(ok.sum())
+        t[r, :k], F[r, :k], L[r, :k] = curve.t[r, ok], curve.free_energy[r, ok], curve.mean_loss[r, ok]
+        inside = np.isfinite(curve.t[r])
+        at = lambda y: np.interp(math.log(t_hi), np.log(curve.t[r, inside]), y[r, inside])
+        t[r, k], F[r, k], L[r, k] = t_hi, at(curve.free_energy), at(curve.mean_loss)
+    return FreeEnergyCurve(t, F, L, curve.prior_mean_loss, curve.grad_evals)
+
+
+def part_data_windows(args, settings):
+    import jax
+
+    from slt_relu.posterior.free_energy_curve import fit_learning_coefficient
+
+    beta_max = (1.0, 0.3, 0.1)
+    print(f"6. where a data set's window ends: the last 3 decades up to t = n beta_max, beta_max = "
+          f"{', '.join(map(str, beta_max))} (n = 1e5, fresh data sets: seeds {args.data_seeds}; free_energy)")
+    passed = dict.fromkeys(beta_max, 0)
+    total = 0
+    for seed in map(int, args.data_seeds.split(",")):
+        for i, spec in enumerate(DATA):
+            c = _case({**spec, "n": 100_000, "t_max": 1e5, "decades": 3.0})
+            start = time.time()
+            curve = _curve(jax.random.fold_in(jax.random.key(1000 + seed), i), c, 1e5, args.runs, settings)
+            cells = []
+            for b in beta_max:
+                fit = fit_learning_coefficient(_up_to(curve, 1e5 * b), "free_energy", loss_min=None, decades=3.0)
+                ok = abs(fit.lambda_ - c.lambda_exact) <= min(3 * fit.lambda_se, 0.05 * c.lambda_exact)
+                passed[b] += ok
+                cells.append(f"beta <= {b:g}: {fit.lambda_:.3f} +- {fit.lambda_se:.3f} "
+                             f"({100 * (fit.lambda_ / c.lambda_exact - 1):+.1f} %{', within' if ok else ''}; at m "
+                             f"{c.m_exact} {100 * (fit.lambda_by_m[c.m_exact] / c.lambda_exact - 1):+.1f} %)")
+            total += 1
+            print(f"  seed {seed} {spec['name']:20s} " + " | ".join(cells) + f" | {time.time() - start:.0f} s", flush=True)
+    print("  within 3 standard errors and 5 %: " + ", ".join(f"beta <= {b:g}: {k} of {total}" for b, k in passed.items()))
+
+
 def main():
     import jax
 
@@ -250,8 +300,10 @@ def main():
     p.add_argument("--runs", type=int, default=8)
     p.add_argument("--particles", type=int, default=2048)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--part", default="1,2,3,4,5", help="which tables: 1 (windows), 2 (data), 3 (SMC against Gibbs), "
-                   "4 (SMC with and without the layers' moves), 5 (a next pole's power in the fit)")
+    p.add_argument("--part", default="1,2,3,4,5,6", help="which tables: 1 (windows), 2 (data), 3 (SMC against Gibbs), "
+                   "4 (SMC with and without the layers' moves), 5 (a next pole's power in the fit), "
+                   "6 (where a data set's window ends)")
+    p.add_argument("--data-seeds", default="1,2,3,4,5", help="part 6's data sets (each seed: the six cases' 8 runs)")
     args = p.parse_args()
     settings = SMCSettings(num_particles=args.particles, num_mcmc_steps=7, waste_free=True, target_ess=0.9,
                            max_stages=2000, symmetry_moves=True)        # the suite's
@@ -266,6 +318,8 @@ def main():
         part_moves(args, settings)
     if "5" in args.part.split(","):
         part_power(args, settings)
+    if "6" in args.part.split(","):
+        part_data_windows(args, settings)
     print(f"{time.time() - start:.0f} s")
 
 
