@@ -29,11 +29,11 @@ curves of the same losses over other windows, beside checks that do not depend o
    log t, as the fit interpolates its grid): lambda (F) for the m the rule prefers, at the exact m, and how many
    cases are within 3 standard errors and 5 % of the exact value at each beta_max.
 
-SMC runs as the suite's (symmetry moves on the reduced-rank and deep linear cases) in parts 1-3.
+SMC runs as the suite's (symmetry moves on the reduced-rank and deep linear cases) in parts 1-3 and 6.
 
     .venv/bin/python benchmarks/known_lambda_windows.py [--runs 8] [--particles 2048] [--part 1,2,3,4,5,6] [--data-seeds 1,2,3,4,5]
 
-(about 10 minutes on a 2-core CPU.)
+(parts 1-4 about 10 minutes on a 2-core CPU; part 5 seconds; parts 2 and 6 together 6 minutes.)
 """
 from __future__ import annotations
 

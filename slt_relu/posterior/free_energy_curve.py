@@ -61,18 +61,19 @@ the two-parameter crossings fit at the wrong m as well as at the right one (``be
 --part 5``), so m could not be identified at all.
 
 A data set's curve (L* fitted: ``loss_min=None``) is read over t = n beta well below n (the known-lambda suite's:
-30 .. 3e4 at n = 1e5: a data set's tempered posterior departs from the population's by a random term of order sqrt(beta)
-(Watanabe 2013, WBIC's main theorem: U_n sqrt(lambda / 2 beta) in E_beta[n L_n], U_n asymptotically Gaussian), largest
-at the Bayes posterior beta = 1, and of the windows ending at beta = 1, 0.3 and 0.1, 0.3 read the most cases right on
-fresh data sets: ``benchmarks/known_lambda_windows.py --part 6``), so its window reaches down to small t, where the
-expansion's power corrections are not negligible: every form there carries c3 / t beside t L* (in F and, with another
-coefficient, in t E_t[L]). It is the leading correction of the regular directions (for a regular model under a
-Gaussian prior, F(t) = t L* + (d / 2) log t + c + c3 / t + O(t^(-2)) exactly), and leaving it out misreads such a
-curve: the exact curves of a regular model with d = 4 on four data sets, over t = 1e2 .. 1e5, give lambda 2.08 (the
-rule prefers m = 2) without the term and 2.0000 (m = 1) with it (tests/test_free_energy_curve.py). A population curve
-(L* given) is read further out (from 1e3 up), where the term would only weaken m's identification (its freedom at the
-window's lower end lets m + 1 mimic m), and goes without (docs/experiments/known_lambda_suite.md). Every half of the
-window must hold more grid points than the largest candidate's terms (:func:`min_points`).
+t = 30 .. 3e4 at n = 1e5).  A data set's tempered posterior departs from the population's by a random term of order
+sqrt(beta), U_n sqrt(lambda beta / 2) in t E_t[L_n] with U_n asymptotically Gaussian (Watanabe 2013, WBIC's main
+theorem: U_n sqrt(lambda / 2 beta) in E_beta[n L_n]), largest at the Bayes posterior beta = 1; of windows ending at
+beta = 1, 0.3 and 0.1, 0.3 read the most cases right on fresh data sets (``benchmarks/known_lambda_windows.py
+--part 6``).  So the window reaches down to small t, where the expansion's power corrections are not negligible:
+every form there carries c3 / t beside t L* (in F and, with another coefficient, in t E_t[L]).  It is the leading
+correction of the regular directions (for a regular model under a Gaussian prior, F(t) = t L* + (d / 2) log t + c +
+c3 / t + O(t^(-2)) exactly), and leaving it out misreads such a curve: the exact curves of a regular model with
+d = 4 on four data sets, over t = 1e2 .. 1e5, give lambda 2.08 (the rule prefers m = 2) without the term and 2.0000
+(m = 1) with it (tests/test_free_energy_curve.py).  A population curve (L* given) is read further out (from 1e3
+up), where the term would only weaken m's identification (its freedom at the window's lower end lets m + 1 mimic
+m), and goes without (docs/experiments/known_lambda_suite.md).  Every half of the window must hold more grid points
+than the largest candidate's terms (:func:`min_points`).
 """
 from __future__ import annotations
 
