@@ -41,6 +41,7 @@ import argparse
 import functools
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -218,7 +219,7 @@ def part_power(args, settings):
 
     grid = np.logspace(3.0, 16.0, 24)                  # the suite's window and grid
     deltas = np.concatenate([np.linspace(0.01, 0.2, 39), np.linspace(0.21, 1.5, 40)])
-    committed = xr.open_dataset("results/known_lambda_suite/results.nc")
+    committed = xr.open_dataset(Path(__file__).resolve().parent.parent / "results" / "known_lambda_suite" / "results.nc")
     print("5. a next pole's power t^(-delta) in the fit of t E_t[K] (exact curves, t = 1e3 .. 1e16, 24 points, "
           "weighted by SMC's standard errors of results/known_lambda_suite): lambda's error and chi^2 at m = 1, 2")
 
