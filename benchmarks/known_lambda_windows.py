@@ -216,6 +216,7 @@ def part_power(args, settings):
 
     from slt_relu.known_lambda import normal_crossing
     from slt_relu.posterior.exact_free_energy import normal_crossing_free_energy
+    from slt_relu.posterior.free_energy_curve import _design, _on_grid
 
     grid = np.logspace(3.0, 16.0, 24)                  # the suite's window and grid
     deltas = np.concatenate([np.linspace(0.01, 0.2, 39), np.linspace(0.21, 1.5, 40)])
@@ -224,9 +225,8 @@ def part_power(args, settings):
           "weighted by SMC's standard errors of results/known_lambda_suite): lambda's error and chi^2 at m = 1, 2")
 
     def fit(y, se, m, delta):
-        u = np.log(grid)
-        X = np.stack([np.ones_like(u)] + ([-1.0 / u ** 2] if m > 1 else []) + ([grid ** -delta] if delta else []), 1)
-        off = -(m - 1) / u
+        X, off = _design(grid, "tempered_loss", m, 0.0)            # the rule's form, then the power
+        X = np.column_stack([X, grid ** -delta]) if delta else X
         beta = np.linalg.lstsq(X / se[:, None], (y - off) / se, rcond=None)[0]
         return beta[0], float(np.sum(((y - off - X @ beta) / se) ** 2))
 
@@ -236,8 +236,7 @@ def part_power(args, settings):
         F = functools.partial(normal_crossing_free_energy, (a, b))
         y = (F(grid * math.exp(1e-4)) - F(grid * math.exp(-1e-4))) / 2e-4
         run = committed.sel(case=name)
-        slopes = np.array([np.interp(np.log(grid), np.log(t[np.isfinite(t)]), (t * k)[np.isfinite(t)])
-                           for t, k in zip(run["t"].values, run["mean_loss"].values)])
+        slopes = _on_grid(run["t"].values, run["t"].values * run["mean_loss"].values, grid)    # (runs, 24) t E_t[K]
         se = slopes.std(0, ddof=1) / math.sqrt(len(slopes))
         cells = []
         for m in (1, 2):
