@@ -62,3 +62,16 @@ def compiles():
         mark[0] = len(_COMPILES)
         return n
     return count
+
+
+# One test file's tests on one pytest-xdist worker (`--dist loadgroup`, pyproject.toml): they share compiled programs,
+# which each worker would otherwise compile again (tests/test_moves.py .. test_lambda_curve.py, 8 files: 600 s of test
+# time split test by test, 520 s file by file). The shipped configs' tiny runs (test_reference.py) share little with each
+# other and go out one by one, which keeps the two workers' loads even.
+SPREAD_FILES = {"test_reference.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name not in SPREAD_FILES:
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
