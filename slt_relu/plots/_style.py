@@ -152,8 +152,7 @@ PHASE_COLOURS = {"degenerate": "tab:red", "non_degenerate": "tab:blue", "true_or
 def settle(fig):
     """Lay fig out once before it is drawn for real where it has a fixed-aspect panel: constrained
     layout's first pass misplaces the labels of such panels without ticks (matplotlib 3.11), its second
-    pass is right. Other figures are laid out right at once and skip the extra pass (a third of the time
-    of saving a figure)."""
+    pass is right. Other figures are laid out right at once and skip the extra pass."""
     if any(ax.get_aspect() != "auto" for ax in fig.axes):
         fig.draw_without_rendering()
     return fig
