@@ -418,28 +418,6 @@ def test_posterior_draws_as_netcdf_the_printed_headline_and_show(tmp_path, capsy
     assert "expected a results folder of slt-relu" in capsys.readouterr().err
 
 
-def test_a_rerun_loads_its_programs_from_the_persistent_cache(tmp_path):
-    """slt-relu run with --cache-dir: the first run writes its compiled programs there, a rerun finds every one
-    of them (no new entry) and gives the same metrics.  In fresh processes, so the cache stays out of this one."""
-    import subprocess
-    import sys
-
-    cache = tmp_path / "cache"
-    sets = sum((["--set", f"{k}={json.dumps(v)}"] for k, v in TINY["dslt3_degenerate_node.toml"].items()), [])
-
-    def run(out):
-        subprocess.run([sys.executable, "-m", "slt_relu.workflow.cli", "run", "dslt3_degenerate_node", "--out", str(out),
-                        "--no-progress", "--cache-dir", str(cache)] + sets, check=True, capture_output=True)
-        return {p.name for p in cache.rglob("*") if p.is_file()}
-
-    first = run(tmp_path / "a")
-    assert len(first) >= 3, first                           # every program of the run, no minimum compile time
-    assert run(tmp_path / "b") == first
-    drop = lambda m: {k: v for k, v in m.items() if k not in compare.VOLATILE}
-    metrics = [json.loads((tmp_path / d / "metrics.json").read_text()) for d in "ab"]
-    assert drop(metrics[0]) == drop(metrics[1])
-
-
 def test_an_axis_with_a_value_twice_is_refused_in_one_line():
     """A sweep list and a functional_dimension axis are coordinates of results.nc: each value once."""
     import jax

@@ -42,17 +42,21 @@ def test_one_and_two_processes_give_the_same_metrics(tmp_path):
     """Each point's keys depend on the point, its program on the sweep: 2 coordinated processes on 127.0.0.1 run
     program k on process k mod 2, process 0 gathers the checkpoints and writes; the metrics are bitwise those
     of one process (the per-device batches are equal).  The single process (a fresh one, as the two) writes its
-    compiled programs to a persistent compilation cache of this test's, and the two processes load them from it
-    instead of compiling them again each (a program compiled otherwise for two processes would have another cache
-    key, and be compiled anew)."""
+    compiled programs to a persistent compilation cache of this test's (``--cache-dir``), and the two processes load
+    every one of them from it instead of compiling them again each: they add no entry (a program compiled otherwise
+    for two processes would have another cache key, and be compiled anew)."""
     cache = tmp_path / "cache"
+    cached = lambda: {p.relative_to(cache) for p in cache.rglob("*") if p.is_file()}
     cmd, env = cli(["--out", str(tmp_path / "one")], cache=cache, **TINY)
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     one = tmp_path / "one"
+    first = cached()
+    assert len(first) >= 3, first                           # every program of the run, no minimum compile time
     cmd, env = cli(["--out", str(tmp_path / "two"), "--processes", "2", "--oversubscribe"], cache=cache, **TINY)
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
+    assert cached() == first                                # the two processes found every program they ran
     assert "results written to" in res.stdout and "truth.t = 1.571:" in res.stdout
     a = json.loads((one / "metrics.json").read_text())
     b = json.loads((tmp_path / "two" / "metrics.json").read_text())

@@ -105,6 +105,8 @@ def test_same_keys_same_numbers_no_second_compile_and_hmc(compiles):
     compiles()
     b = run(NUTSSettings(num_warmup=50, num_samples=50))            # equal settings, equal potential: no new program
     assert compiles() == 0
+    run(NUTSSettings(num_warmup=50, num_samples=40))                # other settings: one program, the queue's ticks
+    assert compiles() == 1                                          # (its first tick starts the first chains)
     np.testing.assert_array_equal(a.z, b.z)
     other = run(s, keys=jax.random.split(jax.random.PRNGKey(1), C))
     assert not np.allclose(a.z, other.z)

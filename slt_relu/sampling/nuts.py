@@ -346,27 +346,32 @@ def _take(tree, idx):
     return jax.tree.map(lambda a: a[idx], tree)
 
 
-def _start(s: NUTSSettings, potential_gen, slots: int, z0, keys, args) -> _Queue:
-    """A device's queue (its T tasks) with the first `slots` tasks started."""
-    T, D = z0.shape
-    S = s.num_samples
-    first = jnp.arange(slots)
-    slot_args = _take(args, first)
-    chains = jax.vmap(lambda z, k, a: _init_chain(s, potential_gen, z, k, a))(z0[:slots], keys[:slots], slot_args)
-    imm = chains.adapt.inverse_mass_matrix
-    dt = z0.dtype
-    return _Queue(chains, slot_args, first.astype(jnp.int32), jnp.full((1,), slots, jnp.int32), jnp.zeros(T, bool),
-                  jnp.zeros((T, S, D), dt), jnp.zeros((T, S), dt), jnp.zeros((T, S), jnp.int32),
-                  jnp.zeros((T, S), dt), jnp.zeros((T, S), bool), jnp.zeros((T, S), dt), jnp.zeros(T, dt),
-                  jnp.zeros((T,) + imm.shape[1:], dt), jnp.zeros(T, jnp.int32), jnp.zeros(T, jnp.int32),
-                  jnp.zeros(T, dt))
+def _idle_queue(s: NUTSSettings, potential_gen, slots: int, z0, keys, args, mesh) -> _Queue:
+    """Every device's queue with its `slots` slots idle (task -1) and no task started, made on the host: the
+    first tick of :func:`_advance` starts the first tasks through :func:`_refill`, so no program of its own
+    compiles the start.  z0, keys (raw key data), args: the padded chains (Cp, ...), device by device."""
+    nd = mesh.devices.size
+    Cp, D = z0.shape
+    S, n, dt = s.num_samples, slots * nd, z0.dtype
+    rows = lambda a: jax.ShapeDtypeStruct((n,) + a.shape[1:], a.dtype)
+    chains = jax.eval_shape(jax.vmap(lambda z, k, a: _init_chain(s, potential_gen, z, k, a)),
+                            rows(z0), rows(keys), jax.tree.map(rows, args))
+    zeros = lambda tree: jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), tree)
+    q = _Queue(zeros(chains), zeros(jax.tree.map(rows, args)), np.full(n, -1, np.int32), np.zeros(nd, np.int32),
+               np.zeros(Cp, bool), np.zeros((Cp, S, D), dt), np.zeros((Cp, S), dt), np.zeros((Cp, S), np.int32),
+               np.zeros((Cp, S), dt), np.zeros((Cp, S), bool), np.zeros((Cp, S), dt), np.zeros(Cp, dt),
+               np.zeros((Cp,) + chains.adapt.inverse_mass_matrix.shape[1:], dt), np.zeros(Cp, np.int32),
+               np.zeros(Cp, np.int32), np.zeros(Cp, dt))
+    return jax.device_put(q, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("chains")))
 
 
 def _refill(s: NUTSSettings, potential_gen, q: _Queue, z0, keys, args) -> _Queue:
-    """Store the results of the slots whose chains finished and start the next tasks in them."""
+    """Store the results of the slots whose chains finished and start the next tasks in them and in the idle
+    slots (a fresh queue's, or those left when the tasks ran out)."""
     total = s.num_warmup + s.num_samples * s.thin
     T = q.done.shape[0]
     fin = (q.chains.i >= total) & (q.task >= 0)
+    free = fin | (q.task < 0)
     idx = jnp.where(fin, q.task, T)                   # out of range: dropped
     c = q.chains
     q = q._replace(done=q.done.at[idx].set(True, mode="drop"),
@@ -376,35 +381,39 @@ def _refill(s: NUTSSettings, potential_gen, q: _Queue, z0, keys, args) -> _Queue
                    warmup_divergences=q.warmup_divergences.at[idx].set(c.warmup_divergences, mode="drop"),
                    symmetry_accept=q.symmetry_accept.at[idx].set(
                        c.flips_accepted / jnp.maximum(c.flips, 1).astype(q.symmetry_accept.dtype), mode="drop"))
-    new_task = q.next_task[0] + jnp.cumsum(fin) - 1
-    assign = fin & (new_task < T)
+    new_task = q.next_task[0] + jnp.cumsum(free) - 1
+    assign = free & (new_task < T)
     src = jnp.clip(new_task, 0, T - 1)
     new_args = _take(args, src)
     fresh = jax.vmap(lambda z, k, a: _init_chain(s, potential_gen, z, k, a))(z0[src], keys[src], new_args)
     return q._replace(chains=_where_rows(assign, fresh, q.chains), slot_args=_where_rows(assign, new_args, q.slot_args),
-                      task=jnp.where(assign, new_task, jnp.where(fin, -1, q.task)).astype(jnp.int32),
-                      next_task=jnp.minimum(q.next_task + jnp.sum(fin), T).astype(jnp.int32))
+                      task=jnp.where(assign, new_task, jnp.where(free, -1, q.task)).astype(jnp.int32),
+                      next_task=jnp.minimum(q.next_task + jnp.sum(free), T).astype(jnp.int32))
 
 
 def _advance(s: NUTSSettings, potential_gen, moves, max_ticks: int, q: _Queue, z0, keys, args):
-    """Up to max_ticks ticks of one device's queue; returns (queue, ticks run (1,))."""
+    """Up to max_ticks ticks of one device's queue, each after starting the next tasks in the slots whose chain
+    finished or that are idle (a fresh queue's first tasks start so); returns (queue, ticks run (1,))."""
     tick = jax.vmap(lambda c, a: _tick(s, potential_gen, moves, c, a))
     T = q.done.shape[0]
+    total = s.num_warmup + s.num_samples * s.thin
+
+    def ticked(q):
+        chains, d = tick(q.chains, q.slot_args)
+        ti = jnp.where(d.write & (q.task >= 0), q.task, T)
+        return q._replace(chains=chains, z=q.z.at[ti, d.k].set(d.z, mode="drop"),
+                          pe=q.pe.at[ti, d.k].set(d.pe, mode="drop"),
+                          steps=q.steps.at[ti, d.k].set(d.steps, mode="drop"),
+                          accept=q.accept.at[ti, d.k].set(d.accept, mode="drop"),
+                          diverging=q.diverging.at[ti, d.k].set(d.diverging, mode="drop"),
+                          energy=q.energy.at[ti, d.k].set(d.energy, mode="drop"))
 
     def body(carry):
         t, q = carry
-        chains, d = tick(q.chains, q.slot_args)
-        ti = jnp.where(d.write & (q.task >= 0), q.task, T)
-        q = q._replace(chains=chains, z=q.z.at[ti, d.k].set(d.z, mode="drop"),
-                       pe=q.pe.at[ti, d.k].set(d.pe, mode="drop"),
-                       steps=q.steps.at[ti, d.k].set(d.steps, mode="drop"),
-                       accept=q.accept.at[ti, d.k].set(d.accept, mode="drop"),
-                       diverging=q.diverging.at[ti, d.k].set(d.diverging, mode="drop"),
-                       energy=q.energy.at[ti, d.k].set(d.energy, mode="drop"))
-        total = s.num_warmup + s.num_samples * s.thin
-        finished = jnp.any((q.chains.i >= total) & (q.task >= 0))
-        q = jax.lax.cond(finished, lambda q: _refill(s, potential_gen, q, z0, keys, args), lambda q: q, q)
-        return t + 1, q
+        free = ((q.chains.i >= total) & (q.task >= 0)) | ((q.task < 0) & (q.next_task[0] < T))
+        q = jax.lax.cond(jnp.any(free), lambda q: _refill(s, potential_gen, q, z0, keys, args), lambda q: q, q)
+        busy = ~jnp.all(q.done)                       # the last chains' end is stored by the refill above
+        return t + busy.astype(t.dtype), jax.lax.cond(busy, ticked, lambda q: q, q)
 
     t, q = jax.lax.while_loop(lambda carry: (carry[0] < max_ticks) & ~jnp.all(carry[1].done), body,
                               (jnp.int32(0), q))
@@ -443,7 +452,7 @@ def run_nuts(keys, potential_gen, init_z, args, settings: NUTSSettings, *, moves
     if slots is None:                                 # a CPU device's tick costs in proportion to its slots
         slots = CPU_SLOTS * nd if mesh.devices.flat[0].platform == "cpu" else C
     slots_d = min(per_device, -(-slots // nd))
-    q = run_blocks(StaticPartial(_start, (s, potential_gen, slots_d)), (z0, keys_p, args_p), mesh)
+    q = _idle_queue(s, potential_gen, slots_d, z0, keys_p, args_p, mesh)
     advance = StaticPartial(_advance, (s, potential_gen, moves, int(ticks_per_call)))
     total = s.num_warmup + s.num_samples * s.thin
     ticks = 0
