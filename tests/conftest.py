@@ -16,9 +16,9 @@ os.environ.setdefault("XLA_FLAGS", SUITE_XLA_FLAGS)          # before JAX starts
 
 # Python's cyclic garbage collector, at its default thresholds (700, 10, 10), ran ~3,700 collections per worker over
 # test_reference.py alone, each walking the heap that JAX's caches of traced and compiled programs keep growing (a
-# worker reaches 5 GB by the end of the suite).  Collected 70 times less often, the workers spent 316 s of CPU
-# there instead of 349 s (gc.callbacks: 13 s of collections before, 3 s after); garbage cycles wait longer, which
-# the workers' memory allows.
+# worker reaches 4-5 GB by the end of the suite).  With the youngest generation collected 70 times less often (the
+# full collections 700 times), the workers spent 316 s of CPU there instead of 349 s (gc.callbacks: 13 s of
+# collections before, 3 s after); garbage cycles wait longer, which the workers' memory allows.
 gc.set_threshold(50_000, 20, 50)
 
 import jax  # noqa: E402  (after XLA_FLAGS)

@@ -88,7 +88,7 @@ def test_async_is_numpyros_nuts_and_wastes_less():
     assert a.ticks < 0.8 * b.ticks
 
 
-def test_queue_gives_each_chain_the_same_draws():
+def test_queue_gives_each_chain_the_same_draws(compiles):
     """A chain's numbers depend on its key only: 6 slots or 2 slots (a queue of 3 rounds) agree to
     rounding; the queue runs each slot's chains back to back."""
     s = NUTSSettings(num_warmup=30, num_samples=20)
@@ -97,6 +97,18 @@ def test_queue_gives_each_chain_the_same_draws():
     np.testing.assert_allclose(queued.z, full.z, atol=1e-6)
     np.testing.assert_array_equal(queued.stats["num_steps"], full.stats["num_steps"])
     assert queued.ticks >= full.grad_evals.sum() / 2 and full.ticks == full.grad_evals.max()
+    # the queue cut into compiled calls of 7 ticks (a chain that finishes on a call's last tick is stored, and
+    # the next one started, by the next call): the same program on every call, the same numbers
+    from slt_relu.sampling.nuts import run_nuts
+
+    keys = jax.random.split(jax.random.PRNGKey(0), C)
+    s2 = s.model_copy(update={"slots": 2})
+    calls = []
+    compiles()
+    cut = run_nuts(keys, gaussian, jnp.zeros(MU.shape), (MU, SCALE), s2, ticks_per_call=7, progress=calls.append)
+    assert len(calls) > 10 and calls[-1] == 1.0 and compiles() == 1
+    np.testing.assert_array_equal(cut.z, queued.z)
+    assert cut.ticks == queued.ticks and (cut.grad_evals == queued.grad_evals).all()
 
 
 def test_same_keys_same_numbers_no_second_compile_and_hmc(compiles):
