@@ -354,10 +354,11 @@ def _idle_queue(s: NUTSSettings, potential_gen, slots: int, z0, keys, args, mesh
     Cp, D = z0.shape
     S, n, dt = s.num_samples, slots * nd, z0.dtype
     rows = lambda a: jax.ShapeDtypeStruct((n,) + a.shape[1:], a.dtype)
+    slot_args = jax.tree.map(rows, args)
     chains = jax.eval_shape(jax.vmap(lambda z, k, a: _init_chain(s, potential_gen, z, k, a)),
-                            rows(z0), rows(keys), jax.tree.map(rows, args))
+                            rows(z0), rows(keys), slot_args)
     zeros = lambda tree: jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), tree)
-    q = _Queue(zeros(chains), zeros(jax.tree.map(rows, args)), np.full(n, -1, np.int32), np.zeros(nd, np.int32),
+    q = _Queue(zeros(chains), zeros(slot_args), np.full(n, -1, np.int32), np.zeros(nd, np.int32),
                np.zeros(Cp, bool), np.zeros((Cp, S, D), dt), np.zeros((Cp, S), dt), np.zeros((Cp, S), np.int32),
                np.zeros((Cp, S), dt), np.zeros((Cp, S), bool), np.zeros((Cp, S), dt), np.zeros(Cp, dt),
                np.zeros((Cp,) + chains.adapt.inverse_mass_matrix.shape[1:], dt), np.zeros(Cp, np.int32),
@@ -365,13 +366,17 @@ def _idle_queue(s: NUTSSettings, potential_gen, slots: int, z0, keys, args, mesh
     return jax.device_put(q, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("chains")))
 
 
+def _free_slots(s: NUTSSettings, q: _Queue):
+    """(fin, free), (slots,) each: the slots whose chain finished, and those with the idle slots while tasks
+    remain (a fresh queue's)."""
+    fin = (q.chains.i >= s.num_warmup + s.num_samples * s.thin) & (q.task >= 0)
+    return fin, fin | ((q.task < 0) & (q.next_task[0] < q.done.shape[0]))
+
+
 def _refill(s: NUTSSettings, potential_gen, q: _Queue, z0, keys, args) -> _Queue:
-    """Store the results of the slots whose chains finished and start the next tasks in them and in the idle
-    slots (a fresh queue's, or those left when the tasks ran out)."""
-    total = s.num_warmup + s.num_samples * s.thin
+    """Store the results of the slots whose chains finished and start the next tasks in the free slots."""
     T = q.done.shape[0]
-    fin = (q.chains.i >= total) & (q.task >= 0)
-    free = fin | (q.task < 0)
+    fin, free = _free_slots(s, q)
     idx = jnp.where(fin, q.task, T)                   # out of range: dropped
     c = q.chains
     q = q._replace(done=q.done.at[idx].set(True, mode="drop"),
@@ -396,7 +401,6 @@ def _advance(s: NUTSSettings, potential_gen, moves, max_ticks: int, q: _Queue, z
     finished or that are idle (a fresh queue's first tasks start so); returns (queue, ticks run (1,))."""
     tick = jax.vmap(lambda c, a: _tick(s, potential_gen, moves, c, a))
     T = q.done.shape[0]
-    total = s.num_warmup + s.num_samples * s.thin
 
     def ticked(q):
         chains, d = tick(q.chains, q.slot_args)
@@ -410,8 +414,8 @@ def _advance(s: NUTSSettings, potential_gen, moves, max_ticks: int, q: _Queue, z
 
     def body(carry):
         t, q = carry
-        free = ((q.chains.i >= total) & (q.task >= 0)) | ((q.task < 0) & (q.next_task[0] < T))
-        q = jax.lax.cond(jnp.any(free), lambda q: _refill(s, potential_gen, q, z0, keys, args), lambda q: q, q)
+        refill = lambda q: _refill(s, potential_gen, q, z0, keys, args)
+        q = jax.lax.cond(jnp.any(_free_slots(s, q)[1]), refill, lambda q: q, q)
         busy = ~jnp.all(q.done)                       # the last chains' end is stored by the refill above
         return t + busy.astype(t.dtype), jax.lax.cond(busy, ticked, lambda q: q, q)
 
