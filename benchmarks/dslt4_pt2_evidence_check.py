@@ -32,7 +32,7 @@ from slt_relu.posterior.evidence import logmeanexp
 from slt_relu.kinds.posterior_kind import point_keys
 from slt_relu.posterior.nested import nested_log_evidence
 from slt_relu.phases import SECTOR_PHASES, sector_phase
-from slt_relu.posterior import draw_datasets, sample_posterior, target
+from slt_relu.posterior import draw_datasets, sample_posterior, tempered_target
 
 CONFIG = runner.config_path("dslt4_pt2_smc")
 
@@ -112,7 +112,7 @@ def main():
 
 def _masses(e, p) -> np.ndarray:
     """The sector rule's masses from nested sampling's weighted points (SECTOR_PHASES order)."""
-    tg = target(p.model, p.prior, p.sigma)
+    tg = tempered_target(p.model, p.prior, p.sigma)
     params = jax.vmap(lambda z: p.model.embed(tg.constrain(z)))(jnp.asarray(e.z))
     codes = np.asarray(sector_phase(jax.tree.map(np.asarray, params), p.example.truth))
     return np.array([e.weight[codes == k].sum() for k in range(len(SECTOR_PHASES))])

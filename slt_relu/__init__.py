@@ -7,19 +7,21 @@ and paper.  Everything else is importable from the module that defines it, e.g.
 the modules and subpackages are attributes of the package (``slt_relu.sampling``,
 ``slt_relu.posterior``; ``slt_relu.plots`` is imported on first use, since it imports matplotlib).
 """
-from . import (arviz_data, classify, diagnostics, fisher, inputs, known_lambda, loss, mlp, moves, network, phases,
-               posterior, regions, sampling, symmetry, tms, truths)
+from . import (arviz_data, classify, diagnostics, fisher, hessian, inputs, known_lambda, loss, mlp, models, moves,
+               network, phases, posterior, pytree, regions, sampling, symmetry, tms, truths)
 from .arviz_data import load_draws, save_draws, to_arviz
 from .classify import classify_phase
 from .diagnostics import ess_bulk, rhat
-from .fisher import (NullAccounting, fisher_information, fisher_rank, fisher_spectrum, null_accounting,
-                     scaling_generators)
+from .fisher import NullAccounting, fisher_information, fisher_rank, fisher_spectrum, null_accounting
+from .hessian import hessian_rank, hessian_spectrum
 from .inputs import Gaussian, UniformBox
 from .loss import empirical_loss, population_loss, sample_dataset
 from .mlp import MLP, init_mlp, mlp_forward
-from .network import Restriction, TwoLayer, forward, from_flat, init_params, make_params, num_params, to_flat
-from .posterior import (GridPosterior, PosteriorSamples, Prior, SMCPosterior, grid_posterior, sample_posterior,
-                        smc_posterior)
+from .models import GaussianLoss, Model
+from .network import (Restriction, TwoLayer, forward, from_flat, init_params, make_params, num_params,
+                      scaling_generators, to_flat)
+from .posterior import (GridPosterior, PosteriorSamples, Prior, SMCPosterior, TemperedTarget, grid_posterior,
+                        sample_posterior, smc_posterior, tempered_target)
 from .posterior.estimand_curve import mcmc_tempered_loss_curve
 from .posterior.free_energy_curve import fit_learning_coefficient, smc_free_energy_curve
 from .posterior.linear_gibbs import linear_gibbs_curve
@@ -33,6 +35,8 @@ from .symmetry import are_equivalent, permute, reduce, rescale, reverse_orientat
 __version__ = "0.1.0"
 
 __all__ = [
+    # models: the protocol any network implements (slt_relu.models: from_function, from_equinox, from_flax, families)
+    "models", "Model", "GaussianLoss",
     # two-layer networks f(x, w) = c + sum_i q_i relu(<w_i, x> + b_i) and their flat parameters
     "TwoLayer", "forward", "make_params", "init_params", "num_params", "to_flat", "from_flat", "Restriction",
     # true networks, input distributions q(x), data, the losses K(w) and L_n(w)
@@ -43,8 +47,10 @@ __all__ = [
     "permute", "rescale", "reverse_orientation", "reduce", "are_equivalent", "classify_phase",
     # deep networks: linear regions and functional dimension (Sattelberg et al. 2020; Grigsby et al. 2023)
     "MLP", "init_mlp", "mlp_forward", "count_linear_regions", "functional_dimension",
-    # tempered posteriors and their phase masses (DSLT4)
-    "Prior", "sample_posterior", "PosteriorSamples", "smc_posterior", "SMCPosterior", "grid_posterior",
+    # the Hessian of any loss
+    "hessian_spectrum", "hessian_rank",
+    # tempered posteriors of any model and their phase masses (DSLT4)
+    "Prior", "TemperedTarget", "tempered_target", "sample_posterior", "PosteriorSamples", "smc_posterior", "SMCPosterior", "grid_posterior",
     "GridPosterior", "phase_masses",
     # samplers: one interface, many chains sharded over the devices
     "sample", "Draws", "NUTSSettings", "HMCSettings", "SGLDSettings", "SMCSettings",

@@ -7,7 +7,8 @@ ArviZ's data model (the InferenceData schema, as a DataTree): groups ``posterior
 
 * ``posterior``: the parameters of f(x, w) = c + sum_i q_i relu(<w_i, x> + b_i) (docs/design.md) as
   w (chain, draw, dataset, node, input), b and q (chain, draw, dataset, node), c (chain, draw,
-  dataset), and ``loss`` = L_n(w) on the chain's own data set.  The data set is a dimension of
+  dataset) (any other model's parameters: a variable per leaf of its pytree, named by the leaf's path,
+  its axes ``NAME_dim_0``, ...), and ``loss`` = L_n(w) on the chain's own data set.  The data set is a dimension of
   its own, not part of ``chain``: chains on different data sets sample different posteriors
   (DSLT4's trials), so ArviZ's R-hat, ESS and ``summary`` are computed per data set and never
   pool trials by accident.  ``chain`` numbers the chains (MCMC) or independent runs (SMC) of one
@@ -31,6 +32,13 @@ from pathlib import Path
 import numpy as np
 
 OBSERVED_MAX = 1_000_000          # values of x and y at most, else observed_data is left out
+
+
+def jax_leaves(tree) -> list:
+    """The leaves of a pytree in tree order."""
+    import jax
+
+    return jax.tree.leaves(tree)
 
 
 def _by_dataset(dataset) -> np.ndarray:
@@ -61,7 +69,8 @@ def posterior_tree(params, loss, dataset, stats: dict | None = None, *, log_evid
                    potential_energy=None, grad_evals=None, observed=None, attrs: dict | None = None):
     """The ArviZ DataTree of C chains (or SMC runs) of S draws (or particles) each (module docstring).
 
-    params: TwoLayer with leaves (C, S, ...); loss: (C, S); dataset: (C,) data set of each chain
+    params: TwoLayer with leaves (C, S, ...) (variables w, b, q, c), or any model's parameters with leaves
+    (C, S, ...) (a variable per leaf, named by its path: ``layers_0_w``); loss: (C, S); dataset: (C,) data set of each chain
     (equally many chains per data set); stats: the sampler's statistics (``Draws.stats``: per draw
     (C, S), per chain (C, ...), SMC per stage (C, M)); log_evidence: (C,) for SMC; n_beta: (C,);
     potential_energy: (C, S) U at each draw; grad_evals: (C,); observed: (x (K, n, n_in),
@@ -69,17 +78,30 @@ def posterior_tree(params, loss, dataset, stats: dict | None = None, *, log_evid
     import xarray as xr
     from arviz_base import make_attrs
 
+    from .network import TwoLayer
+    from .pytree import leaf_names
+
     stats = dict(stats or {})
     idx = _by_dataset(dataset)
     R, K = idx.shape
-    w = np.asarray(params.w)
-    C, S, d, n_in = w.shape
-    coords = {"chain": np.arange(R), "draw": np.arange(S), "dataset": np.arange(K), "node": np.arange(d),
-              "input": np.arange(n_in)}
-    dims = {"w": ["chain", "draw", "dataset", "node", "input"], "b": ["chain", "draw", "dataset", "node"],
-            "q": ["chain", "draw", "dataset", "node"], "c": ["chain", "draw", "dataset"],
-            "loss": ["chain", "draw", "dataset"]}
-    post = {name: _arrange(getattr(params, name), idx, True) for name in ("w", "b", "q", "c")}
+    C, S = np.shape(loss)
+    coords = {"chain": np.arange(R), "draw": np.arange(S), "dataset": np.arange(K)}
+    dims = {"loss": ["chain", "draw", "dataset"]}
+    if isinstance(params, TwoLayer):
+        d, n_in = np.shape(params.w)[-2:]
+        coords.update({"node": np.arange(d), "input": np.arange(n_in)})
+        dims.update({"w": ["chain", "draw", "dataset", "node", "input"], "b": ["chain", "draw", "dataset", "node"],
+                     "q": ["chain", "draw", "dataset", "node"], "c": ["chain", "draw", "dataset"]})
+        post = {name: _arrange(getattr(params, name), idx, True) for name in ("w", "b", "q", "c")}
+    else:                                   # any model's parameters: a variable per leaf, named by its path
+        post = {}
+        for name, leaf in zip(leaf_names(params), jax_leaves(params)):
+            var = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name).strip("_") or "params"
+            leaf = np.asarray(leaf)
+            extra = [f"{var}_dim_{i}" for i in range(leaf.ndim - 2)]
+            coords.update({e: np.arange(n) for e, n in zip(extra, leaf.shape[2:])})
+            dims[var] = ["chain", "draw", "dataset"] + extra
+            post[var] = _arrange(leaf, idx, True)
     post["loss"] = _arrange(loss, idx, True)
     groups = {"posterior": _dataset(post, dims, coords, {"loss": "L_n(w) on the chain's own data set"})}
 
@@ -131,10 +153,12 @@ def posterior_tree(params, loss, dataset, stats: dict | None = None, *, log_evid
     if observed is not None:
         x, y = (np.asarray(a) for a in observed)
         if x.size + y.size <= OBSERVED_MAX:
+            x_dims = ("dataset", "obs") + tuple(f"input_dim_{i}" if i else "input" for i in range(x.ndim - 2))
+            y_dims = ("dataset", "obs") + tuple(f"output_dim_{i}" if i else "output" for i in range(y.ndim - 2))
             groups["observed_data"] = xr.Dataset(
-                {"x": (("dataset", "obs", "input"), x), "y": (("dataset", "obs"), y)},
-                coords={"dataset": np.arange(x.shape[0]), "obs": np.arange(x.shape[1]), "input": np.arange(n_in)},
-                attrs=make_attrs())
+                {"x": (x_dims, x), "y": (y_dims, y)},
+                coords={**{d: np.arange(n) for d, n in zip(x_dims, x.shape)},
+                        **{d: np.arange(n) for d, n in zip(y_dims, y.shape)}}, attrs=make_attrs())
     tree = xr.DataTree.from_dict(groups)
     tree.attrs = make_attrs({"library": "slt_relu", **{k: v for k, v in (attrs or {}).items() if v is not None}})
     return tree

@@ -27,7 +27,8 @@ import numpy as np
 
 from .inputs import Quadrature, check_inputs, expectation_rule
 from .loss import check_sigma
-from .network import TwoLayer, check_finite, check_params, num_params
+from .models.base import check_model
+from .network import TwoLayer, check_finite, check_params, num_params, scaling_generators
 
 
 def feature_jacobian(params: TwoLayer, x: jax.Array) -> jax.Array:
@@ -65,26 +66,58 @@ def _weighted_jacobian(params, inputs, sigma, free_idx):
     return jnp.sqrt(jnp.maximum(rule.weights, 0.0))[:, None] * J / sigma
 
 
-def weighted_jacobian(params: TwoLayer, inputs, sigma=1.0, free=None) -> jax.Array:
+def weighted_jacobian(params, inputs, sigma=1.0, free=None, *, model=None) -> jax.Array:
     """A = sqrt(weights) J / sigma, (N, D) (or (N, k) on the free coordinates), so that I = A^T A.
 
-    J[k] = grad_w f(x_k, w) at the rule's points x_k (the empirical rule gives the empirical Fisher)."""
-    check_finite(check_params(params))
-    check_inputs(inputs, params.n_in)
+    J[k] = grad_w f(x_k, w) at the rule's points x_k (the empirical rule gives the empirical Fisher); a model
+    with several outputs has a row per point and output.
+
+    Args:
+        params: a TwoLayer (``model`` None: J in closed form), or the parameters of ``model``.
+        inputs: UniformBox, Gaussian or Quadrature for a TwoLayer; with ``model``, a Quadrature or the data's
+            inputs x (n, ...) (the empirical Fisher, weights 1/n).
+        sigma: the noise standard deviation, > 0.
+        free: optional numpy bool (D,): the restricted model's free coordinates (k of them).
+        model: a :class:`~slt_relu.models.Model` (J by forward-mode autodiff of its forward pass), or None.
+    """
     check_sigma(sigma)
-    return _weighted_jacobian(params, inputs, sigma, _free_index(free, num_params(params.width, params.n_in)))
+    if model is None:
+        check_finite(check_params(params))
+        check_inputs(inputs, params.n_in)
+        return _weighted_jacobian(params, inputs, sigma, _free_index(free, num_params(params.width, params.n_in)))
+    check_model(model)
+    check_finite(model.structure.check(params))
+    if isinstance(inputs, Quadrature):
+        points, weights = inputs.points, inputs.weights
+    else:
+        points = jnp.asarray(check_finite(inputs, "inputs"))
+        if points.ndim < 1 or points.shape[0] < 1:
+            raise ValueError(f"inputs: expected a Quadrature or the inputs x (n, ...) with n >= 1, got shape "
+                             f"{points.shape}")
+        weights = jnp.full(points.shape[0], 1.0 / points.shape[0], points.dtype)
+    return _model_jacobian(model, params, points, weights, sigma, _free_index(free, model.num_params))
 
 
-def fisher_information(params: TwoLayer, inputs, sigma=1.0, free=None) -> jax.Array:
+@partial(jax.jit, static_argnames=("model", "free_idx"))
+def _model_jacobian(model, params, points, weights, sigma, free_idx):
+    flat = model.ravel(params)
+    J = jax.jacfwd(lambda w: model.apply(model.unravel(w), points).reshape(points.shape[0], -1))(flat)   # (N, O, D)
+    J = (jnp.sqrt(jnp.maximum(weights, 0.0))[:, None, None] * J / sigma).reshape(-1, flat.size)
+    return J if free_idx is None else J[:, np.array(free_idx, dtype=int)]
+
+
+def fisher_information(params, inputs, sigma=1.0, free=None, *, model=None) -> jax.Array:
     """The Fisher information matrix of the regression model.
 
         I(w) = E_q[grad f grad f^T] / sigma^2
 
     Args:
-        params: TwoLayer w (D parameters).
+        params: TwoLayer w (D parameters), or the parameters of ``model``.
         inputs: UniformBox, Gaussian, or Quadrature (an empirical rule gives the empirical Fisher).
         sigma: the noise standard deviation, > 0.
         free: optional numpy bool (D,): the restricted model's free coordinates (k of them).
+        model: any :class:`~slt_relu.models.Model` whose parameters params are; inputs then a Quadrature or
+            the inputs x (n, ...) (:func:`weighted_jacobian`).
 
     Returns:
         (D, D) I(w); with ``free``, the (k, k) block of the restricted model.
@@ -92,12 +125,14 @@ def fisher_information(params: TwoLayer, inputs, sigma=1.0, free=None) -> jax.Ar
     References:
         DSLT3 Appendix 1.
     """
-    A = weighted_jacobian(params, inputs, sigma, free)
+    A = weighted_jacobian(params, inputs, sigma, free, model=model)
     return A.T @ A
 
 
-def empirical_fisher_information(params: TwoLayer, x: jax.Array, sigma=1.0, free=None) -> jax.Array:
+def empirical_fisher_information(params, x: jax.Array, sigma=1.0, free=None, *, model=None) -> jax.Array:
     """I_n(w) = (1/n) sum_k grad f(x_k) grad f(x_k)^T / sigma^2; x: (n, n_in) -> (D, D)."""
+    if model is not None:
+        return fisher_information(params, x, sigma, free, model=model)
     return fisher_information(params, Quadrature.from_samples(x), sigma, free)
 
 
@@ -106,21 +141,22 @@ def default_rtol(D: int, dtype) -> float:
     return D * float(jnp.finfo(dtype).eps)
 
 
-def fisher_spectrum(params: TwoLayer, inputs, sigma=1.0, free=None) -> jax.Array:
+def fisher_spectrum(params, inputs, sigma=1.0, free=None, *, model=None) -> jax.Array:
     """The eigenvalues of I(w), descending.
 
     Computed as the squared singular values of A = sqrt(weights) J / sigma (module docstring).
 
     Args:
-        params: TwoLayer w (D parameters).
-        inputs: UniformBox, Gaussian, or Quadrature.
+        params: TwoLayer w (D parameters), or the parameters of ``model``.
+        inputs: UniformBox, Gaussian, or Quadrature (with ``model``: a Quadrature or the inputs x (n, ...)).
         sigma: the noise standard deviation, > 0.
         free: optional numpy bool (D,): the restricted model's free coordinates (k of them).
+        model: a :class:`~slt_relu.models.Model` (any network), or None for a TwoLayer.
 
     Returns:
         (D,) eigenvalues (or (k,) with ``free``).
     """
-    return _singular_values(weighted_jacobian(params, inputs, sigma, free)) ** 2
+    return _singular_values(weighted_jacobian(params, inputs, sigma, free, model=model)) ** 2
 
 
 def rank_from_spectrum(spectrum: jax.Array, rtol=None) -> jax.Array:
@@ -130,43 +166,23 @@ def rank_from_spectrum(spectrum: jax.Array, rtol=None) -> jax.Array:
     return jnp.sum(spectrum > rtol * top, axis=-1) * (top[..., 0] > 0)
 
 
-def fisher_rank(params: TwoLayer, inputs, sigma=1.0, rtol=None, free=None) -> jax.Array:
+def fisher_rank(params, inputs, sigma=1.0, rtol=None, free=None, *, model=None) -> jax.Array:
     """The numerical rank of I(w): the eigenvalues above rtol * lambda_max.
 
         rank = #{lambda_j > rtol * lambda_max}
 
     Args:
-        params: TwoLayer w (D parameters).
-        inputs: UniformBox, Gaussian, or Quadrature.
+        params: TwoLayer w (D parameters), or the parameters of ``model``.
+        inputs: UniformBox, Gaussian, or Quadrature (with ``model``: a Quadrature or the inputs x (n, ...)).
         sigma: the noise standard deviation, > 0.
         rtol: the relative tolerance; defaults to D * eps(dtype).
         free: optional numpy bool (D,): the restricted model's free coordinates (k of them).
+        model: a :class:`~slt_relu.models.Model` (any network), or None for a TwoLayer.
 
     Returns:
         () the rank, an int array (jit/vmap friendly).
     """
-    return rank_from_spectrum(fisher_spectrum(params, inputs, sigma, free), rtol)
-
-
-def scaling_generators(params: TwoLayer) -> jax.Array:
-    """The d scaling generators of the network, as rows.
-
-    Row i has w_i in node i's w slots, b_i in its b slot, -q_i in its q slot, zero elsewhere:
-    grad_w f . v_i = 0 wherever f is differentiable, so every row is a null direction of I(w).
-
-    Args:
-        params: one TwoLayer (w (d, n_in), no batch axes).
-
-    Returns:
-        (d, D) the generators in the flat order of :func:`~slt_relu.network.to_flat`.
-
-    References:
-        DSLT3 Appendix 1.
-    """
-    d, n_in = params.w.shape
-    eye = jnp.eye(d, dtype=params.w.dtype)
-    w_part = (eye[:, :, None] * params.w[None, :, :]).reshape(d, d * n_in)
-    return jnp.concatenate([w_part, eye * params.b, -eye * params.q, jnp.zeros((d, 1), params.w.dtype)], axis=1)
+    return rank_from_spectrum(fisher_spectrum(params, inputs, sigma, free, model=model), rtol)
 
 
 class NullAccounting(NamedTuple):
@@ -221,18 +237,19 @@ def _svd_values_vectors(A):
     return s, vt
 
 
-def null_accounting(params: TwoLayer, inputs, sigma=1.0, rtol=None, free=None) -> NullAccounting:
+def null_accounting(params, inputs, sigma=1.0, rtol=None, free=None, *, model=None) -> NullAccounting:
     """Null directions of I(w) split into the span of the scaling generators and the excess.
 
     With ``free``, the accounting of the restricted model: a generator counts only if its orbit
     stays in the restricted space (zero on every fixed coordinate).
 
     Args:
-        params: one TwoLayer w (D parameters).
-        inputs: UniformBox, Gaussian, or Quadrature.
+        params: one TwoLayer w (D parameters), or the parameters of ``model``.
+        inputs: UniformBox, Gaussian, or Quadrature (with ``model``: a Quadrature or the inputs x (n, ...)).
         sigma: the noise standard deviation, > 0.
         rtol: the relative tolerance of the rank; defaults to D * eps(dtype).
         free: optional numpy bool (D,): the restricted model's free coordinates (k of them).
+        model: a :class:`~slt_relu.models.Model` (any network), or None for a TwoLayer.
 
     Returns:
         NullAccounting: the rank, nullity, generator rank, excess and their bases.
@@ -240,7 +257,7 @@ def null_accounting(params: TwoLayer, inputs, sigma=1.0, rtol=None, free=None) -
     References:
         DSLT3 Appendix 1.
     """
-    A = weighted_jacobian(params, inputs, sigma, free)
+    A = weighted_jacobian(params, inputs, sigma, free, model=model)
     if not np.all(np.isfinite(np.asarray(A))):
         raise ValueError("params: expected parameters at which the Fisher information is finite, got a Jacobian with "
                          "inf or NaN (a weight so large that its products overflow)")
@@ -251,7 +268,7 @@ def null_accounting(params: TwoLayer, inputs, sigma=1.0, rtol=None, free=None) -
     rank = int(rank_from_spectrum(jnp.asarray(spectrum), rtol))
     null_basis = np.asarray(vt).T[:, rank:]
 
-    G = np.asarray(scaling_generators(params))
+    G = np.asarray(scaling_generators(params) if model is None else model.scaling_generators(params))
     idx = _free_index(free, G.shape[1])
     idx = None if idx is None else np.array(idx, dtype=int)
     inside = np.ones(G.shape[0], dtype=bool)
@@ -282,9 +299,9 @@ def null_accounting(params: TwoLayer, inputs, sigma=1.0, rtol=None, free=None) -
     )
 
 
-def fisher_null_space(params: TwoLayer, inputs, sigma=1.0, rtol=None, free=None) -> np.ndarray:
+def fisher_null_space(params, inputs, sigma=1.0, rtol=None, free=None, *, model=None) -> np.ndarray:
     """Orthonormal basis of the null space of I(w), (D, D - rank) (or (k, k - rank) with ``free``)."""
-    return null_accounting(params, inputs, sigma, rtol, free).null_basis
+    return null_accounting(params, inputs, sigma, rtol, free, model=model).null_basis
 
 
 def rank_bound(width: int, n_in: int) -> int:

@@ -11,7 +11,7 @@ with y_k = f0(x_k) + sigma * eps_k.  DSLT3 Example 3.4: with q uniform on
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -149,6 +149,23 @@ def empirical_loss_columns(params: TwoLayer, x_cols: jax.Array, y: jax.Array, si
         raise ValueError(f"x_cols, y: expected shapes (n_in, n) with n >= 1 and (n,), got {jnp.shape(x_cols)} and "
                          f"{jnp.shape(y)}")
     return gaussian_nll(y - forward_columns(params, x_cols), check_sigma(sigma))
+
+
+class TwoLayerLoss(NamedTuple):
+    """:func:`two_layer_loss` at a fixed sigma, hashable by value (a static jit argument)."""
+
+    sigma: float
+
+    def __call__(self, params, data):
+        return two_layer_loss(params, data, self.sigma)
+
+
+def two_layer_loss(params, data, sigma: float = 1.0):
+    """L_n of a TwoLayer on data = (x (n, n_in), y (n,)), as loss_fn for :func:`~slt_relu.posterior.llc.estimate_llc`:
+    mean (y - f(x))^2 / (2 sigma^2) + log(sigma sqrt(2 pi)), with f by forward_columns (the fast
+    form when chains are vmapped)."""
+    x, y = data
+    return empirical_loss_columns(params, x.T, y, sigma)
 
 
 def sample_dataset(key: jax.Array, truth: TwoLayer, inputs, n: int, sigma: float = 1.0):

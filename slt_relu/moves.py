@@ -31,7 +31,7 @@ proposal z' = G . z is accepted with the same min(1, pi(z') |det dz'/dz| / pi(z)
 2000, "Generalised Gibbs sampler and multigrid Monte Carlo for Bayesian computation"), log |det dz'/dz| = sum_l
 (H_(l+1) - H_(l-1)) tr(scale X_l).
 
-Pass an :class:`OrientationFlip` or a :class:`LayerReparametrization` as ``moves`` to
+Pass an :class:`OrientationFlip` (of a two-layer posterior's target) or a :class:`LayerReparametrization` as ``moves`` to
 :func:`slt_relu.sampling.sample` with settings that have ``symmetry_moves`` (NUTS, HMC, SMC;
 :func:`slt_relu.posterior.sample_posterior` passes the flip, :func:`slt_relu.smc_free_energy_curve` takes either).
 """
@@ -47,35 +47,32 @@ from .symmetry import flip_orientation
 
 
 class OrientationFlip(NamedTuple):
-    """The orientation-flip involution on the unconstrained coordinates of a posterior family
-    (module docstring).  potential: the family's
-    :class:`~slt_relu.posterior.PosteriorPotential` (model, prior, sigma, dtype); hashable by
-    value, so it can be a static argument of ``jax.jit``.  Called as move(key, z (k,)) ->
-    (z' (k,), log |det dz'/dz|)."""
+    """The orientation-flip involution on the unconstrained coordinates z of a two-layer posterior (module
+    docstring).  target: the posterior's :class:`~slt_relu.posterior.target.TemperedTarget`, whose ``unravel``
+    is a :class:`~slt_relu.network.Restriction`'s (``Restriction.unravel``); hashable by value, so it can be a
+    static argument of ``jax.jit``.  Called as move(key, z (k,)) -> (z' (k,), log |det dz'/dz|)."""
 
-    potential: object
+    target: object
 
-    def _flip(self, pieces, z):
+    def _flip(self, prior, z):
         """(psi applied to z's parameters, mapped back to z; whether psi kept every fixed coordinate)."""
-        model = self.potential.model
+        model = self.target.unravel.restriction
         d, n_in = model.base.width, model.base.n_in
         free = np.asarray(model.free, bool)
-        full = model.embed_flat(pieces.constrain(z).astype(z.dtype))
+        full = model.embed_flat(prior.constrain(z))
         flipped = to_flat(flip_orientation(from_flat(full, d, n_in), jnp.ones(d, bool)))
         keeps_fixed = jnp.all(flipped[~free] == full[~free]) if (~free).any() else jnp.bool_(True)
-        return pieces.unconstrain(flipped[np.flatnonzero(free)]), keeps_fixed
+        return prior.unconstrain(flipped[np.flatnonzero(free)]), keeps_fixed
 
     def __call__(self, key, z):
-        from .posterior.target import _numpyro_pieces
-
         del key                                          # the involution is deterministic: J = all nodes
-        pieces = _numpyro_pieces(self.potential)
-        z_new, keeps_fixed = self._flip(pieces, z)
-        log_det = pieces.log_jacobian(z) - pieces.log_jacobian(z_new)
+        prior = self.target.prior_on(z.shape[-1])
+        z_new, keeps_fixed = self._flip(prior, z)
+        log_det = prior.log_jacobian(z) - prior.log_jacobian(z_new)
         # in floating point the map is an involution only where the prior's transform is well conditioned
         # (a uniform prior's sigmoid saturates near its edges): a proposal whose flip does not lead back to z
         # is rejected, a decision that is the same at z and at z'
-        z_back, _ = self._flip(pieces, z_new)
+        z_back, _ = self._flip(prior, z_new)
         returns = jnp.all(jnp.abs(z_back - z) <= 1000 * jnp.finfo(z.dtype).eps * (1 + jnp.abs(z)))
         return z_new, jnp.where(keeps_fixed & returns, log_det, -jnp.inf)
 

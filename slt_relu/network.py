@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._validate import check_count, check_finite, check_number
+
 
 class TwoLayer(NamedTuple):
     """Parameters of a two-layer ReLU network, a pytree (NamedTuple).
@@ -99,57 +101,6 @@ def check_params(params) -> TwoLayer:
         if np.shape(leaf) != want:
             raise ValueError(f"params.{name}: expected shape {want}, got {np.shape(leaf)}")
     return params
-
-
-def _concrete(value):
-    """value as a NumPy array, or None when it is a JAX tracer (inside jit / vmap: left unchecked)."""
-    try:
-        return np.asarray(value)
-    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
-        return None
-
-
-def _shown(value, a: np.ndarray):
-    """value for an error message: as written for a Python scalar, as a list for a small array."""
-    if isinstance(value, (bool, int, float, str, type(None))):
-        return repr(value)
-    return a.tolist() if a.size <= 16 else f"an array of shape {a.shape}"
-
-
-def check_number(value, name: str, *, what: str = "number", nonnegative: bool = False):
-    """value unless it is concrete and not a finite real number > 0 (>= 0 with ``nonnegative``),
-    every entry of an array: ValueError naming it; traced values (inside jit / vmap) pass."""
-    a = _concrete(value)
-    if a is None:
-        return value
-    ok = a.dtype.kind in "iuf" and a.size > 0 and bool(np.all(np.isfinite(a)))
-    ok = ok and bool(np.all(a >= 0) if nonnegative else np.all(a > 0))
-    if not ok:
-        want = f"a finite {what} >= 0" if nonnegative else f"a positive finite {what}"
-        raise ValueError(f"{name}: expected {want}, got {_shown(value, a)}")
-    return value
-
-
-def check_count(value, name: str, minimum: int = 1) -> int:
-    """int(value) if it is an integer >= minimum (bool is not); else ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        want = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"{name}: expected {want}, got {value!r}")
-    return int(value)
-
-
-def check_finite(value, name: str = "params"):
-    """ValueError naming the array (or the TwoLayer leaf) if a concrete one holds NaN or infinity;
-    traced values pass."""
-    if isinstance(value, TwoLayer):
-        for leaf_name, leaf in zip(TwoLayer._fields, value):
-            check_finite(leaf, f"{name}.{leaf_name}")
-        return value
-    a = _concrete(value)
-    if a is not None and not np.all(np.isfinite(a)):
-        got = a.tolist() if a.size <= 16 else f"{np.count_nonzero(~np.isfinite(a))} of {a.size} entries NaN or infinite"
-        raise ValueError(f"{name}: expected finite numbers, got {got}")
-    return value
 
 
 def num_params(width: int, n_in: int) -> int:
@@ -288,6 +239,27 @@ def init_params(key: jax.Array, width: int, n_in: int, scale: float = 1.0, dtype
     return from_flat(flat, width, n_in)
 
 
+def scaling_generators(params: TwoLayer) -> jax.Array:
+    """The d scaling generators of the network, as rows.
+
+    Row i has w_i in node i's w slots, b_i in its b slot, -q_i in its q slot, zero elsewhere:
+    grad_w f . v_i = 0 wherever f is differentiable, so every row is a null direction of I(w).
+
+    Args:
+        params: one TwoLayer (w (d, n_in), no batch axes).
+
+    Returns:
+        (d, D) the generators in the flat order of :func:`~slt_relu.network.to_flat`.
+
+    References:
+        DSLT3 Appendix 1.
+    """
+    d, n_in = params.w.shape
+    eye = jnp.eye(d, dtype=params.w.dtype)
+    w_part = (eye[:, :, None] * params.w[None, :, :]).reshape(d, d * n_in)
+    return jnp.concatenate([w_part, eye * params.b, -eye * params.q, jnp.zeros((d, 1), params.w.dtype)], axis=1)
+
+
 class Restriction:
     """A restricted model: the coordinates where ``free`` is true vary, the rest stay at ``base``.
 
@@ -359,3 +331,38 @@ class Restriction:
     def project(self, params: TwoLayer) -> jax.Array:
         """The free coordinates of a full parameter, (k,)."""
         return to_flat(params)[np.flatnonzero(self.free)]
+
+    @property
+    def unravel(self) -> "RestrictedUnravel":
+        """The map from the free coordinates theta (k,) to the full TwoLayer (the flat view that tempered
+        targets and priors see: ``slt_relu.posterior.TemperedTarget``)."""
+        return RestrictedUnravel(self)
+
+
+class RestrictedUnravel(NamedTuple):
+    """theta (k,) free coordinates -> the full TwoLayer of a :class:`Restriction` (its base fixes the rest),
+    unchecked, for compiled potentials; hashable by value.  ``segments()`` gives each group's (w, b, q, c)
+    free coordinates, in flat order."""
+
+    restriction: Restriction
+
+    def __call__(self, theta) -> TwoLayer:
+        base = self.restriction.base
+        return from_flat(self.restriction.embed_flat(theta), base.width, base.n_in)
+
+    @property
+    def size(self) -> int:
+        return self.restriction.num_free
+
+    def segments(self) -> list[tuple[str, int, int]]:
+        """(group, start, stop) of the free coordinates of each group w, b, q, c (start = stop where a group has
+        none)."""
+        d, n_in = self.restriction.base.width, self.restriction.base.n_in
+        ends = {"w": d * n_in, "b": d * (n_in + 1), "q": d * (n_in + 2), "c": d * (n_in + 2) + 1}
+        free = np.flatnonzero(self.restriction.free)
+        out, start, low = [], 0, 0
+        for group, high in ends.items():
+            count = int(np.sum((free >= low) & (free < high)))
+            out.append((group, start, start + count))
+            start, low = start + count, high
+        return out

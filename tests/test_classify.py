@@ -106,22 +106,19 @@ def nuts_chains_from(starts, ex, n_betas, key, warmup=150, draws=200, depth=6):
     of n = 10,000 points, started at the parameters (a chain keeps the basin it starts in).  Trees of depth <= 6: at n beta = 1e5 the
     trajectories otherwise run to depth 10 (2.5x the time); a capped tree is still a valid kernel of the posterior.
     Returns the draws as a TwoLayer with leading axes (chains, draws)."""
-    from slt_relu.posterior import target
+    from slt_relu.posterior import tempered_target
+    from slt_relu.posterior.target import ColumnsLoss
 
     x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), 1), ex.truth, ex.inputs, N_DATA, 1.0)
-    tg = target(ex.model)
-    perm = np.asarray(tg.constrain(jnp.arange(tg.size, dtype=x.dtype))).astype(int)   # Gaussian priors: a permutation
-    flat = np.stack([np.asarray(S.to_flat(p)) for p in starts])
-    z0 = np.empty_like(flat)
-    z0[:, perm] = flat
+    tg = tempered_target(ex.model)._replace(loss=ColumnsLoss(1.0))        # normal priors: z is the flat parameter
+    z0 = np.stack([np.asarray(ex.model.project(p)) for p in starts])
     C = len(starts)
-    out = S.sample(jax.random.split(key, C), tg.potential, jnp.asarray(z0),
-                   (jnp.repeat(jnp.swapaxes(x, 1, 2), C, 0), jnp.repeat(y, C, 0), jnp.asarray(n_betas, x.dtype)),
+    out = S.sample(jax.random.split(key, C), tg, jnp.asarray(z0),
+                   ((jnp.repeat(jnp.swapaxes(x, 1, 2), C, 0), jnp.repeat(y, C, 0)), jnp.asarray(n_betas, x.dtype)),
                    S.NUTSSettings(num_warmup=warmup, num_samples=draws, target_accept_prob=0.9,
                                   max_tree_depth=depth))
     z = jax.vmap(jax.vmap(tg.constrain))(jnp.asarray(out.z))
-    d, n_in = ex.model.base.width, ex.model.base.n_in
-    return jax.tree.map(np.asarray, jax.vmap(jax.vmap(lambda f: S.from_flat(f, d, n_in)))(z))
+    return jax.tree.map(np.asarray, jax.vmap(jax.vmap(tg.unravel))(z))
 
 
 def test_real_draws_at_pi_over_2_near_each_phase_get_it():

@@ -214,8 +214,8 @@ def test_losses_at_the_draws_are_chunked_never_draws_x_n():
     chunk x n; and the run completes with the process's peak RSS up by less than 1 GB."""
     import resource
 
-    from slt_relu.posterior.target import LOSSES_CHUNK_POINTS, _losses_at
-    from slt_relu.sampling import unravel_fn
+    from slt_relu.posterior.target import LOSSES_CHUNK_POINTS, TemperedTarget
+    from slt_relu.pytree import unravel_fn
 
     n, C, T, f32 = 10_000, 8, 40_000, jnp.float32
     x = jax.random.normal(jax.random.PRNGKey(0), (n,), f32)
@@ -225,10 +225,10 @@ def test_losses_at_the_draws_are_chunked_never_draws_x_n():
         resid = d[1] - w[0] * d[0]
         return 0.5 * jnp.mean(resid[::-1] * resid)
 
-    unravel = unravel_fn(jnp.zeros(1, f32))[1]
+    target = TemperedTarget(loss, unravel_fn(jnp.zeros(1, f32))[1])
     shape = lambda *s: jax.ShapeDtypeStruct(s, f32)
-    temp = lambda chunk: _losses_at.lower(loss, unravel, shape(C * T, 1), (shape(n), shape(n)), chunk).compile(
-    ).memory_analysis().temp_size_in_bytes
+    temp = lambda chunk: jax.jit(lambda z, d: target.losses_at(z, d, chunk)).lower(
+        shape(C * T, 1), (shape(n), shape(n))).compile().memory_analysis().temp_size_in_bytes
     chunk = LOSSES_CHUNK_POINTS // n
     assert temp(C * T) > 8e9 and temp(chunk) <= 4 * chunk * n * 4
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss                  # kB on Linux

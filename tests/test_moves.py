@@ -14,8 +14,7 @@ import slt_relu as S
 from slt_relu.posterior.evidence import logmeanexp
 from slt_relu.moves import OrientationFlip
 from slt_relu.sampling import involution_step
-from slt_relu.posterior import draw_datasets, grid_posterior, target
-from slt_relu.posterior.target import _numpyro_pieces
+from slt_relu.posterior import draw_datasets, grid_posterior, tempered_target
 from slt_relu.sampling.smc import SMCSettings, run_smc
 from slt_relu.symmetry import flip_orientation
 
@@ -43,25 +42,24 @@ def test_flip_orientation_is_the_checked_reversal_where_valid_and_changes_f_by_t
                                                                                     mask).c, rtol=1e-12)
 
 
-@pytest.mark.parametrize("prior", [S.Prior(), S.Prior(("uniform", 2.0), ("uniform", 2.0), ("normal", 1.0),
-                                                       ("uniform", 3.0))])
+@pytest.mark.parametrize("prior", [S.Prior(), S.Prior(w=("uniform", 2.0), b=("uniform", 2.0), q=("normal", 1.0),
+                                                       c=("uniform", 3.0))])
 def test_orientation_flip_on_unconstrained_coordinates(prior):
     """At DSLT4's PT2 truth (v = 1) the flip keeps f, so U(z') - U(z) is the prior's change alone: c moves from 0
     to sum q_i b_i = -0.9 (N(0, 1): 0.81 / 2 nats; U(-3, 3): 0 nats) plus the unconstrained Jacobian's, which
     the move's log |det| returns, so that pi(z') |det| / pi(z) = phi(w') / phi(w).  Twice is the identity."""
     ex = S.truths.get("dslt4_pt2", v=1.0)
-    tg = target(ex.model, prior)
-    pieces = _numpyro_pieces(tg.potential)
+    tg = tempered_target(ex.model, prior)
     x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(0), 1), ex.truth, ex.inputs, 2000, 1.0)
-    U = tg.potential(x[0].T, y[0], jnp.asarray(300.0))
-    move = OrientationFlip(tg.potential)
-    z = pieces.unconstrain(S.to_flat(ex.truth))
+    U = tg((x[0], y[0]), jnp.asarray(300.0))
+    move = OrientationFlip(tg)
+    z = tg.unconstrain(S.to_flat(ex.truth))
     z1, log_det = move(jax.random.PRNGKey(1), z)
     z2, log_det_back = move(jax.random.PRNGKey(2), z1)
     np.testing.assert_allclose(z2, z, atol=1e-12)
     assert float(log_det + log_det_back) == pytest.approx(0.0, abs=1e-12)
     np.testing.assert_allclose(tg.constrain(z1)[-1], -0.9, rtol=1e-12)
-    prior_change = 0.81 / 2 if prior.c[0] == "normal" else 0.0
+    prior_change = 0.81 / 2 if prior.spec("c")[0] == "normal" else 0.0
     log_alpha = float(U(z) - U(z1) + log_det)
     assert log_alpha == pytest.approx(-prior_change, abs=1e-9)       # U ~ 600 nats: 1e-9 is rounding's margin
 
@@ -71,8 +69,8 @@ def test_a_flip_that_moves_a_fixed_coordinate_is_rejected():
     nodes' w), so log |det| is -inf and SMC accepts no flip."""
     ex = S.truths.get("dslt4_pt2", v=1.0)
     model = S.Restriction.from_names(ex.truth, ["w[0,0]", "w[0,1]"])
-    tg = target(model)
-    z1, log_det = OrientationFlip(tg.potential)(jax.random.PRNGKey(0), jnp.array([0.5, 0.5]))
+    tg = tempered_target(model)
+    z1, log_det = OrientationFlip(tg)(jax.random.PRNGKey(0), jnp.array([0.5, 0.5]))
     assert log_det == -jnp.inf
     x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(2), 2), ex.truth, ex.inputs, 200, ex.sigma)
     ps = S.sample_posterior(jax.random.split(jax.random.PRNGKey(3), 2), x, y, 50.0, model=model, sigma=ex.sigma,
@@ -86,8 +84,8 @@ def test_a_flip_back_that_misses_z_is_rejected_in_float32():
     z = 12, psi(psi(z)) != z there, and the move says -inf (rejected); away from the edge it does not."""
     ex = S.truths.get("dslt4_pt2", v=1.0)
     with jax.enable_x64(False):
-        tg = target(ex.model, S.Prior(("uniform", 2.0), ("uniform", 2.0), ("normal", 1.0), ("normal", 1.0)))
-        move = OrientationFlip(tg.potential)
+        tg = tempered_target(ex.model, S.Prior(w=("uniform", 2.0), b=("uniform", 2.0)))
+        move = OrientationFlip(tg)
         z = jnp.zeros(tg.size, jnp.float32).at[0].set(0.5)
         assert np.isfinite(move(jax.random.PRNGKey(0), z)[1])
         assert move(jax.random.PRNGKey(0), z.at[0].set(12.0))[1] == -jnp.inf
@@ -146,8 +144,8 @@ def test_an_exact_symmetry_is_always_accepted_and_splits_the_modes_by_count():
         run_smc(keys, Even(), z0, (t_max,), s)
 
 
-@pytest.mark.parametrize("prior", [S.Prior(), S.Prior(("uniform", 4.0), ("normal", 1.0), ("uniform", 4.0),
-                                                       ("normal", 1.0))])
+@pytest.mark.parametrize("prior", [S.Prior(), S.Prior(w=("uniform", 4.0), b=("normal", 1.0), q=("uniform", 4.0),
+                                                       c=("normal", 1.0))])
 def test_inexact_flips_leave_the_posterior_of_example_3_2_unchanged(prior):
     """DSLT3 Example 3.2 with theta0 = 0.05 (f = q relu(w x), b = c = 0 held): psi maps (w, q) to (-w, q),
     which changes f by q w x, so the flips are accepted often (about 0.7 of them at the last stage) but not
@@ -164,9 +162,9 @@ def test_inexact_flips_leave_the_posterior_of_example_3_2_unchanged(prior):
     last = ps.draws.stats["symmetry_accept"][np.arange(RUNS), stages - 1]
     assert np.all((last > 0.2) & (last < 0.95)), last             # the flip is neither free nor impossible
     g = grid_posterior(x[0], y[0], nb, model=ex.model, prior=prior, sigma=ex.sigma,
-                       ranges=[(-4.0, 4.0), (-4.0, 4.0)] if prior.w[0] == "uniform" else [(-6.0, 6.0)] * 2,
+                       ranges=[(-4.0, 4.0), (-4.0, 4.0)] if prior.spec("w")[0] == "uniform" else [(-6.0, 6.0)] * 2,
                        resolution=1200)
-    if prior.w[0] == "normal":
+    if prior.spec("w")[0] == "normal":
         assert g.edge_mass < 1e-6
     P = g.points()
     quadrant = lambda w, q: 2 * (w > 0) + (q > 0)
@@ -266,7 +264,7 @@ def test_nuts_flips_leave_the_posterior_of_example_3_2_unchanged():
     (0.12-0.46) match the grid within 5 standard errors of the 16 chains' spread (0.003-0.008; without the
     flips 3-4 times larger)."""
     ex = S.truths.get("dslt3_example_3_2", theta0=0.05)
-    prior = S.Prior(("uniform", 4.0), ("normal", 1.0), ("uniform", 4.0), ("normal", 1.0))
+    prior = S.Prior(w=("uniform", 4.0), b=("normal", 1.0), q=("uniform", 4.0), c=("normal", 1.0))
     n = 1000
     x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(2), 1), ex.truth, ex.inputs, n, ex.sigma)
     nb = n / math.log(n)

@@ -9,7 +9,7 @@ import pytest
 import slt_relu as S
 from slt_relu.posterior.evidence import logmeanexp
 from slt_relu.posterior.nested import nested_log_evidence
-from slt_relu.posterior import draw_datasets, grid_posterior, target
+from slt_relu.posterior import draw_datasets, grid_posterior, tempered_target
 
 
 def example_3_2(n=1000):
@@ -39,7 +39,7 @@ def test_log_evidence_of_example_3_2_against_the_grid():
     median = wq.ravel()[order][np.searchsorted(np.cumsum(g.density.ravel()[order]) * g.cell, 0.5)]
     regions = lambda w, q: [np.abs(w) > np.abs(q), w * q > median, (w > 0) & (q > 0)]
     exact_mass = np.array([g.mass(r) for r in regions(P[..., 0], P[..., 1])])
-    free = np.asarray(jax.vmap(target(ex.model, sigma=ex.sigma).constrain)(got.z))
+    free = np.asarray(jax.vmap(tempered_target(ex.model, sigma=ex.sigma).constrain)(got.z))
     assert got.z.shape == (got.deleted, 2) and abs(got.weight.sum() - 1) < 1e-9
     mass = np.array([got.weight[r].sum() for r in regions(free[:, 0], free[:, 1])])
     ess = 1 / np.sum(got.weight ** 2)

@@ -284,10 +284,10 @@ def test_per_sample_losses_refuse_bad_input(kwargs, match):
 
 def test_fed_like_a_samplers_draws():
     """Draws shaped like PosteriorSamples.params (C, S) of DSLT4 PT1's model: the per-sample losses average to
-    the L_n that sample_posterior stores as PosteriorSamples.loss (its own function, ``sample._losses``; running
-    a sampler here would compile for 20 s), and both observables take them."""
+    the L_n of the tempered target that sample_posterior samples (its ``losses_at``; running a sampler here would
+    compile for 20 s), and both observables take them."""
     from slt_relu import truths
-    from slt_relu.posterior.sample import _losses
+    from slt_relu.posterior import tempered_target
 
     ex = truths.get("dslt4_pt1", t=1.2)
     x = jax.random.uniform(jax.random.PRNGKey(0), (30, 2), minval=-1, maxval=1)
@@ -296,7 +296,7 @@ def test_fed_like_a_samplers_draws():
     params = jax.vmap(jax.vmap(lambda f: from_flat(f, 2, 2)))(flat)
     ell = per_sample_losses(params, x, y)
     assert ell.shape == (2, 8, 30)
-    stored = _losses(flat, jnp.broadcast_to(x.T, (2, 2, 30)), jnp.broadcast_to(y, (2, 30)), 2, 2, 1.0)
+    stored = tempered_target(ex.model).losses_at(flat, (x, y))       # N(0, 1) priors: z is the flat parameter
     np.testing.assert_allclose(ell.mean(-1), stored, rtol=1e-10)
     assert bayesian_influence(ell, index_a=[0, 1]).cov.shape == (2, 30)
     s = susceptibility(np.asarray(params.c), ell, np.arange(30) % 3, 10.0)

@@ -11,7 +11,7 @@ import slt_relu as S
 from slt_relu.classify import NOT_IN_W0
 from slt_relu.phases import PhaseLabel, radius_rule
 from slt_relu.posterior.masses import crossover, crossover_bootstrap, phase_masses, trial_filter
-from slt_relu.posterior import Prior, draw_datasets, grid_posterior, resolve_beta, sample_posterior, target
+from slt_relu.posterior import Prior, draw_datasets, grid_posterior, resolve_beta, sample_posterior, tempered_target
 from slt_relu.sampling import NUTSSettings as SamplerSettings
 
 
@@ -24,78 +24,87 @@ def test_resolve_beta():
 
 
 def test_potential_is_prior_plus_tempered_loss_by_hand():
-    """U(z) = -log phi(w) + n beta L_n(w); N(0, s^2) priors on identity coordinates, U[-a, a]
-    through numpyro's interval bijection w = -a + 2a sigmoid(z) with its log-Jacobian."""
+    """U(z) = -log phi(w) - log|det dw/dz| + n beta L_n(w), z in the flat order (w, b, q, c); N(0, s^2) priors on
+    identity coordinates, U[-a, a] through numpyro's interval bijection w = -a + 2a sigmoid(z) with its
+    log-Jacobian.  rtol 1e-12: the same terms summed in another order (|U| ~ 50)."""
     truth = S.truths.m_symmetric(3)
     x, y = S.sample_dataset(jax.random.PRNGKey(0), truth, S.UniformBox(1.0, 2), 200, 0.7)
     model = S.Restriction.full(truth)
     nb = 37.0
     z = jax.random.normal(jax.random.PRNGKey(1), (13,))
-    # normal prior, scales 1 (w), 2 (b), 0.5 (q), 3 (c): sites are concatenated in order b, c, q, w (sorted names)
-    prior = Prior(("normal", 1.0), ("normal", 2.0), ("normal", 0.5), ("normal", 3.0))
-    tg = target(model, prior, 0.7)
-    b, c, q, w = z[:3], z[3], z[4:7], z[7:]
-    params = S.TwoLayer(w.reshape(3, 2), b, q, c)
+    prior = Prior(w=("normal", 1.0), b=("normal", 2.0), q=("normal", 0.5), c=("normal", 3.0))
+    tg = tempered_target(model, prior, 0.7)
+    params = S.from_flat(z, 3, 2)
     log_prior = sum(float(jnp.sum(-0.5 * (v / s) ** 2 - jnp.log(s * jnp.sqrt(2 * jnp.pi))))
-                    for v, s in ((w, 1.0), (b, 2.0), (q, 0.5), (c, 3.0)))
+                    for v, s in ((params.w, 1.0), (params.b, 2.0), (params.q, 0.5), (params.c, 3.0)))
     want = -log_prior + nb * float(S.empirical_loss(params, x, y, 0.7))
-    assert float(tg.potential(x.T, y, nb)(z)) == pytest.approx(want, rel=1e-12)
+    assert float(tg((x, y), nb)(z)) == pytest.approx(want, rel=1e-12)
     np.testing.assert_allclose(tg.constrain(z), S.to_flat(params), rtol=1e-12)
     # uniform prior on q only (a = 2)
-    prior = Prior(q=("uniform", 2.0))
-    tg = target(model, prior, 0.7)
-    zq = z[4:7]
+    tg = tempered_target(model, Prior(q=("uniform", 2.0)), 0.7)
+    zq = z[9:12]
     sig = jax.nn.sigmoid(zq)
-    qv = -2.0 + 4.0 * sig
-    params = S.TwoLayer(w.reshape(3, 2), b, qv, c)
-    log_prior = sum(float(jnp.sum(-0.5 * v**2 - 0.5 * jnp.log(2 * jnp.pi))) for v in (w, b, c))
+    params = S.from_flat(z, 3, 2)._replace(q=-2.0 + 4.0 * sig)
+    log_prior = sum(float(jnp.sum(-0.5 * v**2 - 0.5 * jnp.log(2 * jnp.pi))) for v in (params.w, params.b, params.c))
     log_prior += float(jnp.sum(-jnp.log(4.0) + jnp.log(4.0) + jnp.log(sig) + jnp.log1p(-sig)))   # U density x Jacobian
     want = -log_prior + nb * float(S.empirical_loss(params, x, y, 0.7))
-    assert float(tg.potential(x.T, y, nb)(z)) == pytest.approx(want, rel=1e-10)
-    assert np.all(np.abs(tg.constrain(z)[6:9]) < 2.0)
+    assert float(tg((x, y), nb)(z)) == pytest.approx(want, rel=1e-10)
+    assert np.all(np.abs(tg.constrain(z)[9:12]) < 2.0)
+    np.testing.assert_allclose(tg.unconstrain(tg.constrain(z)), z, rtol=1e-10)
 
 
 def test_a_target_is_built_without_evaluating_its_model(compiles):
-    """target() traces nothing and compiles nothing (a family it has not seen: widths 5, a uniform prior); its
-    potential is evaluated only where a sampler calls it."""
+    """tempered_target() traces nothing and compiles nothing (a family it has not seen: widths 5, a uniform
+    prior); its potential is evaluated only where a sampler calls it."""
     model = S.Restriction.full(S.truths.m_symmetric(5))
     compiles()
-    tg = target(model, Prior(("uniform", 3.0), ("normal", 0.3), ("normal", 0.7), ("uniform", 1.5)), 0.9)
+    tg = tempered_target(model, Prior(w=("uniform", 3.0), b=("normal", 0.3), q=("normal", 0.7), c=("uniform", 1.5)),
+                         0.9)
     assert compiles() == 0 and tg.size == 5 * 2 + 5 + 5 + 1
 
 
 def test_the_tempered_target_computes_the_numpyro_potential():
-    """TemperedTarget (any loss, any prior), given the two-layer loss on a Restriction's free coordinates
-    and the same Prior (PriorDensity), computes numpyro's potential of posterior_model and its gradient,
-    full and restricted models, normal and uniform priors.  numpyro's z holds the sites in sorted order
-    (b, c, q, w), unconstrained for a uniform prior: U_numpyro(z) = U(constrain(z)) - log|det J|(z).
-    rtol 1e-12 (values) and 1e-10 (gradients, plus 1e-12 |grad| absolute for small components): the
-    two sum the same terms (each group's log density, n beta L_n) in another order, so they may differ
-    by a few ulps (2.2e-16) of the largest term (|U| is 50 to 100 here); a missing or wrong term (the smallest,
-    a normal prior's constant log(s sqrt(2 pi)), is 0.23 here) would be off by > 1e-3."""
-    from slt_relu.posterior.llc import RestrictedLoss
-    from slt_relu.posterior.target import PriorDensity, TemperedTarget, _numpyro_pieces
-    from slt_relu.sampling import unravel_fn
+    """The one tempered target equals numpyro's potential of posterior_model and its gradient, full and
+    restricted models, normal and uniform priors.  numpyro's z holds the sites in sorted order (b, c, q, w),
+    the target's in flat order (w, b, q, c): the same numbers permuted.  rtol 1e-12 (values) and 1e-10
+    (gradients, plus 1e-12 |grad| absolute for small components): the two sum the same terms (each group's
+    log density and Jacobian, n beta L_n) in another order, so they may differ by a few ulps (2.2e-16) of the
+    largest term (|U| is 50 to 100 here); a missing or wrong term (the smallest, a normal prior's constant
+    log(s sqrt(2 pi)), is 0.23 here) would be off by > 1e-3."""
+    from functools import partial
+
+    from numpyro.infer.util import potential_energy
+
+    from slt_relu.posterior import posterior_model
 
     truth, ex = S.truths.m_symmetric(3), S.truths.get("dslt3_example_3_4")
     full = (S.Restriction.full(truth), S.sample_dataset(jax.random.PRNGKey(0), truth, S.UniformBox(1.0, 2), 200, 0.7),
-            [Prior(("normal", 1.0), ("normal", 2.0), ("normal", 0.5), ("normal", 3.0)), Prior(q=("uniform", 2.0))])
+            [Prior(w=("normal", 1.0), b=("normal", 2.0), q=("normal", 0.5), c=("normal", 3.0)),
+             Prior(q=("uniform", 2.0))])
     restricted = (ex.model, S.sample_dataset(jax.random.PRNGKey(0), ex.truth, ex.inputs, 200, 0.7),
                   [Prior(w=("normal", 0.7)), Prior(w=("uniform", 3.0))])
     n_beta = 37.0
     for model, (x, y), priors in (full, restricted):
+        groups = model.unravel.segments()                               # (group, start, stop) in flat order
+        order = np.concatenate([np.arange(a, b) for _, a, b in sorted(groups)])       # numpyro's: by name
         for prior in priors:
-            tg = target(model, prior, 0.7)
-            log_jacobian = _numpyro_pieces(tg.potential).log_jacobian
-            one = TemperedTarget(RestrictedLoss(model, 0.7), unravel_fn(jnp.zeros(tg.size))[1],
-                                 PriorDensity(prior, model))
+            tg = tempered_target(model, prior, 0.7)
+            fn = partial(posterior_model, model=model, prior=prior, sigma=0.7)
+
+            def numpyro_U(zn):                                 # numpyro's z: the sites one after another, by name
+                sizes = [b - a for _, a, b in sorted(groups)]
+                parts = jnp.split(zn, np.cumsum(sizes)[:-1])
+                return potential_energy(fn, (x.T, y, n_beta), {}, {g: p for (g, _, _), p in zip(sorted(groups), parts)})
+
             z = 0.5 * jax.random.normal(jax.random.PRNGKey(1), (tg.size,))
-            want, want_grad = jax.value_and_grad(tg.potential(x.T, y, n_beta))(z)
-            got, grad = jax.value_and_grad(lambda z: one((x, y), n_beta)(tg.constrain(z)) - log_jacobian(z))(z)
+            want, want_grad = jax.value_and_grad(numpyro_U)(z[order])
+            got, grad = jax.value_and_grad(tg((x, y), n_beta))(z)
             assert float(got) == pytest.approx(float(want), rel=1e-12)
-            np.testing.assert_allclose(grad, want_grad, rtol=1e-10, atol=1e-12 * float(jnp.linalg.norm(want_grad)))
-    outside = PriorDensity(Prior(w=("uniform", 3.0)), ex.model)
-    assert float(outside(jnp.array([1.0, 3.5]))) == -np.inf and np.isfinite(float(outside(jnp.array([1.0, 2.9]))))
+            np.testing.assert_allclose(grad[order], want_grad, rtol=1e-10,
+                                       atol=1e-12 * float(jnp.linalg.norm(want_grad)))
+    outside = tempered_target(ex.model, Prior(w=("uniform", 3.0))).prior_on(2)
+    assert float(outside.log_density(jnp.array([1.0, 3.5]))) == -np.inf
+    assert np.isfinite(float(outside.log_density(jnp.array([1.0, 2.9]))))
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +232,7 @@ def test_same_keys_same_draws_and_bad_arguments(compiles):
     with pytest.raises(ValueError, match="x, y: expected shapes"):
         sample_posterior(keys, x[0], y, 20.0, model=ex.model, settings=s)
     with pytest.raises(ValueError, match="prior.q: expected"):
-        target(ex.model, Prior(q=("cauchy", 1.0)))
+        tempered_target(ex.model, Prior(q=("cauchy", 1.0)))
     with pytest.raises(ValueError, match="grid posteriors need 1 or 2 free"):
         grid_posterior(x[0], y[0], 1.0, model=ex.model, ranges=[(0, 1)])
 

@@ -14,7 +14,7 @@ from slt_relu.phases import radius_rule
 from slt_relu.posterior.llc import tempered_losses, two_layer_loss_for
 from slt_relu.posterior.masses import phase_masses
 from slt_relu.posterior.evidence import logmeanexp
-from slt_relu.posterior import draw_datasets, grid_posterior, sample_posterior, target
+from slt_relu.posterior import draw_datasets, grid_posterior, sample_posterior, tempered_target
 from slt_relu.sampling.smc import SMCSettings
 
 # independent runs per check: their spread is each check's Monte Carlo error, and on another CPU every run is a
@@ -119,12 +119,11 @@ def test_smc_weights_separated_modes_where_nuts_reports_its_starting_points():
     # says (documented, not asserted as a posterior mass; from random starts it is the share of the starts that
     # fall into each basin during warm-up)
     chains = 8
-    tg = target(model, S.Prior(), 1.0)
+    tg = tempered_target(model, S.Prior(), 1.0)
     starts = jnp.array([[1.0, -0.75]] * 2 + [[-1.5, 0.5]] * 6) + 0.05 * jax.random.normal(jax.random.PRNGKey(5), (8, 2))
-    x_cols = jnp.repeat(jnp.swapaxes(x, 1, 2), chains, 0)
-    nuts = S.sample(jax.random.split(jax.random.PRNGKey(6), chains), tg.potential, starts,
-                    (x_cols, jnp.repeat(y, chains, 0), jnp.full(chains, nb)), S.NUTSSettings(num_warmup=150,
-                                                                                           num_samples=250))
+    nuts = S.sample(jax.random.split(jax.random.PRNGKey(6), chains), tg, starts,
+                    ((jnp.repeat(x, chains, 0), jnp.repeat(y, chains, 0)), jnp.full(chains, nb)),
+                    S.NUTSSettings(num_warmup=150, num_samples=250))
     per_chain = (nuts.z[..., 0] > 0).mean(1)
     np.testing.assert_array_equal(per_chain, [1.0] * 2 + [0.0] * 6)
     assert abs(per_chain.mean() - exact) > 0.3                    # 0.25 against the exact 0.62

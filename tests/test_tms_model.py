@@ -11,7 +11,7 @@ from slt_relu.tms import (TMSParams, empirical_loss, fisher_information, fisher_
                           num_params, permute_features, permute_inputs, population_loss, reflection, rotate, rotation,
                           rotation_generator, sample_inputs, to_flat)
 from slt_relu.tms.fisher import weighted_jacobian
-from slt_relu.tms.model import coordinate_names, squared_errors, term
+from slt_relu.models.tms import coordinate_names, squared_errors, term
 from tms_reference import quadrature_fisher, quadrature_loss
 
 

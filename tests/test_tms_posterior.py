@@ -7,8 +7,10 @@ import pytest
 
 from slt_relu.posterior.free_energy_curve import smc_free_energy_curve
 from slt_relu.posterior.llc import LLCSGLDSettings, estimate_llc
-from slt_relu.posterior.target import GaussianPrior, TemperedTarget
-from slt_relu.sampling import SMCSettings, unravel_fn
+from slt_relu.posterior import Prior
+from slt_relu.posterior.target import TemperedTarget
+from slt_relu.pytree import unravel_fn
+from slt_relu.sampling import SMCSettings
 from slt_relu.tms import (empirical_loss, flat_empirical_loss, hessian_counts, population_loss, refined_kgon,
                           sample_inputs, to_flat)
 
@@ -21,14 +23,16 @@ def population(params, data):
 
 
 def test_tempered_target_of_the_empirical_loss_by_hand():
-    """U(w) = n beta L_n(w) + |w|^2 / (2 s^2) + (gamma / 2) |w - w*|^2 on the flat coordinates (W row-major, b)."""
+    """U(w) = n beta L_n(w) + |w|^2 / (2 s^2) + D log(s sqrt(2 pi)) + (gamma / 2) |w - w*|^2 on the flat coordinates
+    (W row-major, b): -log of the normalised prior N(0, s^2 I)."""
     p = refined_kgon(4, 4)
     x = sample_inputs(jax.random.key(0), 64, 4)
     w0, unravel = unravel_fn(p)
     np.testing.assert_array_equal(w0, to_flat(p))
     w = w0 + 0.1 * jax.random.normal(jax.random.key(1), w0.shape)
-    U = TemperedTarget(empirical_loss, unravel, GaussianPrior(2.0))(x, 50.0, 3.0, w0)
-    want = 50.0 * empirical_loss(unravel(w), x) + jnp.sum(w ** 2) / 8.0 + 1.5 * jnp.sum((w - w0) ** 2)
+    U = TemperedTarget(empirical_loss, unravel, Prior.normal(2.0))(x, 50.0, 3.0, w0)
+    want = (50.0 * empirical_loss(unravel(w), x) + jnp.sum(w ** 2) / 8.0 + w.size * np.log(2.0 * np.sqrt(2 * np.pi))
+            + 1.5 * jnp.sum((w - w0) ** 2))
     assert float(U(w)) == pytest.approx(float(want), rel=1e-13)
 
 

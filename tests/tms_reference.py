@@ -38,7 +38,7 @@ def quadrature_loss(W, b, points: int = 12) -> float:
 
 def quadrature_fisher(params, points: int = 6) -> np.ndarray:
     """E_x[J^T J] with J = d forward / d flat by jax.jacfwd at Gauss-Legendre nodes inside each piece."""
-    from slt_relu.tms.model import forward, from_flat, to_flat
+    from slt_relu.models.tms import forward, from_flat, to_flat
 
     W, b = np.asarray(params.W, np.float64), np.asarray(params.b, np.float64)
     c = len(b)

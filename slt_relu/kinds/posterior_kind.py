@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..network import Restriction, make_params
-from ..posterior import GROUPS, PRIOR_KINDS, Prior, resolve_beta
+from ..posterior import PRIOR_KINDS, Prior, resolve_beta
 from ..sampling import HMCSettings, NUTSSettings, SMCSettings
 from ..settings import SCALE_BOUND, ConfigError, Section, parse
 from ..workflow.sweep import Point, expand, fingerprint, flatten_sweep, run_points
@@ -189,7 +189,7 @@ class Resolved(NamedTuple):
 
 def _prior(t: PriorSettings) -> Prior:
     groups = {}
-    for g in GROUPS:
+    for g in ("w", "b", "q", "c"):
         spec = getattr(t, g)
         groups[g] = (spec.dist or t.dist, spec.scale if spec.scale is not None else t.scale)
     return Prior(**groups)

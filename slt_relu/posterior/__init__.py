@@ -1,7 +1,8 @@
-"""Tempered posteriors of two-layer ReLU networks and what is measured on them.
+"""Tempered posteriors of any model (the two-layer ReLU network first) and what is measured on them.
 
-- ``target``: the posterior phi(w) exp(-n beta L_n(w)): its numpyro model, the prior, the potential
-  the samplers run on; the tempered (optionally localized) target of any loss and prior;
+- ``prior``: the prior phi(w) of any model, and its map onto unconstrained coordinates;
+- ``target``: the tempered (optionally localized) posterior phi(w) exp(-n beta L(w)) of any model and loss, the
+  potential every sampler runs on; the two-layer posterior as a numpyro model;
 - ``sample``: many chains (NUTS, HMC) or SMC runs of it, each on its own data set;
 - ``grid``: the exact posterior of one or two free parameters, by quadrature;
 - ``masses``: phase masses with their errors (data sets, runs pooled by their evidence), crossovers;
@@ -17,10 +18,9 @@
 from .grid import GridPosterior, grid_posterior
 from .observables import bayesian_influence, per_sample_losses, susceptibility
 from .sample import PosteriorSamples, SMCPosterior, draw_datasets, sample_posterior, smc_posterior
-from .target import (GROUPS, PRIOR_KINDS, GaussianPrior, PosteriorPotential, Prior, PriorDensity, Target,
-                     TemperedTarget, posterior_model, resolve_beta, target)
+from .prior import PRIOR_KINDS, FlatPrior, Prior
+from .target import TemperedTarget, posterior_model, resolve_beta, tempered_target
 
-__all__ = ["GROUPS", "GaussianPrior", "GridPosterior", "PRIOR_KINDS", "PosteriorPotential", "PosteriorSamples",
-           "Prior", "PriorDensity", "SMCPosterior", "Target", "TemperedTarget", "bayesian_influence", "draw_datasets",
-           "grid_posterior", "per_sample_losses", "posterior_model", "resolve_beta", "sample_posterior",
-           "smc_posterior", "susceptibility", "target"]
+__all__ = ["FlatPrior", "GridPosterior", "PRIOR_KINDS", "PosteriorSamples", "Prior", "SMCPosterior", "TemperedTarget",
+           "bayesian_influence", "draw_datasets", "grid_posterior", "per_sample_losses", "posterior_model",
+           "resolve_beta", "sample_posterior", "smc_posterior", "susceptibility", "tempered_target"]

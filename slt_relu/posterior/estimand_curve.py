@@ -187,8 +187,10 @@ def sgld_tempered_loss_curve(key, loss, start, t_max: float, *, decades: float =
     import jax.numpy as jnp
 
     from ..network import check_count, check_finite, check_number
-    from ..sampling import SGLDSettings, check_keys, unravel_fn
-    from .target import GaussianPrior, TemperedTarget
+    from ..pytree import unravel_fn
+    from ..sampling import SGLDSettings, check_keys
+    from .prior import Prior
+    from .target import TemperedTarget
 
     key = check_keys(key, "key", batch_ndim=0)
     temperatures = check_count(temperatures, "temperatures", 2)
@@ -215,7 +217,7 @@ def sgld_tempered_loss_curve(key, loss, start, t_max: float, *, decades: float =
     except (TypeError, ValueError) as err:
         raise ValueError(f"start: expected a point the loss takes, got shape {start.shape} "
                          f"({str(err).splitlines()[0][:120]})") from None
-    target = TemperedTarget(loss, unravel_fn(start)[1], GaussianPrior(float(prior_std)))
+    target = TemperedTarget(loss, unravel_fn(start)[1], Prior.normal(float(prior_std)))
     k_pilot, k_run = jax.random.split(key)
     grads = 0
     if step_scale is None:

@@ -366,8 +366,10 @@ def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_ru
     import jax.numpy as jnp
 
     from ..network import check_count, check_number
-    from ..sampling import check_keys, sample, unravel_fn
-    from .target import GaussianPrior, TemperedTarget
+    from ..pytree import unravel_fn
+    from ..sampling import check_keys, sample
+    from .prior import Prior
+    from .target import TemperedTarget
 
     dim = check_count(dim, "dim")
     num_runs = check_count(num_runs, "num_runs")
@@ -376,7 +378,7 @@ def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_ru
     k_init, k_run = jax.random.split(jax.random.wrap_key_data(check_keys(key, batch_ndim=0)))
     dtype = jnp.zeros(()).dtype
     _, unravel = unravel_fn(jnp.zeros(dim, dtype))
-    target = TemperedTarget(loss, unravel, GaussianPrior(prior_std))
+    target = TemperedTarget(loss, unravel, Prior.normal(prior_std))
     if run_data is not None:
         if data is not None:
             raise ValueError("data, run_data: expected at most one of them")

@@ -11,8 +11,8 @@ import numpy as np
 
 from ..loss import check_data, check_sigma
 from ..network import Restriction, check_count, check_number
-from .llc import RestrictedLoss
-from .target import Prior, PriorDensity, TemperedTarget
+from .prior import Prior
+from .target import tempered_target
 
 
 class GridPosterior(NamedTuple):
@@ -46,11 +46,6 @@ class GridPosterior(NamedTuple):
     def mass(self, mask) -> float:
         """Posterior mass of a region given as a boolean mask on the grid."""
         return float(np.sum(self.density[np.asarray(mask, bool)]) * self.cell)
-
-
-def _identity(theta):
-    """The free coordinates are the target's flat coordinates."""
-    return theta
 
 
 def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Prior(), sigma: float = 1.0,
@@ -87,16 +82,15 @@ def grid_posterior(x, y, n_beta: float, *, model: Restriction, prior: Prior = Pr
         raise ValueError(f"ranges: expected {k} pairs (low, high) of finite numbers with low < high, got {ranges!r}")
     resolution = check_count(resolution, "resolution", minimum=3)
     check_number(n_beta, "n_beta")
-    prior.check()
-    check_sigma(sigma)
+    target = tempered_target(model, prior, sigma)
     x, y = check_data(x, y, model.base.n_in, "the model's parameters")
     axes = tuple(lo + (np.arange(resolution) + 0.5) * (hi - lo) / resolution for lo, hi in ranges)  # cell midpoints
     pts = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, k)
     theta = jnp.asarray(pts, x.dtype)
     # the tempered target's pieces (posterior.target): L_n at every point, in bounded chunks, and the prior's
     # log density; summed in float64, since n_beta L_n is large and the density is exp of its differences
-    loss = TemperedTarget(RestrictedLoss(model, float(sigma)), _identity).losses_at(theta, (x, y))
-    log_prior = jax.vmap(PriorDensity(prior, model))(theta)
+    loss = target._replace(prior=None).losses_at(theta, (x, y))
+    log_prior = jax.vmap(target.prior_on(k).log_density)(theta)
     logp = -float(n_beta) * np.asarray(loss, np.float64) + np.asarray(log_prior, np.float64)
     shape = (resolution,) * k
     logp = logp.reshape(shape)

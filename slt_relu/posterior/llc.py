@@ -47,8 +47,11 @@ from pydantic import Field
 from .. import diagnostics as dg
 from ..network import check_count, check_finite, check_number, check_params
 from ..settings import SCALE_BOUND
-from ..sampling import HMCSettings, NUTSSettings, SGLDSettings, check_keys, sample, unravel_fn
-from .target import GaussianPrior, TemperedTarget, num_data
+from ..pytree import unravel_fn
+from ..sampling import HMCSettings, NUTSSettings, SGLDSettings, check_keys, sample
+from ..loss import TwoLayerLoss, two_layer_loss
+from .prior import Prior
+from .target import TemperedTarget, num_data
 
 
 class LLCSGLDSettings(SGLDSettings):
@@ -195,30 +198,11 @@ def _lbfgs(loss_fn, unravel, num_steps: int, flat0, data):
     return w, f(w)
 
 
-class TwoLayerLoss(NamedTuple):
-    """:func:`two_layer_loss` at a fixed sigma, hashable by value (a static jit argument)."""
-
-    sigma: float
-
-    def __call__(self, params, data):
-        return two_layer_loss(params, data, self.sigma)
-
-
 def two_layer_loss_for(sigma: float) -> Callable:
     """two_layer_loss at a fixed sigma; equal sigmas give equal functions, so compiled programs are reused."""
     from ..loss import check_sigma
 
     return TwoLayerLoss(float(check_sigma(sigma)))
-
-
-def two_layer_loss(params, data, sigma: float = 1.0):
-    """L_n of a TwoLayer on data = (x (n, n_in), y (n,)), as loss_fn for :func:`estimate_llc`:
-    mean (y - f(x))^2 / (2 sigma^2) + log(sigma sqrt(2 pi)), with f by forward_columns (the fast
-    form when chains are vmapped)."""
-    from ..loss import empirical_loss_columns
-
-    x, y = data
-    return empirical_loss_columns(params, x.T, y, sigma)
 
 
 def llc_two_layer(key, params_star, x, y, settings: LLCSGLDSettings = LLCSGLDSettings(), *, sigma: float = 1.0,
@@ -400,7 +384,7 @@ def tempered_sample(key, loss_fn: Callable, params_init, data, n_betas, *, chain
         z0 = jnp.broadcast_to(flat0, (C, flat0.size))
     else:
         z0 = jax.random.uniform(k_init, (C, flat0.size), flat0.dtype, -init_radius, init_radius)
-    target = TemperedTarget(loss_fn, unravel, None if localization else GaussianPrior(float(prior_std)))
+    target = TemperedTarget(loss_fn, unravel, None if localization else Prior.normal(float(prior_std)))
     args = _per_chain(C, data) + (jnp.repeat(n_betas, chains_per_beta),)
     if localization:
         args += (jnp.full(C, localization, flat0.dtype),) + _per_chain(C, flat0)

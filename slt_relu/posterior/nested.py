@@ -28,7 +28,8 @@ import numpy as np
 
 from ..network import Restriction, check_count, check_finite, check_number
 from ..sampling import check_keys
-from .target import Prior, target
+from .prior import Prior
+from .target import tempered_target
 
 
 class NestedEvidence(NamedTuple):
@@ -73,17 +74,16 @@ def nested_log_evidence(key, x, y, n_beta: float, *, model: Restriction, prior: 
         raise ValueError(f"num_delete: expected fewer than num_live = {num_live}, got {num_delete}")
     if not 0 < tol < 1:
         raise ValueError(f"tol: expected a number in (0, 1), got {tol!r}")
-    tg = target(model, prior, sigma)
+    tg = tempered_target(model, prior, sigma)
     num_inner_steps = check_count(6 * tg.size if num_inner_steps is None else num_inner_steps, "num_inner_steps")
-    x_cols = x.T
     nb = jnp.asarray(n_beta, x.dtype)
-    U_post = tg.potential(x_cols, y, nb)
-    U_prior = tg.potential(x_cols, y, jnp.zeros((), x.dtype))
+    U_post = tg((x, y), nb)
+    U_prior = tg((x, y), jnp.zeros((), x.dtype))
     logprior = lambda z: -U_prior(z)
     loglik = lambda z: -(U_post(z) - U_prior(z))
     algo = blackjax.nss(logprior, loglik, num_inner_steps=num_inner_steps, num_delete=num_delete)
     k_draw, k_init, k_run, k_vol = jax.random.split(key, 4)
-    z0 = jax.vmap(tg.prior_draw)(jax.random.split(k_draw, num_live))
+    z0 = jax.vmap(lambda k: tg.prior_draw(k, x.dtype))(jax.random.split(k_draw, num_live))
     state = algo.init(z0, k_init)
     step = jax.jit(algo.step)
     start = time.time()

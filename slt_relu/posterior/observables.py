@@ -54,6 +54,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..loss import check_data, check_sigma
+from ..models.base import check_model
+from ..models.likelihood import GaussianLoss, check_regression_data
 from ..network import TwoLayer, check_count, check_params, forward_columns, from_flat, num_params
 from .target import LOSSES_CHUNK_POINTS
 
@@ -65,8 +67,8 @@ JACKKNIFE = ("delete-one-chain jackknife of the pooled estimate: se^2 = (C-1)/C 
 # per-sample losses at draws
 
 
-def per_sample_losses(params, x, y, sigma: float = 1.0, *, chunk: int | None = None) -> np.ndarray:
-    """The per-sample negative log likelihood of the two-layer network at every draw.
+def per_sample_losses(params, x, y, sigma: float = 1.0, *, chunk: int | None = None, model=None) -> np.ndarray:
+    """The per-sample negative log likelihood of the two-layer network (or of any ``model``) at every draw.
 
         ell_k(w) = (y_k - f(x_k, w))^2 / (2 sigma^2) + log(sigma sqrt(2 pi)),   L_n(w) = (1/n) sum_k ell_k(w)
 
@@ -82,6 +84,9 @@ def per_sample_losses(params, x, y, sigma: float = 1.0, *, chunk: int | None = N
         y: (n,) outputs, finite.
         sigma: the noise standard deviation, > 0.
         chunk: draws per chunk (default max(1, 2^22 // n)).
+        model: a :class:`~slt_relu.models.Model`: params are then its parameters with leading axes (...,), x
+            (n, ...) its inputs and y (n,) or (n, n_out), and ell_k its :class:`~slt_relu.models.GaussianLoss`'s
+            terms.
 
     Returns:
         (..., n) ell_k at each draw, a NumPy array in the draws' dtype.
@@ -89,6 +94,8 @@ def per_sample_losses(params, x, y, sigma: float = 1.0, *, chunk: int | None = N
     References:
         Kreer et al. 2025 (per-sample losses at posterior draws); DSLT4 (the regression likelihood).
     """
+    if model is not None:
+        return _model_per_sample(model, params, x, y, sigma, chunk)
     if isinstance(params, TwoLayer):
         check_params(params)
         w = jnp.asarray(params.w)
@@ -120,6 +127,33 @@ def per_sample_losses(params, x, y, sigma: float = 1.0, *, chunk: int | None = N
     out = _per_sample(flat, x.T.astype(dtype), y.astype(dtype), jnp.asarray(sigma, dtype), width, n_in,
                       min(chunk, B))
     return np.asarray(out).reshape(lead + (n,))
+
+
+def _model_per_sample(model, params, x, y, sigma, chunk):
+    """per_sample_losses of any model: params with leading axes (...,) on every leaf."""
+    check_model(model)
+    check_sigma(sigma)
+    leaves = jax.tree.leaves(params)
+    first = model.structure.shapes[0]
+    if not leaves or jnp.ndim(leaves[0]) < len(first):
+        raise ValueError(f"params: expected {model.name!r}'s parameters with leading draw axes, got "
+                         f"{[jnp.shape(a) for a in leaves]}")
+    lead = jnp.shape(leaves[0])[:jnp.ndim(leaves[0]) - len(first)]
+    one = jax.tree.map(lambda a: a[(0,) * len(lead)], params) if lead else params
+    x, y = check_regression_data(model, one, x, y)
+    n = x.shape[0]
+    chunk = max(1, LOSSES_CHUNK_POINTS // n) if chunk is None else check_count(chunk, "chunk")
+    B = math.prod(lead)
+    flat = jax.vmap(model.ravel)(jax.tree.map(lambda a: jnp.reshape(a, (B,) + jnp.shape(a)[len(lead):]), params))
+    if B == 0:
+        return np.zeros(lead + (n,), flat.dtype)
+    out = _model_per_sample_jit(GaussianLoss(model, float(sigma)), flat, x, y, min(chunk, B))
+    return np.asarray(out).reshape(lead + (n,))
+
+
+@partial(jax.jit, static_argnums=(0, 4))
+def _model_per_sample_jit(loss, flat, x, y, chunk: int):
+    return jax.lax.map(lambda w: loss.per_sample(loss.model.unravel(w), (x, y)), flat, batch_size=chunk)
 
 
 @partial(jax.jit, static_argnums=(4, 5, 6))

@@ -1,45 +1,37 @@
-"""The tempered Bayesian posterior of a two-layer ReLU network (DSLT3, DSLT4): its numpyro model and
-the potential every sampler runs on.
+"""The tempered posterior, one target for every model, prior, sampler and estimator.
 
-    p(w | D_n)  proportional to  phi(w) exp(-n beta L_n(w)),
-    L_n(w) = (1/n) sum_k (y_k - f(x_k, w))^2 / (2 sigma^2) + log(sigma sqrt(2 pi)),
+    p(w | D_n)  proportional to  phi(w) exp(-n beta L(w; D_n) - (gamma / 2) |w - w*|^2),
 
-beta = 1 is the Bayes posterior, beta = 1/log n ("wbic") Watanabe's WBIC temperature, which
-DSLT4 (Carroll, "Phase transitions in neural networks") uses.  The prior phi is a product over
-parameter groups w, b, q, c of N(0, s^2) or uniform on [-a, a] (:class:`Prior`); a
-:class:`~slt_relu.network.Restriction` samples only its free coordinates (DSLT3's Examples 3.2
-and 3.4).  :func:`posterior_model` is the numpyro model; :func:`target` its potential on flat
-unconstrained coordinates (hashable, a static argument of the samplers' programs), the map back to
-the parameters, and prior draws.
+L the loss of a model on its data (the two-layer network's L_n of DSLT3/DSLT4,
+:class:`~slt_relu.models.GaussianLoss` of any model, any JAX loss), phi the :class:`~slt_relu.Prior`, and the
+localization term optional (Lau et al. 2023, "The local learning coefficient"; gamma = 0 without it).
+beta = 1 is the Bayes posterior, beta = 1/log n ("wbic") Watanabe's WBIC temperature, which DSLT4
+uses.  :class:`TemperedTarget` is its potential on the unconstrained coordinates z (D,) that every sampler
+runs on (``slt_relu.sampling``: NUTS, HMC, SGLD, SMC),
 
-:class:`TemperedTarget` is the same posterior for any loss L and any prior, optionally localized
-(Lau et al. 2023, "The local learning coefficient"),
+    U(z) = n beta L(unravel(w); data) + (gamma / 2) |w - w*|^2 - log phi(w) - log |det dw/dz|,  w = T(z),
 
-    U(w) = n beta L(w; D_n) - log phi(w) + (gamma / 2) |w - w*|^2,
-
-with n beta, gamma and w* as a chain's arguments: the learning coefficient's SGLD, beta sweeps and
-WBIC (``slt_relu.posterior.llc``) run on it, and :meth:`TemperedTarget.losses_at` evaluates L at
-their kept draws in chunks of bounded memory.  The two-layer NUTS/SMC posterior keeps numpyro's
-potential (its unconstrained coordinates for uniform priors); on the free coordinates,
-``TemperedTarget(RestrictedLoss(model, sigma), unravel, PriorDensity(prior, model))`` computes the
-same U (tests/test_posterior.py).
+T the prior's map onto its support (the identity for normal priors; ``prior.FlatPrior``); with n beta,
+gamma and w* a chain's arguments, so that chains at different temperatures or localizations share one
+compiled program.  :func:`posterior_model` is the same posterior of a two-layer network as a numpyro model
+(its potential equals the target's, tests/test_posterior.py).
 """
 from __future__ import annotations
 
 import math
-from functools import lru_cache, partial
+from functools import partial
 from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..loss import check_sigma, empirical_loss_columns
-from ..network import Restriction, check_count, from_flat
-
-GROUPS = ("w", "b", "q", "c")
-PRIOR_KINDS = ("normal", "uniform")
-
+from .._validate import check_count
+from ..loss import TwoLayerLoss, check_sigma, empirical_loss_columns
+from ..models.base import Model
+from ..models.likelihood import GaussianLoss
+from ..network import Restriction, from_flat
+from .prior import FlatPrior, Prior
 
 def resolve_beta(beta, n: int) -> float:
     """beta as a number: "wbic" -> 1 / log n (Watanabe); a positive number stays."""
@@ -54,44 +46,6 @@ def resolve_beta(beta, n: int) -> float:
     return float(beta)
 
 
-class Prior(NamedTuple):
-    """The prior phi(w) of a two-layer network, independent per coordinate and per parameter group.
-
-        phi(w) = prod over groups g in (w, b, q, c) of prod_i p_g(w_i),
-        p_g = N(0, s^2) for ("normal", s), U[-a, a] for ("uniform", a).
-
-    Attributes:
-        w: the input weights' (kind, scale).
-        b: the biases' (kind, scale).
-        q: the output weights' (kind, scale).
-        c: the output bias's (kind, scale).
-
-    References:
-        DSLT4: the posteriors of the phase transition experiments use N(0, 1) priors.
-    """
-
-    w: tuple = ("normal", 1.0)
-    b: tuple = ("normal", 1.0)
-    q: tuple = ("normal", 1.0)
-    c: tuple = ("normal", 1.0)
-
-    def check(self) -> "Prior":
-        for g in GROUPS:
-            spec = getattr(self, g)
-            if not (isinstance(spec, tuple) and len(spec) == 2 and spec[0] in PRIOR_KINDS
-                    and isinstance(spec[1], (int, float)) and math.isfinite(spec[1]) and spec[1] > 0):
-                raise ValueError(f"prior.{g}: expected (kind, scale) with kind in {PRIOR_KINDS} and a finite "
-                                 f"scale > 0, got {spec!r}")
-        return self
-
-    def distribution(self, group: str, size: int):
-        import numpyro.distributions as dist
-
-        kind, scale = getattr(self, group)
-        base = dist.Normal(0.0, scale) if kind == "normal" else dist.Uniform(-scale, scale)
-        return base.expand([size]).to_event(1)
-
-
 def _free_groups(model: Restriction) -> list[tuple[str, np.ndarray]]:
     """(group, free flat indices) for each group with a free coordinate, in flat order."""
     d, n_in = model.base.width, model.base.n_in
@@ -99,7 +53,7 @@ def _free_groups(model: Restriction) -> list[tuple[str, np.ndarray]]:
               "c": (d * (n_in + 2), d * (n_in + 2) + 1)}
     free = np.flatnonzero(model.free)
     out = []
-    for g in GROUPS:
+    for g in ("w", "b", "q", "c"):
         lo, hi = bounds[g]
         idx = free[(free >= lo) & (free < hi)]
         if idx.size:
@@ -122,106 +76,6 @@ def posterior_model(x_cols, y, n_beta, *, model: Restriction, prior: Prior = Pri
     numpyro.factor("tempered_likelihood", -n_beta * empirical_loss_columns(params, x_cols, y, sigma))
 
 
-class Target(NamedTuple):
-    """The pieces of one posterior family (one model, prior, sigma; any data): ``potential``, a
-    hashable potential_gen(x_cols, y, n_beta) -> U(z) on flat unconstrained z (k,) for
-    :func:`slt_relu.sampling.sample`; ``constrain(z)`` -> the free coordinates (k,); size k;
-    ``prior_draw(key)`` -> z (k,) distributed as the prior (SMC's starting particles)."""
-
-    potential: Callable
-    constrain: Callable
-    size: int
-    prior_draw: Callable
-
-
-class PosteriorPotential(NamedTuple):
-    """U(z) = -log phi(constrain(z)) - log|det J| + n_beta L_n, numpyro's potential of
-    :func:`posterior_model`, from a chain's (x_cols, y, n_beta); hashable by value."""
-
-    model: Restriction
-    prior: Prior
-    sigma: float
-    dtype: str
-
-    def __call__(self, x_cols, y, n_beta):
-        return _numpyro_pieces(self).potential_fn(x_cols, y, n_beta)
-
-
-@lru_cache(maxsize=32)
-def _numpyro_pieces(key: PosteriorPotential):
-    """The pieces of one posterior family on numpyro's unconstrained z (the sites b, c, q, w by name, each mapped
-    to its prior's support by numpyro's bijection): the potential
-
-        U(z) = -log phi(w(z)) - log|det dw/dz| + n_beta L_n(w(z))      (numpyro's potential_energy),
-
-    constrain, the prior's draws, unconstrain and log|det dw/dz|.  Nothing is evaluated here: numpyro's
-    initialize_model would run the model and its gradient op by op to find a starting point (hundreds of
-    one-operation programs to compile); the samplers draw their own.  One cache entry per family."""
-    from jax.flatten_util import ravel_pytree
-    from numpyro.distributions.transforms import biject_to
-    from numpyro.infer.util import potential_energy
-
-    dtype = jnp.dtype(key.dtype)
-    fn = partial(posterior_model, model=key.model, prior=key.prior, sigma=key.sigma)
-    groups = _free_groups(key.model)
-    order = [g for g, _ in groups]
-    transforms = {g: biject_to(key.prior.distribution(g, idx.size).support) for g, idx in groups}
-    names = sorted(order)                       # numpyro's (and ravel_pytree's) order of the sites: by name
-    size = {g: idx.size for g, idx in groups}
-
-    def unravel(flat):
-        return dict(zip(names, jnp.split(flat.astype(dtype), np.cumsum([size[g] for g in names])[:-1].tolist())))
-
-    def potential_fn(x_cols, y, n_beta):
-        return lambda flat: potential_energy(fn, (x_cols, y, n_beta), {}, unravel(flat))
-
-    def constrain(flat):
-        sites = unravel(flat)
-        return jnp.concatenate([jnp.reshape(transforms[g](sites[g]), (-1,)) for g in order])
-
-    def prior_draw(rng_key):
-        """One draw of phi in the unconstrained coordinates (numpyro's bijection of each site)."""
-        keys = jax.random.split(rng_key, len(order))
-        draws = {}
-        for k, (g, idx) in zip(keys, groups):
-            draws[g] = transforms[g].inv(key.prior.distribution(g, idx.size).sample(k).astype(dtype))
-        return ravel_pytree(draws)[0]
-
-    def unconstrain(free):
-        """The inverse of constrain: free coordinates (k,) in flat order -> z (k,) (NaN off the support)."""
-        sizes = np.cumsum([idx.size for _, idx in groups])[:-1]
-        parts = dict(zip(order, jnp.split(free, sizes)))
-        return ravel_pytree({g: transforms[g].inv(parts[g]) for g in order})[0]
-
-    def log_jacobian(flat):
-        """log |det d constrain / dz| at z (0 for normal priors, whose z are the parameters)."""
-        sites = unravel(flat)
-        return sum(jnp.sum(transforms[g].log_abs_det_jacobian(sites[g], transforms[g](sites[g]))) for g in order)
-
-    return _Pieces(potential_fn, constrain, sum(size.values()), prior_draw, unconstrain, log_jacobian)
-
-
-class _Pieces(NamedTuple):
-    potential_fn: Callable
-    constrain: Callable
-    size: int
-    prior_draw: Callable
-    unconstrain: Callable
-    log_jacobian: Callable
-
-
-def target(model: Restriction, prior: Prior = Prior(), sigma: float = 1.0) -> Target:
-    """The potential and constraining map of :func:`posterior_model` for ``model``."""
-    prior.check()
-    potential = PosteriorPotential(model, prior, float(check_sigma(sigma)), str(jax.dtypes.canonicalize_dtype(float)))
-    pieces = _numpyro_pieces(potential)
-    return Target(potential, pieces.constrain, pieces.size, pieces.prior_draw)
-
-
-# ----------------------------------------------------------------------------------------
-# the tempered target of any loss
-
-
 LOSSES_CHUNK_POINTS = 2 ** 22
 """Loss terms (draws x data points) one chunk of :meth:`TemperedTarget.losses_at` evaluates at most:
 its memory is chunk x n elements per intermediate array, whatever the number of draws."""
@@ -238,59 +92,26 @@ def num_data(data) -> int:
     return n
 
 
-class GaussianPrior(NamedTuple):
-    """N(0, std^2 I) on flat w (D,), as a log density up to its constant -(D/2) log(2 pi std^2), which no
-    sampler needs: log phi(w) = -|w|^2 / (2 std^2) (the beta sweep's and WBIC's prior)."""
-
-    std: float
-
-    def __call__(self, w):
-        return -0.5 * jnp.sum((w / self.std) ** 2)
-
-
-class PriorDensity(NamedTuple):
-    """The log density of a :class:`Prior` on a Restriction's free coordinates theta (k,), flat order:
-
-        log phi(theta) = sum over groups g of sum_i log p_g(theta_i),
-
-    p_g = N(0, s^2) (numpyro's ``log_prob`` of :func:`posterior_model`'s sample site) or U[-a, a]
-    (-log 2a, -inf off its support).  Hashable by value."""
-
-    prior: Prior
-    model: Restriction
-
-    def __call__(self, theta):
-        groups = _free_groups(self.model)
-        parts = jnp.split(theta, [int(i) for i in np.cumsum([idx.size for _, idx in groups])[:-1]])
-        total = 0.0
-        for (g, idx), part in zip(groups, parts):
-            kind, scale = getattr(self.prior, g)
-            if kind == "uniform":
-                lp = jnp.where(jnp.all(jnp.abs(part) <= scale), -idx.size * math.log(2 * scale), -jnp.inf)
-            else:
-                lp = self.prior.distribution(g, idx.size).log_prob(part)
-            total = total + lp
-        return total
-
-
 class TemperedTarget(NamedTuple):
-    """The tempered (optionally localized) posterior of any loss on flat coordinates w (D,):
+    """The tempered (optionally localized) posterior of a loss, on unconstrained coordinates z (D,) (module
+    docstring):
 
-        p(w) proportional to phi(w) exp(-n_beta L(unravel(w); data) - (gamma / 2) |w - center|^2),
-        U(w) = n_beta L(unravel(w); data) - log phi(w) + (gamma / 2) |w - center|^2.
+        U(z) = n_beta L(unravel(w); data) + (gamma / 2) |w - center|^2 - log phi(w) - log |det dw/dz|,
+        w = T(z).
 
-    A hashable ``potential_gen`` of :func:`slt_relu.sampling.sample`: ``target(data, n_beta, gamma,
-    center)`` -> U, from one chain's slice of ``args`` (data first: SGLD draws its mini-batches from
-    ``args[0]``); n_beta, gamma >= 0 scalars, center (D,); ``args = (data, n_betas)`` leaves gamma and
-    center None: no localization term (the global posterior).  n_beta = n / log n is WBIC's temperature.
+    A hashable ``potential_gen`` of :func:`slt_relu.sampling.sample`: ``target(data, n_beta, gamma, center)``
+    -> U, from one chain's slice of ``args`` (data first: SGLD draws its mini-batches from ``args[0]``);
+    n_beta, gamma >= 0 scalars, center (D,) in w; ``args = (data, n_betas)`` leaves gamma and center None (no
+    localization).  n_beta = n / log n is WBIC's temperature.
 
-    Fields:
-        loss: L(params, data) -> scalar, e.g. the mean negative log-likelihood over the data (a pytree
-            whose leaves share a leading axis n); any JAX function, hashable (a NamedTuple such as
-            ``llc.TwoLayerLoss``, or one function object reused) so that programs are reused.
-        unravel: flat w (D,) -> the params ``loss`` takes (``slt_relu.sampling.unravel_fn``).
-        log_prior: log phi(w) on flat w (:class:`GaussianPrior`, :class:`PriorDensity`, any hashable
-            callable), or None: no prior term (the localized posteriors).
+    Attributes:
+        loss: L(params, data) -> scalar, e.g. the mean negative log likelihood over the data (a pytree whose
+            leaves share a leading axis n); hashable (a NamedTuple such as
+            :class:`~slt_relu.models.GaussianLoss`, or one function object reused) so that programs are reused.
+        unravel: flat w (D,) -> the params ``loss`` takes: a model's structure (``slt_relu.pytree.Unravel``) or
+            a two-layer restriction's (``Restriction.unravel``); its ``segments()`` name the prior's groups.
+        prior: the :class:`~slt_relu.posterior.prior.Prior` phi, or None: no prior term (a localized
+            posterior).
 
     References:
         Watanabe 2013, "A widely applicable Bayesian information criterion" (the tempered posterior);
@@ -299,28 +120,58 @@ class TemperedTarget(NamedTuple):
 
     loss: Callable
     unravel: Callable
-    log_prior: Callable | None = None
+    prior: Prior | None = None
+
+    def prior_on(self, size: int) -> FlatPrior | None:
+        """The prior on the D = size flat coordinates (None without one): its groups from ``unravel``'s
+        ``segments()``, or the default law on every coordinate where unravel names none."""
+        if self.prior is None:
+            return None
+        segments = self.unravel.segments() if hasattr(self.unravel, "segments") else [("params", 0, int(size))]
+        return self.prior.on(segments)
+
+    @property
+    def size(self) -> int:
+        """D, the number of coordinates (of an ``unravel`` that knows it)."""
+        return int(self.unravel.size)
 
     def __call__(self, data, n_beta, gamma=None, center=None):
-        def potential(w):
-            # the prior and localization terms first, then n_beta L: the order the beta sweep's and SGLD's
-            # potentials had, so their chains stay the same to the bit
+        def potential(z):
+            prior = self.prior_on(z.shape[-1])
+            w = z if prior is None else prior.constrain(z)
             u = n_beta * self.loss(self.unravel(w), data)
             if gamma is not None:
                 u = 0.5 * gamma * jnp.sum((w - center) ** 2) + u
-            if self.log_prior is not None:
-                u = -self.log_prior(w) + u
+            if prior is not None:
+                u = prior.potential(z) + u
             return u
         return potential
 
+    def constrain(self, z):
+        """w = T(z): the parameters' flat coordinates of the sampler's z."""
+        prior = self.prior_on(jnp.shape(z)[-1])
+        return z if prior is None else prior.constrain(z)
+
+    def unconstrain(self, w):
+        """z = T^(-1)(w)."""
+        prior = self.prior_on(jnp.shape(w)[-1])
+        return w if prior is None else prior.unconstrain(w)
+
+    def prior_draw(self, key, dtype=None):
+        """One draw of the prior in the unconstrained coordinates z (D,)."""
+        dtype = dtype or jnp.zeros(()).dtype
+        if self.prior is None:
+            raise ValueError("prior: a draw of the prior needs one, got None")
+        return self.prior_on(self.size).sample(key, dtype)
+
     def losses_at(self, draws, data, chunk: int | None = None) -> jax.Array:
-        """L(unravel(w); data) at every flat draw, ``chunk`` draws at a time in one compiled ``lax.map``.
+        """L(unravel(T(z)); data) at every draw z, ``chunk`` draws at a time in one compiled ``lax.map``.
 
         Memory: the loss's intermediates for chunk x n data points, never for draws x n (8 chains x
         40,000 steps on n = 10,000 would be 3.2e9 elements an array).
 
         Args:
-            draws: (..., D) flat draws, e.g. (C, S, D) from a sampler.
+            draws: (..., D) the sampler's draws z, e.g. (C, S, D).
             data: the data pytree (leading axis n).
             chunk: draws per chunk (default max(1, LOSSES_CHUNK_POINTS // n)); the same chunk reuses
                 the compiled program.
@@ -333,10 +184,51 @@ class TemperedTarget(NamedTuple):
         B = math.prod(lead)
         chunk = max(1, LOSSES_CHUNK_POINTS // num_data(data)) if chunk is None else check_count(chunk, "chunk")
         flat = draws.reshape(B, draws.shape[-1])
-        return _losses_at(self.loss, self.unravel, flat, data, min(chunk, max(B, 1))).reshape(lead)
+        return _losses_at(self.loss, self.unravel, self.prior_on(flat.shape[-1]), flat, data, min(chunk, max(B, 1))).reshape(lead)
 
 
-@partial(jax.jit, static_argnums=(0, 1, 4))
-def _losses_at(loss: Callable, unravel: Callable, flat, data, chunk: int):
-    """loss(unravel(w), data) for each row w of flat (B, D), vmapped over chunks of ``chunk`` rows: (B,)."""
-    return jax.lax.map(lambda w: loss(unravel(w), data), flat, batch_size=chunk)
+def tempered_target(model, prior: Prior | None = Prior(), sigma: float = 1.0) -> TemperedTarget:
+    """The tempered posterior of a model under Gaussian noise, as a target on data (x (n, n_in), y).
+
+        U(z) = n_beta L_n(w; (x, y)) - log phi(w) - log |det dw/dz|.
+
+    Args:
+        model: a :class:`~slt_relu.models.Model` (every parameter; L_n its :class:`~slt_relu.models.GaussianLoss`)
+            or a two-layer :class:`~slt_relu.network.Restriction` (its free coordinates; the two-layer L_n).
+        prior: the prior phi (its groups: the model's), or None (a localized posterior's: no prior term).
+        sigma: the noise standard deviation, > 0.
+
+    Returns:
+        TemperedTarget, called as ``target((x, y), n_beta[, gamma, center])``.
+    """
+    sigma = float(check_sigma(sigma))
+    if prior is not None and not isinstance(prior, Prior):
+        raise TypeError(f"prior: expected a slt_relu.Prior or None, got {type(prior).__name__}")
+    if isinstance(model, Restriction):
+        target = TemperedTarget(TwoLayerLoss(sigma), model.unravel, prior)
+    elif isinstance(model, Model):
+        target = TemperedTarget(GaussianLoss(model, sigma), model.structure, prior)
+    else:
+        raise TypeError(f"model: expected a slt_relu.models.Model (e.g. slt_relu.models.two_layer(d, n_in), "
+                        f"from_function(apply, params)) or a two-layer Restriction (e.g. Restriction.full(params)), "
+                        f"got {type(model).__name__}")
+    target.prior_on(target.size)                     # a prior group the model does not have: its one line now
+    return target
+
+
+class ColumnsLoss(NamedTuple):
+    """L_n of a TwoLayer on data (x_cols (n_in, n), y (n,)): :func:`~slt_relu.loss.empirical_loss_columns` at a
+    fixed sigma, the fast form when many chains, each with its own data set, are vmapped; hashable."""
+
+    sigma: float
+
+    def __call__(self, params, data):
+        x_cols, y = data
+        return empirical_loss_columns(params, x_cols, y, self.sigma)
+
+
+@partial(jax.jit, static_argnums=(0, 1, 2, 5))
+def _losses_at(loss: Callable, unravel: Callable, prior, flat, data, chunk: int):
+    """loss(unravel(T(z)), data) for each row z of flat (B, D), vmapped over chunks of ``chunk`` rows: (B,)."""
+    constrain = (lambda z: z) if prior is None else prior.constrain
+    return jax.lax.map(lambda z: loss(unravel(constrain(z)), data), flat, batch_size=chunk)

@@ -22,7 +22,6 @@ registered the same way.
 """
 from __future__ import annotations
 
-import math
 from typing import Callable, NamedTuple
 
 import jax
@@ -68,30 +67,6 @@ class StaticPartial(NamedTuple):
 
     def __call__(self, *args):
         return self.fn(*self.bound, *args)
-
-
-class Unravel(NamedTuple):
-    """Flat (D,) -> the pytree it came from; hashable by value (jax's ``ravel_pytree`` returns a
-    closure), so potentials holding it can be static ``jax.jit`` arguments."""
-
-    treedef: object
-    shapes: tuple
-    dtypes: tuple
-
-    def __call__(self, flat):
-        sizes = [math.prod(s) for s in self.shapes]
-        parts = jnp.split(flat, np.cumsum(sizes)[:-1]) if len(sizes) > 1 else [flat]
-        leaves = [p.reshape(s).astype(d) for p, s, d in zip(parts, self.shapes, self.dtypes)]
-        return jax.tree.unflatten(self.treedef, leaves)
-
-
-def unravel_fn(tree) -> tuple[jax.Array, Unravel]:
-    """(flat (D,), :class:`Unravel`) of a pytree of arrays, leaves in tree order."""
-    leaves, treedef = jax.tree.flatten(tree)
-    leaves = [jnp.asarray(a) for a in leaves]
-    dtype = jnp.result_type(*leaves) if leaves else jnp.float32
-    flat = jnp.concatenate([a.reshape(-1).astype(dtype) for a in leaves]) if leaves else jnp.zeros(0, dtype)
-    return flat, Unravel(treedef, tuple(a.shape for a in leaves), tuple(str(a.dtype) for a in leaves))
 
 
 def check_keys(keys, name: str = "keys", batch_ndim: int = 1) -> jax.Array:

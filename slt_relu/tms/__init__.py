@@ -4,8 +4,9 @@ Murfet 2023, arXiv 2310.06301).
     f(x; W, b) = ReLU(W^T W x + b),  W: (2, c),  b: (c,);  x = mu e_i,  i ~ U{1..c},  mu ~ U[0, 1];
     L(w) = E ||x - f(x; w)||^2,   L_n(w) = (1/n) sum_k ||x_k - f(x_k; w)||^2.
 
-- ``model``: ``TMSParams``, the flat order, forward, data, the empirical loss and the exact
-  population loss (closed form on the pieces between ReLU kinks);
+- the model itself (``TMSParams``, the flat order, forward, data, the empirical loss and the exact
+  population loss, closed form on the pieces between ReLU kinks) is a family of ``slt_relu.models``
+  (``slt_relu.models.tms``), re-exported here;
 - ``symmetry``: O(2) acting on W and feature permutations as operations;
 - ``fisher``: the exact Fisher information E[J^T J] and its rank;
 - ``kgon``: the regular k-gons, their refinement, criticality, Hessian, Fisher rank, first-principles
@@ -22,11 +23,11 @@ The empirical loss plugs into the tempered target of any loss
 ``TMSParams``) and ``smc_free_energy_curve`` (``flat_empirical_loss`` / ``flat_population_loss`` on
 flat parameters).
 """
-from . import crossover, fisher, kgon, model, phases, sorted_loss, symmetry, training, training_llc, transition
+from . import crossover, fisher, kgon, phases, sorted_loss, symmetry, training, training_llc, transition
 from .fisher import fisher_information, fisher_rank, fisher_spectrum
 from .kgon import (KGonRecord, hessian_counts, kgon_loss_formula, kgon_record, kgon_table, loss_hessian,
                    make_kgon, positive_unused_bias, refine_kgon, refined_kgon)
-from .model import (TMSParams, empirical_loss, flat_empirical_loss, flat_population_loss, forward, from_flat,
+from ..models.tms import (TMSParams, empirical_loss, flat_empirical_loss, flat_population_loss, forward, from_flat,
                     make_params, num_params, population_loss, sample_inputs, to_flat)
 from .phases import NONE, PhaseLabel, label, label_name, label_names
 from .symmetry import permute_features, permute_inputs, reflection, rotate, rotation, rotation_generator
@@ -34,7 +35,7 @@ from .symmetry import permute_features, permute_inputs, reflection, rotate, rota
 __all__ = ["crossover", "empirical_loss", "fisher", "fisher_information", "fisher_rank", "fisher_spectrum",
            "flat_empirical_loss", "flat_population_loss", "forward", "from_flat", "hessian_counts", "kgon",
            "kgon_loss_formula", "kgon_record", "kgon_table", "KGonRecord", "label", "label_name", "label_names",
-           "loss_hessian", "make_kgon", "make_params", "model", "NONE", "num_params", "permute_features",
+           "loss_hessian", "make_kgon", "make_params", "NONE", "num_params", "permute_features",
            "permute_inputs", "PhaseLabel", "phases", "population_loss", "positive_unused_bias", "refine_kgon",
            "refined_kgon", "reflection", "rotate", "rotation", "rotation_generator", "sample_inputs", "sorted_loss",
            "symmetry", "TMSParams", "to_flat", "transition"]

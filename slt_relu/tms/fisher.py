@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..fisher import default_rtol
-from .model import TMSParams, active_interval, check_params, from_flat, to_flat
+from ..models.tms import TMSParams, active_interval, check_params, from_flat, to_flat
 
 _GL2 = 1.0 / np.sqrt(3.0)          # the two-point Gauss-Legendre nodes on [-1, 1] are -+ 1/sqrt(3), weights 1
 

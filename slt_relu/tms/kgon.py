@@ -83,7 +83,7 @@ import numpy as np
 
 from ..network import check_count, check_number
 from .fisher import fisher_rank
-from .model import R_HIDDEN, TMSParams, from_flat, population_loss, to_flat
+from ..models.tms import R_HIDDEN, TMSParams, from_flat, population_loss, to_flat
 from .symmetry import rotation_generator
 
 
@@ -166,7 +166,7 @@ def make_kgon(num_features: int, k: int, length=1.0, bias=0.0, n_positive: int =
 def _reduced_derivatives(z, cosines):
     """L_k(l, b) = T(l^2, b, 1) + sum_m T(l^2 cos_m, b, 0) (the k-gon's loss as a model of k features)
     with its gradient and Hessian in z = (l, b)."""
-    from .model import term
+    from ..models.tms import term
 
     def L(z):
         l2 = z[0] ** 2

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..network import check_count, check_number
-from .model import TMSParams
+from ..models.tms import TMSParams
 
 NONE = -1
 """The code of the "none of these" label."""

@@ -11,7 +11,7 @@ for G_ji < 0; all or none for G_ji = 0), a contiguous run of the sorted mu found
 exactly (to rounding), in O(c^2 log n) per evaluation instead of O(n c^2): at n = 5000 a gradient
 costs about 13 us instead of about 740 us (vmapped over 256 parameters on a 2-core CPU shared with other
 work; :func:`sorted_empirical_loss`; tests/test_tms_transition.py checks it against
-``slt_relu.tms.model.empirical_loss``).  The run indices are integers, so the
+``slt_relu.models.tms.empirical_loss``).  The run indices are integers, so the
 gradient is that of the piece selected at w, which is the gradient of L_n wherever no kink falls on a
 data point (everywhere but a null set; the integrand is continuous at the kink).
 
@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..network import check_count
-from .model import R_HIDDEN
+from ..models.tms import R_HIDDEN
 
 __all__ = ["SortedInputs", "sorted_empirical_loss", "sorted_empirical_losses", "sorted_inputs"]
 
@@ -96,11 +96,11 @@ def sorted_empirical_loss(flat, data: SortedInputs) -> jax.Array:
 
     A the magnitudes of feature i where a mu + b > 0.  Slopes |a| below tiny^(1/4) of the dtype count as 0
     (active on all of feature i's inputs if b > 0, on none otherwise; an error below 4 tiny^(1/4) a term),
-    as in ``slt_relu.tms.model.active_interval``.  A module-level function: a hashable loss for
+    as in ``slt_relu.models.tms.active_interval``.  A module-level function: a hashable loss for
     ``slt_relu.posterior.target.TemperedTarget``.
 
     Args:
-        flat: (3 c,) parameters in the flat order of ``slt_relu.tms.model`` (W row-major, then b).
+        flat: (3 c,) parameters in the flat order of ``slt_relu.models.tms`` (W row-major, then b).
         data: :class:`SortedInputs` of one data set.
 
     Returns:

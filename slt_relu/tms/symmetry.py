@@ -22,7 +22,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .model import TMSParams, check_params
+from ..models.tms import TMSParams, check_params
 
 
 def rotation(theta) -> jnp.ndarray:

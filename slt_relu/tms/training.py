@@ -2,8 +2,8 @@
 initialisations at several n, the k-gon phase at log-spaced checkpoints (the learning coefficient
 along training: ``slt_relu.tms.training_llc``).
 
-The model and losses are ``slt_relu.tms.model``'s: f(x) = ReLU(W^T W x + b), W (2, c), and on a data set of
-n inputs x_k = mu_k e_(i_k) (:func:`~slt_relu.tms.model.sample_inputs`)
+The model and losses are ``slt_relu.models.tms``'s: f(x) = ReLU(W^T W x + b), W (2, c), and on a data set of
+n inputs x_k = mu_k e_(i_k) (:func:`~slt_relu.models.tms.sample_inputs`)
 
     L_n(w) = (1/n) sum_k ||x_k - f(x_k; w)||^2.
 
@@ -18,7 +18,7 @@ mini-batch B of ``batch_size`` inputs drawn with replacement at every step.  The
 data set at n is the first n inputs of one sequence of max(n) inputs.  All runs and all n are one compiled
 program (vmap over n and runs; a ``lax.scan`` over the checkpoints, each segment a ``fori_loop`` over its
 steps), and the parameters are kept at the checkpoints only: step 0 and log-spaced steps up to ``steps``.
-At each checkpoint: L_n, the exact population loss L(w) (:func:`~slt_relu.tms.model.population_loss`) and
+At each checkpoint: L_n, the exact population loss L(w) (:func:`~slt_relu.models.tms.population_loss`) and
 the phase, the k-gon label of ``slt_relu.tms.phases.phase_codes`` (the labelling of the Bayesian transition,
 ``slt_relu.tms.transition``).
 
@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..network import check_count
-from .model import R_HIDDEN, TMSParams, population_loss, sample_inputs
+from ..models.tms import R_HIDDEN, TMSParams, population_loss, sample_inputs
 from .phases import phase_codes, phase_names
 from .sorted_loss import SortedInputs, sorted_empirical_loss, sorted_inputs
 

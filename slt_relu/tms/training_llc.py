@@ -97,7 +97,8 @@ def llc_at_checkpoints(keys, centers, data: SortedInputs, settings):
         and the chains' mean MALA acceptance.
     """
     from ..posterior.target import TemperedTarget
-    from ..sampling import check_keys, sample, unravel_fn
+    from ..pytree import unravel_fn
+    from ..sampling import check_keys, sample
 
     keys = check_keys(keys)
     centers = jnp.asarray(centers)

@@ -1,6 +1,6 @@
 """The Bayesian phase transition of the toy model of superposition, measured by tempered SMC.
 
-The tempered posterior of the TMS (``slt_relu.tms.model``) on flat parameters w = (W, b), D = 3 c,
+The tempered posterior of the TMS (``slt_relu.models.tms``) on flat parameters w = (W, b), D = 3 c,
 
     p_n(w) proportional to phi(w) exp(-n beta L_n(w)),   phi = N(0, s^2 I_D),   beta = 1 by default,
     L_n(w) = (1/n) sum_k ||x_k - ReLU(W^T W x_k + b)||^2,   x_k = mu_k e_(i_k),
@@ -51,7 +51,7 @@ import numpy as np
 from ..network import check_count
 from .crossover import (_check_positive, _pair_members, crossover_from_masses, evidence_weights, pair_formula,
                         transition_crossover)
-from .model import R_HIDDEN, TMSParams, sample_inputs
+from ..models.tms import R_HIDDEN, TMSParams, sample_inputs
 from .phases import phase_codes, phase_names
 from .sorted_loss import sorted_empirical_loss, sorted_empirical_losses, sorted_inputs
 
@@ -134,8 +134,10 @@ def posterior_phase_masses(key, num_features: int, n: int, *, datasets: int = 4,
 
     import xarray as xr
 
-    from ..posterior.target import GaussianPrior, TemperedTarget
-    from ..sampling import check_keys, sample, unravel_fn
+    from ..posterior.prior import Prior
+    from ..posterior.target import TemperedTarget
+    from ..pytree import unravel_fn
+    from ..sampling import check_keys, sample
 
     start = time.time()
     key = jax.random.wrap_key_data(check_keys(key, batch_ndim=0))
@@ -162,7 +164,7 @@ def posterior_phase_masses(key, num_features: int, n: int, *, datasets: int = 4,
     batched = jax.tree.map(lambda *a: jnp.repeat(jnp.stack(a), R, axis=0), *data)       # (K R, ...)
     D = (R_HIDDEN + 1) * c
     _, unravel = unravel_fn(jnp.zeros(D, dtype))
-    target = TemperedTarget(sorted_empirical_loss, unravel, GaussianPrior(prior_std))
+    target = TemperedTarget(sorted_empirical_loss, unravel, Prior.normal(prior_std))
     N = settings.num_particles
     init = prior_std * jax.random.normal(k_init, (K * R, N, D), dtype)
     t = jnp.full((K * R,), n * beta, dtype)
