@@ -26,8 +26,9 @@ from ..network import TwoLayer, from_flat, init_params, make_params, num_params,
 from ..plots import rank_vs_bound_figure, spectrum_figure
 from ..settings import SCALE_BOUND, ConfigError, Section
 from ..truths import Example, m_symmetric
-from .common import Experiment, InputsSettings, TruthSettings, example_of, resolve_inputs
-from .kind import Kind, Output, first_line, register_kind
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need, params, quadrature_points, truth_size, width_keys
+from ..workflow.schemas import Experiment, InputsSettings, TruthSettings, example_of, resolve_inputs
 
 Width = Annotated[int, Field(ge=1, le=256)]
 
@@ -365,6 +366,20 @@ def run(r: Resolved, key, ctx) -> Output:
     return Output({"summary": _summary(ds), "points": public}, ds, figures)
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    out = []
+    width, n_in = truth_size(s)
+    for i, group in enumerate(s.fisher.points):
+        widths = list(getattr(group, "widths", None) or [getattr(group, "width", None) or width])
+        D = params(max(widths), n_in)
+        out.append(Need(f"fisher.points[{i}]" + width_keys(s), f"a {D} x {D} Fisher matrix", D * D))
+        if quadrature_points(s):
+            out.append(Need(f"fisher.points[{i}], inputs.cells", "the Jacobian at the quadrature points",
+                            quadrature_points(s) * D))
+    return out
+
+
 def headline(metrics: dict) -> list[str]:
     """Per group of points: how many, the fraction at the bound D - d, the fraction matching the hand count."""
     return [f"{group}: {v['points']} points, at D - d {100 * v['fraction_at_bound']:.0f}%, excess = hand count "
@@ -372,4 +387,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("fisher", Settings, resolve, run, headline,
-                          description=first_line(__doc__)))
+                          description=first_line(__doc__), memory=memory))

@@ -66,8 +66,9 @@ from .. import known_lambda, truths
 from ..posterior.linear_gibbs import MAX_WIDTH
 from ..sampling import SMCSettings
 from ..settings import SCALE_BOUND, ConfigError, Section
-from .common import Experiment
-from .kind import Kind, Output, first_line, register_kind
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need
+from ..workflow.schemas import Experiment
 from .lambda_losses import PolynomialLoss, ProductLoss, RegressionLoss, regression_statistics
 from .lambda_readings import (GIBBS_ESTIMATOR, LINEAR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, T_MAX_BOUND, GibbsSettings,
                               MCMCSettings, SGLDCurveSettings, estimand_disagreement, estimate_entry, exact_free_energy,
@@ -406,6 +407,34 @@ def _dataset(rows, curves):
                                                                    "free_energy and mean_loss hold"})})
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    from ..posterior.estimand_curve import STEP_LADDER
+
+    # each case against the bound of the samplers that read it (as resolve, which refuses a case none reads)
+    bound = lambda c: MAX_GIBBS_PARAMS if _readers(s, c) == ["gibbs"] else MAX_PARAMS
+    D = max([_exact(c, f"cases[{i}]", bound(c))[2] for i, c in enumerate(s.cases) if _readers(s, c)] or [1])
+    runs = max(c.runs or s.curve.runs for c in s.cases)                 # a case's runs override [curve]'s
+    out = []
+    if s.smc is not None:
+        out.append(Need("smc.num_particles, curve.runs, cases", "the particles and their moves of every run of the "
+                        f"largest case ({D} parameters)", 2 * runs * s.smc.num_particles * D))
+    if s.gibbs is not None:                # the chains run one after another; the output holds their means
+        out.append(Need("gibbs.chains, cases", f"the Gibbs chains' layers, products and eigenbases of the largest case "
+                        f"({D} parameters)", 4 * D + s.gibbs.chains * s.gibbs.temperatures))
+    if s.mcmc is not None:
+        m = s.mcmc
+        out.append(Need("mcmc.temperatures, mcmc.chains, mcmc.num_samples, cases", "the kept NUTS draws of the largest "
+                        f"case ({D} parameters)", m.temperatures * m.chains * m.num_samples * D))
+    if s.sgld is not None:
+        g = s.sgld
+        rungs = len(STEP_LADDER)          # the pilots: two chains per rung and t; every step is held until thinned
+        out.append(Need("sgld.temperatures, sgld.chains, sgld.num_steps, sgld.pilot_steps, cases", "the SGLD chains' "
+                        f"steps of the largest case ({D} parameters), pilots included",
+                        g.temperatures * (g.chains * g.num_steps + 2 * rungs * g.pilot_steps) * D))
+    return out
+
+
 def headline(metrics: dict) -> list[str]:
     """Per case: the exact lambda (m) and each estimator's lambda +- se with its m ('?' where not identifiable; then
     also lambda +- se at the exact m where that is another), the reference beside it where the case has one; then
@@ -427,4 +456,5 @@ def headline(metrics: dict) -> list[str]:
     return out + [f"warning: {w}" for w in metrics.get("warnings", [])]
 
 
-KIND = register_kind(Kind("lambda_curve", Settings, resolve, run, headline, description=first_line(__doc__)))
+KIND = register_kind(Kind("lambda_curve", Settings, resolve, run, headline, description=first_line(__doc__),
+                          memory=memory))

@@ -33,9 +33,10 @@ from ..network import Restriction, make_params
 from ..posterior import GROUPS, PRIOR_KINDS, Prior, resolve_beta
 from ..sampling import HMCSettings, NUTSSettings, SMCSettings
 from ..settings import SCALE_BOUND, ConfigError, Section, parse
+from ..workflow.kind import Kind, first_line, register_kind
+from ..workflow.memory import Need, params, truth_size
+from ..workflow.schemas import TruthExperiment, resolve_setup
 from ..workflow.sweep import Point, expand, fingerprint, flatten_sweep, run_points
-from .common import TruthExperiment, resolve_setup
-from .kind import Kind, first_line, register_kind
 from .posterior_convergence import ConvergenceSettings, check_convergence, until_runs_agree
 from .posterior_report import analyze, headline
 
@@ -398,6 +399,32 @@ def run(r: Resolved, key, ctx):
     return output
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    p, sampler = s.posterior, s.sampler
+    width = s.model.width or truth_size(s)[0]
+    n_in = truth_size(s)[1]
+    D = params(width, n_in)
+    runs = p.datasets * p.chains_per_dataset
+    out = [Need("posterior.n, posterior.datasets", "the data sets of one sweep point", p.datasets * p.n * (n_in + 1))]
+    if isinstance(sampler, SMCSettings):
+        particles = sampler.num_particles
+        if s.convergence.active:                          # the stopping rule may add runs and grow their particles
+            runs = p.datasets * max(p.chains_per_dataset, s.convergence.max_chains_per_dataset)
+            particles = max(particles, s.convergence.max_particles or 0)
+        out += [Need("sampler.num_particles, posterior.datasets, posterior.chains_per_dataset, "
+                     "convergence.max_chains_per_dataset, convergence.max_particles", "the particles of one sweep point",
+                     runs * particles * D),
+                Need("posterior.n, sampler.particle_batch", "one batch of forward passes over the data",
+                     runs * min(sampler.particle_batch, particles) * p.n * width)]
+    else:
+        out += [Need("sampler.num_samples, posterior.datasets, posterior.chains_per_dataset",
+                     "the kept draws of one sweep point", runs * sampler.num_samples * D),
+                Need("posterior.n, posterior.datasets, posterior.chains_per_dataset",
+                     "one forward pass of every chain over its data", runs * p.n * width)]
+    return out
+
+
 # a sweep: the processes of a multi-process run share its points
 KIND = register_kind(Kind("posterior", Settings, resolve, run, headline,
-                          description=first_line(__doc__), sweeps=True))
+                          description=first_line(__doc__), sweeps=True, memory=memory))

@@ -12,7 +12,7 @@ from functools import partial
 import numpy as np
 
 from ..sampling import NUTSSettings, SMCSettings
-from .kind import Output
+from ..workflow.kind import Output
 from .posterior_convergence import MAX_ROUNDS, MIN_EFFECTIVE_RUNS
 from .posterior_figures import posterior_figures
 

@@ -49,8 +49,9 @@ from pydantic import Field
 
 from ..sampling import SMCSettings
 from ..settings import ConfigError, Section
-from .common import Experiment
-from .kind import Kind, Output, first_line, register_kind
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need
+from ..workflow.schemas import Experiment
 
 MAX_C = 10                   # the table's cost grows like c^2 rows with a (3c)^2 Hessian each; c = 8 takes ~10 s
 ESTIMATORS = ("free_energy", "tempered_loss", "thermodynamic")
@@ -384,6 +385,16 @@ def _dataset(rows, chosen, curves):
     return ds
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    e = s.estimate
+    c = max([*s.table.c, *(g.c for g in e.kgons)])
+    D = 3 * c
+    return [Need("table.c", f"the Hessian and Fisher matrices of the k-gon table ({D} parameters)", 2 * D * D),
+            Need("smc.num_particles, estimate.runs, estimate.c, estimate.kgons", "the particles and their moves of "
+                 f"every run of the largest k-gon ({D - 1} local parameters)", 2 * e.runs * s.smc.num_particles * D)]
+
+
 def headline(metrics: dict) -> list[str]:
     """The c = 6 4-, 5-, 6-gon losses with their (length, bias), then each estimated k-gon's lambda +- se against
     its first-principles value with the verdict."""
@@ -404,4 +415,5 @@ def headline(metrics: dict) -> list[str]:
     return out
 
 
-KIND = register_kind(Kind("tms", Settings, resolve, run, headline, description=first_line(__doc__)))
+KIND = register_kind(Kind("tms", Settings, resolve, run, headline, description=first_line(__doc__),
+                          memory=memory))

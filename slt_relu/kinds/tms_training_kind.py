@@ -36,8 +36,9 @@ from pydantic import Field
 
 from ..posterior.llc import LLCSGLDSettings
 from ..settings import ConfigError, Section
-from .common import Experiment, require_float64, require_increasing
-from .kind import Kind, Output, first_line, register_kind
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need
+from ..workflow.schemas import Experiment, require_float64, require_increasing
 
 MAX_C = 10                   # as the tms kind: the phases' variants grow like 2^(c - k)
 TOP_SEQUENCES = 6            # the most common phase sequences listed per n
@@ -271,6 +272,23 @@ def _figure(ds, minima: dict, with_llc: bool):
               f"{t['init_std']:g}^2)), the phase and the LLC (SGLD, n beta = n / log n) at each checkpoint")
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    t, q, D = s.training, s.llc, 3 * s.training.c
+    K = min(t.checkpoints, t.steps + 1)
+    data = 4 * t.c * max(t.ns)                                  # one data set's sorted magnitudes and prefix sums
+    kept = len(range(q.num_burnin, q.num_steps, q.thin)) * D
+    needs = [Need("training.ns, training.c", "the nested data sets, sorted", len(t.ns) * data),
+             Need("training.ns, training.runs, training.checkpoints", f"the parameters at every checkpoint ({D} "
+                  "parameters)", len(t.ns) * t.runs * K * D)]
+    if q.enabled:
+        needs += [Need("llc.num_chains, training.ns", "one checkpoint's SGLD chains' copies of the data",
+                       q.num_chains * data),
+                  Need("llc.num_chains, llc.num_steps, llc.num_burnin, llc.thin", "one checkpoint's kept SGLD draws",
+                       q.num_chains * kept)]
+    return needs
+
+
 def headline(metrics: dict) -> list[str]:
     """Per n: the final phases' fractions, the most common sequence, the final LLC per phase against lambda."""
     out = []
@@ -293,4 +311,5 @@ def headline(metrics: dict) -> list[str]:
     return out
 
 
-KIND = register_kind(Kind("tms_training", Settings, resolve, run, headline, description=first_line(__doc__)))
+KIND = register_kind(Kind("tms_training", Settings, resolve, run, headline, description=first_line(__doc__),
+                          memory=memory))

@@ -43,8 +43,9 @@ from pydantic import Field, ValidationError
 
 from ..sampling import SMCSettings
 from ..settings import ConfigError, Section
-from .common import Experiment, require_float64, require_increasing
-from .kind import Kind, Output, first_line, register_kind
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need
+from ..workflow.schemas import Experiment, require_float64, require_increasing
 
 MAX_C = 10                   # as the tms kind's table: the phases' variants grow like 2^(c - k)
 DEFAULT_NS = (50, 83, 139, 232, 387, 646, 1077, 1797, 2997, 5000)       # 10 log-spaced from 50 to 5,000
@@ -253,6 +254,20 @@ def _figure(ds, comparison: str, curves: dict | None = None, fits: dict | None =
               f"{a} takes the lead from the {b}, and each phase's local free energy against its asymptotic form")
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    t, D = s.transition, 3 * s.transition.c
+    runs = t.datasets * t.runs
+    check = s.check.factor * s.smc.num_particles * min(s.check.datasets, t.datasets) * t.runs if s.check.enabled else 0
+    return [Need("transition.ns, transition.refine, transition.datasets, transition.runs, smc.num_particles",
+                 f"the kept particles of every n ({D} parameters; relabelled after the scan)",
+                 (len(t.ns) + t.refine) * runs * s.smc.num_particles * (D + 1)),
+            Need("transition.ns, transition.datasets, transition.runs", "the nested data sets, sorted per run",
+                 runs * max(t.ns) * t.c * 2),
+            Need("check.factor, check.datasets, smc.num_particles", "the check's particles and their moves",
+                 2 * check * D)]
+
+
 def headline(metrics: dict) -> list[str]:
     """The grouped crossover with its se against the formula, a against each variant of b, and the check."""
     t = metrics["transition"]
@@ -279,4 +294,5 @@ def headline(metrics: dict) -> list[str]:
     return out
 
 
-KIND = register_kind(Kind("tms_transition", Settings, resolve, run, headline, description=first_line(__doc__)))
+KIND = register_kind(Kind("tms_transition", Settings, resolve, run, headline, description=first_line(__doc__),
+                          memory=memory))
