@@ -27,7 +27,7 @@ from ..plots import rank_vs_bound_figure, spectrum_figure
 from ..settings import SCALE_BOUND, ConfigError, Section
 from ..truths import Example, m_symmetric
 from ..workflow.kind import Kind, Output, first_line, register_kind
-from ..workflow.memory import Need, params, quadrature_points, truth_size, width_keys
+from ..workflow.memory import Need, quadrature_points, truth_size, width_keys
 from ..workflow.schemas import Experiment, InputsSettings, TruthSettings, example_of, resolve_inputs
 
 Width = Annotated[int, Field(ge=1, le=256)]
@@ -372,7 +372,7 @@ def memory(s) -> list[Need]:
     width, n_in = truth_size(s)
     for i, group in enumerate(s.fisher.points):
         widths = list(getattr(group, "widths", None) or [getattr(group, "width", None) or width])
-        D = params(max(widths), n_in)
+        D = num_params(max(widths), n_in)
         out.append(Need(f"fisher.points[{i}]" + width_keys(s), f"a {D} x {D} Fisher matrix", D * D))
         if quadrature_points(s):
             out.append(Need(f"fisher.points[{i}], inputs.cells", "the Jacobian at the quadrature points",

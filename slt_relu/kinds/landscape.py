@@ -20,7 +20,7 @@ from ..plots import landscape_figure
 from ..settings import SCALE_BOUND, ConfigError, Section
 from ..truths import Example
 from ..workflow.kind import Kind, Output, first_line, register_kind
-from ..workflow.memory import Need, params, quadrature_points, truth_size, width_keys
+from ..workflow.memory import Need, quadrature_points, truth_size, width_keys
 from ..workflow.schemas import TruthExperiment, resolve_setup
 
 
@@ -276,7 +276,7 @@ def memory(s) -> list[Need]:
     """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
     t = s.landscape
     width, n_in = truth_size(s)
-    out = [Need("landscape.resolution" + width_keys(s), "the grid of parameters", t.resolution ** 2 * params(width, n_in))]
+    out = [Need("landscape.resolution" + width_keys(s), "the grid of parameters", t.resolution ** 2 * num_params(width, n_in))]
     if t.loss == "empirical":
         out += [Need("landscape.n", f"the data set of {t.n:.3g} points", t.n * (n_in + 1)),
                 Need("landscape.n", "one batch of forward passes over the data", min(256, t.resolution ** 2) * t.n
