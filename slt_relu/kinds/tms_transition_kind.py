@@ -13,7 +13,7 @@ of b, beside the asymptotic formula
 
 from the exact losses and the first-principles lambdas (``slt_relu.tms.crossover.pair_formula``).  After the
 scan, ``transition.refine`` more n inside the bracket of the grouped crossover.  Three checks of the
-measurement (``slt_relu.kinds.tms_transition_checks``):
+measurement (``slt_relu.tms.transition_checks``):
 
 - ``[check]``: at the n nearest the crossover (without one: nearest the formula's n) the first ``check.datasets`` data sets again with ``check.factor``
   times the particles and the HMC moves per stage: the masses agree with the main run's within their combined
@@ -140,7 +140,7 @@ def run(r: Resolved, key, ctx) -> Output:
 
     from ..sampling import check_keys
     from ..tms import transition as T
-    from . import tms_transition_checks as C
+    from ..tms import transition_checks as C
 
     start = time.time()
     s, t, lab = r.settings, r.settings.transition, r.settings.labels
@@ -225,9 +225,10 @@ def _metrics(ds, pairs, check, sensitivity, fits) -> dict:
 
 
 def free_energy_panel(curves: dict, fits: dict) -> dict:
-    """The figure's free-energy panel from ``tms_transition_checks.local_free_energies`` and ``free_energy_fits``:
-    per fitted phase the mean and se over data sets of G_alpha at each n, lambda and the fitted C."""
-    from .tms_transition_checks import _se
+    """The figure's free-energy panel from ``slt_relu.tms.transition_checks.local_free_energies`` and
+    ``free_energy_fits``: per fitted phase the mean and se over data sets of G_alpha at each n, lambda and the
+    fitted C."""
+    from ..tms.transition_checks import standard_error
 
     out = {}
     for name, fit in fits.items():
@@ -235,7 +236,7 @@ def free_energy_panel(curves: dict, fits: dict) -> dict:
             continue
         G = curves[name]["G"]
         out[name] = {"n": curves[name]["n"], "G": np.nanmean(G, axis=1),
-                     "G_se": np.array([_se(row[np.isfinite(row)]) for row in G]), "lambda": fit["lambda"],
+                     "G_se": np.array([standard_error(row[np.isfinite(row)]) for row in G]), "lambda": fit["lambda"],
                      "C": fit["C"]}
     return out
 

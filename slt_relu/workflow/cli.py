@@ -30,9 +30,10 @@ PROCESS_MEMORY = 1 << 30            # bytes a JAX process of a run needs at leas
 MAX_HEARTBEAT = 86_400
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="slt-relu", description="Run slt_relu experiment configs.")
-    sub = parser.add_subparsers(dest="command", required=True)
+def parser() -> argparse.ArgumentParser:
+    """The ``slt-relu`` command line's argument parser: its subcommands and flags."""
+    out = argparse.ArgumentParser(prog="slt-relu", description="Run slt_relu experiment configs.")
+    sub = out.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run one experiment config and write a results folder")
     run.add_argument("config", help="a TOML config, or a shipped config's name (see `slt-relu list`)")
     run.add_argument("--out", default=None, help="results folder (default: runs/<name>); an existing one is "
@@ -77,11 +78,11 @@ def _parser() -> argparse.ArgumentParser:
                           "with a [sampler] table, e.g. posterior: nuts, hmc, smc)")
     settings.add_argument("--markdown", action="store_true", help="markdown tables (`slt-relu settings --markdown` "
                           "is the site's settings page, docs/settings.md)")
-    return parser
+    return out
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     try:
         return _main(args)
     except BrokenPipeError:                  # the reader went away (slt-relu list | head -1): end quietly
