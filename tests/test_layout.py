@@ -16,8 +16,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "slt_relu"
 EXPERIMENT_LAYER = ("kinds", "workflow")
@@ -145,11 +143,10 @@ def says_why(path: Path) -> bool:
     return re.search(r"Over ~?\d+ lines on purpose: \w", doc) is not None
 
 
-@pytest.mark.parametrize("limit", [KIND_LINES])
-def test_every_kind_module_is_short(limit):
+def test_every_kind_module_is_short():
     long = {str(p.relative_to(ROOT)): n for p in sorted((PACKAGE / "kinds").glob("*.py"))
-            if (n := len(p.read_text().splitlines())) > limit}
-    assert not long, f"kind modules over {limit} lines: {long}"
+            if (n := len(p.read_text().splitlines())) > KIND_LINES}
+    assert not long, f"kind modules over {KIND_LINES} lines: {long}"
 
 
 def test_library_modules_are_short_but_for_two_that_say_why():
