@@ -70,7 +70,7 @@ def _curve(key, c, t_max, runs, settings):
     rank and deep linear cases)."""
     import jax
 
-    from slt_relu.kinds.lambda_losses import regression_statistics
+    from slt_relu.known_lambda.losses import regression_statistics
     from slt_relu.kinds.lambda_readings import smc_moves
     from slt_relu.posterior.free_energy_curve import smc_free_energy_curve
 

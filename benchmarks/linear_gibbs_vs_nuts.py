@@ -21,7 +21,7 @@ def main() -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from slt_relu.kinds.lambda_losses import ProductLoss
+    from slt_relu.known_lambda.losses import ProductLoss
     from slt_relu.known_lambda import deep_linear
     from slt_relu.posterior.estimand_curve import mcmc_tempered_loss_curve
     from slt_relu.posterior.linear_gibbs import linear_gibbs_curve

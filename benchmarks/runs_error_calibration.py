@@ -30,16 +30,16 @@ def sample_runs(point: int, runs: int, round_: int) -> dict:
     each run's data set and log Z, the rule's phase names."""
     import jax
 
-    from slt_relu.kinds.posterior_kind import _sample_program
-    from slt_relu.kinds.posterior_report import _params, _rule_labels
+    from slt_relu.kinds.posterior_kind import sample_program
+    from slt_relu.kinds.posterior_report import draws_params, point_rule
     from slt_relu.workflow import runner
 
     prep = runner.prepare(CONFIG)
     pt = prep.resolved.points[point]
     pt = pt._replace(settings=pt.settings._replace(chains_per_dataset=runs))
     start = time.time()
-    res = _sample_program([pt], jax.random.PRNGKey(0), round_)[0]
-    codes, names = _rule_labels(pt.settings.phases, pt.settings, _params(pt.settings, res["flat"]))
+    res = sample_program([pt], jax.random.PRNGKey(0), round_)[0]
+    codes, names = point_rule(pt.settings, draws_params(pt.settings, res["flat"]))
     print(f"{runs} runs per data set at point {point} ({pt.values}): {time.time() - start:.0f} s")
     return {"codes": np.asarray(codes), "ds": np.asarray(res["dataset"]), "lz": np.asarray(res["log_evidence"], float),
             "names": np.asarray(names)}

@@ -24,7 +24,8 @@ Appendix 2 lists the phases without hidden groups; hidden groups need two spare 
 because their kinks cancel.  Equality is on all of R^n_in; on a bounded input box W0 is larger
 (a boundary outside the box), DSLT3's caveat.
 
-DSLT4's rules on effective weights |q_i| w_i: :func:`radius_rule` and :func:`sector_rule`.
+DSLT4's rules on effective weights |q_i| w_i: :func:`radius_rule` and :func:`sector_rule`; :func:`rule_labels` names
+the phases of either.
 
 Which phase a parameter or a posterior draw is in: ``slt_relu.classify``.
 """
@@ -365,3 +366,32 @@ def sector_phase(params: TwoLayer, truth: TwoLayer):
     true = np.all(onehot[..., :m], -1) & ~np.any(onehot[..., m:], -1)
     rev = np.all(onehot[..., m:], -1) & ~np.any(onehot[..., :m], -1)
     return np.where(true, 1, np.where(rev, 2, 0))
+
+
+RULES = ("radius", "sector", "none")
+
+
+def rule_labels(rule: str, params: TwoLayer, truth: TwoLayer | None = None, *, eps: float = 0.3,
+                non_degenerate: float = 1.0, degenerate: float = 2.0) -> tuple[np.ndarray, tuple] | None:
+    """The phases of DSLT4's rule ``rule`` on networks with leading batch axes: (codes (...), the names the codes
+    index), or None for rule "none".
+
+    Args:
+        rule: "radius" (:func:`radius_rule`, names RADIUS_PHASES), "sector" (:func:`sector_phase`, names
+            SECTOR_PHASES) or "none".
+        params: networks (..., d, n_in), e.g. a posterior's draws (chains, draws, d, n_in).
+        truth: the truth, for the sector rule.
+        eps, non_degenerate, degenerate: the radius rule's tolerance and radii.
+
+    Returns:
+        (codes, names) or None.
+    """
+    if rule == "radius":
+        return radius_rule(params, eps, non_degenerate, degenerate), RADIUS_PHASES
+    if rule == "sector":
+        if truth is None:
+            raise ValueError("truth: expected the truth network for the sector rule, got None")
+        return sector_phase(params, truth), SECTOR_PHASES
+    if rule == "none":
+        return None
+    raise ValueError(f"rule: expected one of {RULES}, got {rule!r}")

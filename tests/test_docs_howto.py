@@ -20,7 +20,7 @@ from slt_relu.kinds import KINDS
 from slt_relu.netcdf import read_tree
 from slt_relu.settings import ConfigError
 from slt_relu.workflow import runner
-from slt_relu.workflow.cli import _parser
+from slt_relu.workflow.cli import parser as cli_parser
 
 HOWTO = Path(__file__).resolve().parent.parent / "docs" / "howto"
 
@@ -172,7 +172,7 @@ def verdict(parser, subcommands, argv, whole) -> str | None:
 def test_every_command_line_of_the_guides_parses():
     """Every `slt-relu SUBCOMMAND ...` of the how-to pages names a real subcommand, and every command line in their
     code blocks parses with the command line's parser (argparse exits on an unknown flag or a missing argument)."""
-    parser = _parser()
+    parser = cli_parser()
     subcommands = set(next(a for a in parser._actions if a.dest == "command").choices)
     found = []
     for page in sorted(HOWTO.glob("*.md")):
@@ -187,7 +187,7 @@ def test_every_command_line_of_the_guides_parses():
 def test_the_command_line_check_finds_a_stale_command():
     text = ("```bash\nslt-relu run a.toml --set x=1 > log  # fine\nslt-relu run a.toml --no-such-flag\n```\n"
             "`slt-relu` has `slt-relu show`, not `slt-relu lst`\n")
-    parser = _parser()
+    parser = cli_parser()
     subcommands = set(next(a for a in parser._actions if a.dest == "command").choices)
     assert [verdict(parser, subcommands, argv, whole) is None for argv, whole in command_lines(text)] == \
         [True, False, True, False]

@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from slt_relu.kinds.lambda_losses import PolynomialLoss, ProductLoss
+from slt_relu.known_lambda.losses import PolynomialLoss, ProductLoss
 from slt_relu.posterior.estimand_curve import mcmc_tempered_loss_curve, sgld_tempered_loss_curve
 from slt_relu.posterior.free_energy_curve import fit_learning_coefficient
 from slt_relu.sampling import NUTSSettings

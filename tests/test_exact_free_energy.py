@@ -73,7 +73,7 @@ def test_smc_with_layer_moves_follows_the_exact_free_energy():
     layers' GL(1) proposal: the runs' mean F against the exact F at 12 log-spaced t in 1 .. 1e6, |z| below the
     Student-t bound at alpha = 0.01 with Bonferroni over the points (as for the normal crossings in
     tests/test_free_energy_curve.py; the moves' acceptance and invariance: tests/test_moves.py)."""
-    from slt_relu.kinds.lambda_losses import ProductLoss
+    from slt_relu.known_lambda.losses import ProductLoss
     from slt_relu.moves import LayerReparametrization
     from slt_relu.posterior.free_energy_curve import smc_free_energy_curve
     from slt_relu.sampling import SMCSettings

@@ -712,7 +712,7 @@ def _tms_training():
     """tms_training's figure: 4 n x 32 runs x 20 checkpoints, 12 phases (0-gons to the 6-gon), 7 snapshots."""
     import xarray as xr
 
-    from slt_relu.kinds.tms_training_kind import _figure
+    from slt_relu.kinds.tms_training_kind import figure
 
     rng = _rng()
     N, R, K, c = 4, 32, 20, 6
@@ -733,7 +733,7 @@ def _tms_training():
                     coords={"n": [100, 400, 1600, 5000], "step": ("checkpoint", steps)},
                     attrs={"c": c, "batch_size": 0, "optimizer": "adam", "learning_rate": 0.01, "init_std": 0.1})
     minima = {"6-gon": (0.0482, 8.5), "5-gon +": (0.0618, 8.5), "5-gon -": (0.0687, 7.0), "4-gon --": (0.111, 7.5)}
-    return _figure(ds, minima, True)
+    return figure(ds, minima, True)
 
 
 FIGURES = {

@@ -6,7 +6,7 @@ import pytest
 import slt_relu as S
 from slt_relu.fisher import empirical_fisher_information, feature_jacobian, fisher_null_space, rank_bound
 from slt_relu.inputs import Quadrature, expectation_rule
-from slt_relu.kinds.fisher_kind import _excess_counts, box_excess_count, generic_crossing_params, make_degenerate
+from slt_relu.degenerate import box_excess_count, excess_counts, generic_crossing_params, make_degenerate
 
 GAUSS = S.Gaussian(1.0, 2, cells=48)
 
@@ -75,22 +75,35 @@ def test_scaling_generator_layout():
     np.testing.assert_array_equal(G, [[1, 2, 0, 0, 5, 0, -7, 0, 0], [0, 0, 3, 4, 0, 6, 0, -8, 0]])
 
 
-@pytest.mark.parametrize("case", list(_excess_counts(2)))
+@pytest.mark.parametrize("case", list(excess_counts(2)))
 def test_hand_counted_excess(case):
-    """Node 0 made degenerate in a generic width-4 network; counts derived in _excess_counts' docstring."""
+    """Node 0 made degenerate in a generic width-4 network; counts derived in excess_counts' docstring."""
     dist = S.UniformBox(1.0, 2) if case.endswith("on_box") else GAUSS
     base = generic_crossing_params(jax.random.PRNGKey(7), 4, 2, 1.0)
     p = make_degenerate(case, base, dist)
     acc = S.null_accounting(p, dist)
     want = {"q_zero": 2, "w_zero_b_positive": 1, "shared_boundary": 3, "dead_node": 3,
             "inactive_on_box": 3, "active_on_box": 1}[case]
-    assert want == _excess_counts(2)[case]
+    assert want == excess_counts(2)[case]
     assert acc.excess == want and acc.excess_basis.shape[1] == want
     assert acc.rank == rank_bound(4, 2) - want
     # excess directions are null and orthogonal to every generator
     I = np.asarray(S.fisher_information(p, dist))
     assert np.abs(I @ acc.excess_basis).max() < 1e-10 * acc.spectrum[0]
     assert np.abs(np.asarray(S.scaling_generators(p)) @ acc.excess_basis).max() < 1e-10
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: excess_counts(0), "n_in: expected a positive integer"),
+    (lambda: make_degenerate("no_such_case", S.truths.m_symmetric(3), GAUSS), "case: expected one of"),
+    (lambda: make_degenerate("active_on_box", S.truths.m_symmetric(3), GAUSS), "inputs: expected a UniformBox"),
+    (lambda: box_excess_count(S.truths.m_symmetric(3), -1.0), "half_width: expected a positive finite number"),
+    (lambda: generic_crossing_params(jax.random.PRNGKey(0), 0, 2), "width: expected a positive integer"),
+])
+def test_degenerate_networks_refuse_bad_input_in_one_line(call, match):
+    with pytest.raises(ValueError, match=f"^{match}") as err:
+        call()
+    assert "\n" not in str(err.value)
 
 
 def test_q_zero_lowers_rank_by_n_in():

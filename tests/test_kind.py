@@ -12,7 +12,7 @@ from slt_relu.workflow import runner
 import xarray as xr
 
 from slt_relu.kinds import KINDS, Kind, Output, register_kind
-from slt_relu.kinds.common import TruthExperiment, resolve_setup
+from slt_relu.workflow.schemas import TruthExperiment, resolve_setup
 from slt_relu.netcdf import read_tree
 from slt_relu.plots._style import subplots
 from slt_relu.settings import Section

@@ -1,7 +1,7 @@
 """The lambda_curve kind: a config of losses with known learning coefficients runs through the runner, its
 metrics carry the exact values of slt_relu.known_lambda beside each estimator's, its results.nc the estimates
 and curves, and bad cases are refused in one line before anything runs; the dslt_phase family (a phase of W0's
-local potential, slt_relu.kinds.lambda_phase) against known_lambda.two_layer_phase's counts."""
+local potential, slt_relu.known_lambda.phase) against known_lambda.two_layer_phase's counts."""
 import json
 import sys
 from pathlib import Path
@@ -133,7 +133,7 @@ def test_a_run_whose_particles_left_the_posterior_is_flagged():
 
     import numpy as np
 
-    from slt_relu.kinds.lambda_readings import left_the_posterior
+    from slt_relu.kinds.lambda_curve_report import left_the_posterior
 
     t = np.array([[1e2, 1e4, 1e6], [1e2, 1e4, np.nan]])
     fine = SimpleNamespace(t=t, mean_loss=np.array([[1.9, 1.95, 1.99], [1.8, 1.9, np.nan]]) / t)
@@ -191,7 +191,7 @@ def test_the_phases_first_principles_values_and_their_potential():
 
     from slt_relu import population_loss
     from slt_relu.kinds.lambda_curve_kind import Settings, resolve
-    from slt_relu.kinds.lambda_phase import WALL
+    from slt_relu.known_lambda.phase import WALL
     from slt_relu.network import TwoLayer
     from slt_relu.settings import parse
 
@@ -273,7 +273,7 @@ def test_nuts_and_smc_readings_of_the_estimand_are_compared():
     """The warning fires where the two samplers' lambda at a common m differ by more than 3 combined standard
     errors (here 0.05 against se hypot(0.01, 0.01) = 0.0141: 3.5), or where both identify different m; not
     where they agree within their errors (0.04: 2.8)."""
-    from slt_relu.kinds.lambda_readings import estimand_disagreement as _estimand_disagreement
+    from slt_relu.kinds.lambda_curve_report import estimand_disagreement as _estimand_disagreement
 
     def est(lam, m, se=0.01):
         return {"lambda": lam, "lambda_se": se, "m": m, "lambda_by_m": {"1": lam, "2": lam + 0.1},
@@ -343,11 +343,11 @@ def test_regression_statistics_count_n_samples_across_chunks(monkeypatch):
     import jax
     import numpy as np
 
-    from slt_relu.kinds import lambda_losses
-    from slt_relu.kinds.lambda_losses import CHUNK, regression_statistics
+    from slt_relu.known_lambda import losses
+    from slt_relu.known_lambda.losses import CHUNK, regression_statistics
 
     with monkeypatch.context() as patch:
-        patch.setattr(lambda_losses, "CHUNK", 2)
+        patch.setattr(losses, "CHUNK", 2)
         S, G, P0 = regression_statistics(jax.random.key(0), np.zeros((2, 5)), np.eye(5), 3, 2)
     assert S.shape == (2, 5, 5) and G.shape == (2, 2, 5) and P0.shape == (2, 2, 5)
     assert [np.linalg.matrix_rank(np.asarray(s)) for s in S] == [3, 3]
@@ -378,7 +378,7 @@ def test_smc_free_energy_of_a_regular_data_case_matches_its_closed_form():
     import jax
     import numpy as np
 
-    from slt_relu.kinds.lambda_losses import regression_statistics
+    from slt_relu.known_lambda.losses import regression_statistics
     from slt_relu.posterior.exact_free_energy import check_free_energy, gaussian_free_energy
     from slt_relu.posterior.free_energy_curve import fit_learning_coefficient, smc_free_energy_curve
     from slt_relu.sampling import SMCSettings

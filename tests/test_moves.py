@@ -291,7 +291,7 @@ def test_layer_reparametrization_keeps_the_product_and_reports_its_jacobian(widt
     """W_l -> G_l^(-1) W_l G_(l-1) leaves W_L ... W_1 unchanged (to float64 rounding of a few matrix products and two
     matrix exponentials: 1e-12 relative) and its log |det| is that of the map's Jacobian by automatic
     differentiation (the map is linear in w for a fixed key: the same to rounding)."""
-    from slt_relu.kinds.lambda_losses import layer_product
+    from slt_relu.known_lambda.losses import layer_product
     from slt_relu.moves import LayerReparametrization
 
     with jax.enable_x64(True):

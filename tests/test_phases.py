@@ -181,3 +181,22 @@ def test_truths_with_nodes_of_different_sizes():
     assert len(true_set_representatives(make_params([[50.0]], -1.0, 0.02), 1)) == 1
     for rep in true_set_representatives(truth, 3):
         assert S.classify_phase(rep.params, truth).label == rep.label
+
+
+def test_rule_labels_names_the_codes_of_either_rule():
+    """rule_labels: the radius rule's and the sector rule's codes with the names they index (as radius_rule and
+    sector_phase give them), None for "none"; a bad rule or a sector rule without its truth refused in one line."""
+    from slt_relu.phases import RADIUS_PHASES, SECTOR_PHASES, radius_rule, rule_labels, sector_phase
+
+    truth = S.truths.m_symmetric(3)
+    batch = jax.tree.map(lambda a: jnp.stack([a, 2 * a]), truth)
+    codes, names = rule_labels("radius", batch, eps=0.5)
+    assert names == RADIUS_PHASES and np.array_equal(codes, radius_rule(batch, 0.5))
+    codes, names = rule_labels("sector", batch, truth)
+    assert names == SECTOR_PHASES and np.array_equal(codes, sector_phase(batch, truth))
+    assert rule_labels("none", batch) is None
+    for call, match in ((lambda: rule_labels("angle", batch), "rule: expected one of"),
+                        (lambda: rule_labels("sector", batch), "truth: expected the truth network")):
+        with pytest.raises(ValueError, match=f"^{match}") as err:
+            call()
+        assert "\n" not in str(err.value)

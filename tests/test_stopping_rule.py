@@ -1,10 +1,9 @@
-"""SMC's stopping rule (kind posterior, [convergence]): a point whose independent runs disagree beyond the
-targets gets more runs on its data sets (pooled with the first) and, if they still disagree, is flagged in
-metrics.json, the warnings, the headline and the figures; a point whose runs agree is left alone; with
+"""SMC's stopping rule (slt_relu.posterior.stopping; kind posterior, [convergence]): a point whose independent runs
+disagree beyond the targets gets more runs on its data sets (pooled with the first) and, if they still disagree, is
+flagged in metrics.json, the warnings, the headline and the figures; a point whose runs agree is left alone; with
 convergence.max_particles the runs may be replaced by runs with more particles instead, whichever costs fewer
 gradients.  Bad settings are refused."""
 import json
-from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -119,16 +118,10 @@ def test_bad_convergence_settings_are_refused_in_one_line(overrides, message):
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
-class _Settings(NamedTuple):
-    convergence: object
-    sampler: object
-    chains_per_dataset: int
-    phases: object = None
-
-
-class _Point(NamedTuple):
-    settings: _Settings
-    index: int
+def _sizes(points, size):
+    """(particles, runs per data set) of each point a stub sampler is asked for: a point is its own (particles,
+    runs) at round 0, the rule's growth size = (runs, particles) later."""
+    return [pt if size is None else (size[1], size[0]) for pt in points]
 
 
 def _stub_sample(spread):
@@ -136,10 +129,9 @@ def _stub_sample(spread):
     log Z are spread * (-1.5, -0.5, 0.5, 1.5); every run costs `particles` gradients.  Records its calls."""
     calls = []
 
-    def sample(points, round_):
+    def sample(points, round_, size):
         out = []
-        for pt in points:
-            N, R = pt.settings.sampler.num_particles, pt.settings.chains_per_dataset
+        for N, R in _sizes(points, size):
             calls.append((round_, N, R))
             lz = np.tile(spread(N) * (np.arange(R) - (R - 1) / 2), 2)
             out.append({"log_evidence": lz, "dataset": np.repeat([0, 1], R), "flat": np.zeros((2 * R, N, 1)),
@@ -159,13 +151,11 @@ def test_particle_growth_rounds_by_stub(spread, grown, converged):
     only): the particles grow by 2^ceil(log2 error/target), at most max_particles, in at most MAX_ROUNDS
     rounds, each round with its own round index (new keys); the runs are replaced, the replaced runs'
     gradients counted."""
-    from slt_relu.kinds.posterior_convergence import ConvergenceSettings, until_runs_agree
-    from slt_relu.sampling.smc import SMCSettings
+    from slt_relu.posterior.stopping import StoppingRule, until_runs_agree
 
-    conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=1024, max_chains_per_dataset=4)
+    conv = StoppingRule(log_evidence_mcse=0.15, max_particles=1024, max_chains_per_dataset=4)
     sample, calls = _stub_sample(spread)
-    pt = _Point(_Settings(conv, SMCSettings(num_particles=64, waste_free=False), 4), 0)
-    res = until_runs_agree([pt], sample, conv)[0]
+    res = until_runs_agree([(64, 4)], sample, conv)[0]
     assert [N for _, N, _ in calls] == grown and [r for r, _, _ in calls] == list(range(len(grown)))
     assert all(R == 4 for _, _, R in calls)
     c = res["convergence"]
@@ -177,43 +167,41 @@ def test_particle_growth_rounds_by_stub(spread, grown, converged):
 def test_one_run_carrying_a_data_set_is_not_converged():
     """Each data set's evidence rests on one run (log Z 10 nats above the other three): whatever the targets,
     fewer than MIN_EFFECTIVE_RUNS effective runs is not converged, and the warning says why."""
-    from slt_relu.kinds.posterior_convergence import MIN_EFFECTIVE_RUNS, ConvergenceSettings, run_agreement
     from slt_relu.kinds.posterior_report import convergence_warnings
+    from slt_relu.posterior.stopping import MIN_EFFECTIVE_RUNS, StoppingRule, run_agreement
 
-    conv = ConvergenceSettings(log_evidence_mcse=1e3)
+    conv = StoppingRule(log_evidence_mcse=1e3)
     res = {"log_evidence": np.tile([0.0, -10.0, -10.0, -10.0], 2), "dataset": np.repeat([0, 1], 4),
            "flat": np.zeros((8, 64, 1))}
-    a = run_agreement(_Settings(conv, None, 4), res)
+    a = run_agreement(conv, res)
     assert a["log_evidence_mcse"] < 1e3 and max(a["effective_runs"]) < MIN_EFFECTIVE_RUNS
     assert a["converged"] is False and a["runs_needed"] == 16
-    warning = convergence_warnings({**a, "targets": conv.model_dump()}, "v = 1")
+    warning = convergence_warnings({**a, "targets": conv._asdict()}, "v = 1")
     assert len(warning) == 1 and "one run carries a data set's evidence: 1.00 effective runs" in warning[0]
     res["log_evidence"] = np.tile([0.0, -0.1, 0.1, 0.05], 2)
-    assert run_agreement(_Settings(conv, None, 4), res)["converged"] is True
+    assert run_agreement(conv, res)["converged"] is True
 
 
-def test_a_data_set_whose_evidence_is_in_one_run_grows_to_the_bound(monkeypatch):
+def test_a_data_set_whose_evidence_is_in_one_run_grows_to_the_bound():
     """Every run but one on a data set has Z = 0 (log Z = -inf): the pool without that run is undefined, so the
     masses' jackknife error is infinite (not NaN, which more runs cannot mend): the point is not converged, asks
     for more runs than the bound and grows to it; a NaN log Z instead stops it where it is."""
-    from slt_relu.kinds.posterior_convergence import ConvergenceSettings, growth, run_agreement
     from slt_relu.posterior.masses import runs_mcse
+    from slt_relu.posterior.stopping import StoppingRule, growth, run_agreement
 
     lz = np.array([0.0, -np.inf, -np.inf, -np.inf, 0.0, -0.1, 0.1, 0.05])
     ds = np.repeat([0, 1], 4)
     x = np.linspace(0.1, 0.8, 8)
     assert np.isinf(runs_mcse(x, ds, np.exp(lz) / np.repeat([1.0, np.exp(lz[4:]).sum()], 4)))
-    conv = ConvergenceSettings(mass_mcse=0.01, max_chains_per_dataset=12, max_particles=256)
+    conv = StoppingRule(mass_mcse=0.01, max_chains_per_dataset=12, max_particles=256)
     codes = (np.random.default_rng(0).random((8, 64)) < x[:, None]).astype(int)       # phase b with share x_r
-    monkeypatch.setattr("slt_relu.kinds.posterior_report._params", lambda p, flat: None)
-    monkeypatch.setattr("slt_relu.kinds.posterior_report._rule_labels", lambda phases, p, params: (codes, ("a", "b")))
     flat = np.zeros((8, 64, 1))
-    a = run_agreement(_Settings(conv, None, 4), {"log_evidence": lz, "dataset": ds, "flat": flat})
+    a = run_agreement(conv, {"log_evidence": lz, "dataset": ds, "flat": flat}, (codes, ("a", "b")))
     assert a["converged"] is False and a["worst_ratio"] == np.inf and a["runs_needed"] == 13
     assert growth(a, conv) == ("particles", 4, 256)                  # neither way meets it: particles first
     assert growth({**a, "particles": 256}, conv) == ("runs", 8, 256)
     lz[5] = np.nan
-    b = run_agreement(_Settings(conv, None, 4), {"log_evidence": lz, "dataset": ds, "flat": flat})
+    b = run_agreement(conv, {"log_evidence": lz, "dataset": ds, "flat": flat}, (codes, ("a", "b")))
     assert b["converged"] is False and b["runs_needed"] is None and growth(b, conv) is None
 
 
@@ -253,9 +241,9 @@ def test_growth_takes_the_cheaper_way(r, R, N, max_particles, expected):
     """growth compares the gradients of more runs (the missing R r^2 - R runs of N particles) with those of R
     new runs of N 2^ceil(log2 r) particles, and takes the cheaper; more runs short of the target only where
     the particles are at their bound."""
-    from slt_relu.kinds.posterior_convergence import ConvergenceSettings, growth
+    from slt_relu.posterior.stopping import StoppingRule, growth
 
-    conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=max_particles, max_chains_per_dataset=16)
+    conv = StoppingRule(log_evidence_mcse=0.15, max_particles=max_particles, max_chains_per_dataset=16)
     assert growth(_agreement(r, R, N), conv) == expected
 
 
@@ -264,13 +252,11 @@ def test_particles_then_runs_by_stub():
     above the bound 16) the rule grows the particles x 4, then (r = 1.46 at 256: 9 runs, 5 more, cost 1,280
     against 4 x 512 = 2,048) adds runs at 256 particles, pooled with the 4 it has; the 9 runs' spread
     leaves r = 1.03 (the stub's new runs spread wider), so round 3 adds one more and the 10 meet it."""
-    from slt_relu.kinds.posterior_convergence import ConvergenceSettings, until_runs_agree
-    from slt_relu.sampling.smc import SMCSettings
+    from slt_relu.posterior.stopping import StoppingRule, until_runs_agree
 
-    conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=1024, max_chains_per_dataset=16)
+    conv = StoppingRule(log_evidence_mcse=0.15, max_particles=1024, max_chains_per_dataset=16)
     sample, calls = _stub_sample(lambda N: 8.0 / np.sqrt(N))
-    pt = _Point(_Settings(conv, SMCSettings(num_particles=64, waste_free=False), 4), 0)
-    res = until_runs_agree([pt], sample, conv)[0]
+    res = until_runs_agree([(64, 4)], sample, conv)[0]
     assert calls == [(0, 64, 4), (1, 256, 4), (2, 256, 5), (3, 256, 1)]
     c = res["convergence"]
     assert c["converged"] is True and c["particles"] == 256 and c["runs_per_dataset"] == 10
@@ -282,9 +268,9 @@ def test_growth_prefers_a_way_that_meets_the_target():
     """r = 3 at 2,048 particles with room for 64 runs: x 2 particles (bounded at 4,096, short of the x 4 the 1 / N
     law needs) costs 4 x 4,096 = 16,384 against 32 more runs of 2,048 (65,536), but only the runs meet the
     target."""
-    from slt_relu.kinds.posterior_convergence import ConvergenceSettings, growth
+    from slt_relu.posterior.stopping import StoppingRule, growth
 
-    conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=4096, max_chains_per_dataset=64)
+    conv = StoppingRule(log_evidence_mcse=0.15, max_particles=4096, max_chains_per_dataset=64)
     assert growth(_agreement(3.0, 4, 2048), conv) == ("runs", 32, 2048)
 
 
@@ -293,10 +279,9 @@ def _scripted_sample(spreads):
     the same pattern on both data sets); records (round, particles, runs) of each call."""
     calls = []
 
-    def sample(points, round_):
+    def sample(points, round_, size):
         out = []
-        for pt in points:
-            N, R = pt.settings.sampler.num_particles, pt.settings.chains_per_dataset
+        for N, R in _sizes(points, size):
             spread = spreads[len(calls)]
             calls.append((round_, N, R))
             lz = np.tile(spread * (np.arange(R) - (R - 1) / 2), 2)
@@ -312,15 +297,56 @@ def test_runs_then_particles_by_stub():
     then the 2 new runs far apart (the pool's r far above 2, beyond 16 runs: particles, bounded at 128, for all
     6 runs the point now has), then runs that agree: the replaced runs' gradients are the 6 runs of 64, the
     stats joined along the runs."""
-    from slt_relu.kinds.posterior_convergence import ConvergenceSettings, until_runs_agree
-    from slt_relu.sampling.smc import SMCSettings
+    from slt_relu.posterior.stopping import StoppingRule, until_runs_agree
 
-    conv = ConvergenceSettings(log_evidence_mcse=0.15, max_particles=128, max_chains_per_dataset=16)
+    conv = StoppingRule(log_evidence_mcse=0.15, max_particles=128, max_chains_per_dataset=16)
     sample, calls = _scripted_sample([0.41, 5.0, 0.01])
-    pt = _Point(_Settings(conv, SMCSettings(num_particles=64, waste_free=False), 4), 0)
-    res = until_runs_agree([pt], sample, conv)[0]
+    res = until_runs_agree([(64, 4)], sample, conv)[0]
     assert calls == [(0, 64, 4), (1, 64, 2), (2, 128, 6)]
     c = res["convergence"]
     assert c["converged"] is True and c["particles"] == 128 and c["runs_per_dataset"] == 6
     assert res["grad_evals_replaced"] == pytest.approx(2 * 6 * 64)
     assert res["program_chains"] == 2 * (4 + 2 + 6) and res["stats"]["num_stages"].shape == (12,)
+
+
+@pytest.mark.parametrize("rule, match", [
+    ({"mass_mcse": 1.5}, r"rule\.mass_mcse: expected None or a number in \(0, 1\), got 1\.5"),
+    ({"log_evidence_mcse": -1.0}, r"rule\.log_evidence_mcse: expected None or a positive finite number"),
+    ({"log_evidence_mcse": 0.1, "max_chains_per_dataset": 1}, r"rule\.max_chains_per_dataset: expected an integer"),
+    ({"log_evidence_mcse": 0.1, "max_particles": 0.5}, r"rule\.max_particles: expected None or a positive integer"),
+])
+def test_a_bad_stopping_rule_is_refused_in_one_line(rule, match):
+    """The library's stopping rule is a plain NamedTuple, checked where it enters (run_agreement, growth,
+    until_runs_agree); without labels a mass target cannot be read."""
+    from slt_relu.posterior.stopping import StoppingRule, growth, run_agreement, until_runs_agree
+
+    res = {"log_evidence": np.zeros(8), "dataset": np.repeat([0, 1], 4), "flat": np.zeros((8, 64, 1))}
+    for call in (lambda: run_agreement(StoppingRule(**rule), res), lambda: growth({}, StoppingRule(**rule)),
+                 lambda: until_runs_agree([], None, StoppingRule(**rule))):
+        with pytest.raises(ValueError, match=f"^{match}") as err:
+            call()
+        assert "\n" not in str(err.value)
+    with pytest.raises(TypeError, match="^rule: expected a StoppingRule, got dict$"):
+        run_agreement({"mass_mcse": 0.1}, res)
+    with pytest.raises(ValueError, match="^labels: expected the particles' phase codes and names"):
+        run_agreement(StoppingRule(mass_mcse=0.1), res)
+
+
+def test_the_kinds_convergence_table_builds_the_library_rule():
+    """[convergence] (pydantic, the posterior kind's schema) becomes the library's StoppingRule with the same
+    numbers; without a target there is no rule."""
+    import jax
+
+    from slt_relu.posterior.stopping import StoppingRule
+
+    try:
+        prep = runner.prepare(CONFIG, {**BASE, "convergence.mass_mcse": 0.02, "convergence.max_chains_per_dataset": 8})
+        none = runner.prepare(CONFIG, {**BASE, "convergence.mass_mcse": None, "convergence.log_evidence_mcse": None,
+                                       "convergence.max_particles": None})
+    finally:
+        jax.config.update("jax_enable_x64", True)           # prepare set the config's float32
+    rule = prep.resolved.points[0].settings.convergence
+    assert rule == StoppingRule(mass_mcse=0.02, log_evidence_mcse=prep.settings.convergence.log_evidence_mcse,
+                                max_chains_per_dataset=8, max_particles=prep.settings.convergence.max_particles)
+    assert rule._asdict() == prep.settings.convergence.model_dump()
+    assert none.resolved.points[0].settings.convergence is None

@@ -8,7 +8,8 @@ import pytest
 from slt_relu.tms import (fisher_rank, hessian_counts, kgon_record, kgon_table, loss_hessian, make_kgon,
                           population_loss, positive_unused_bias, refine_kgon, refined_kgon, rotate, rotation,
                           rotation_generator)
-from slt_relu.tms.kgon import is_smooth, kgon_loss_formula, variant_name
+from slt_relu.tms.critical_points import is_smooth
+from slt_relu.tms.kgon import kgon_loss_formula, variant_name
 from tms_reference import quadrature_loss
 
 

@@ -73,7 +73,7 @@ def check_the_tiny_run(out):
 
 
 def _local(c, k, n_pos=0, radius=0.25):
-    from slt_relu.kinds.tms_kind import LocalKGonLoss, local_data
+    from slt_relu.tms.local_lambda import LocalKGonLoss, local_data
     from slt_relu.tms import refined_kgon
 
     p = refined_kgon(c, k, n_pos)
@@ -81,7 +81,7 @@ def _local(c, k, n_pos=0, radius=0.25):
 
 
 def test_the_local_potential_pins_the_rotation_folds_negative_unused_biases_and_walls_the_ball():
-    from slt_relu.kinds.tms_kind import WALL
+    from slt_relu.tms.local_lambda import WALL
     from slt_relu.tms import population_loss, rotate, rotation, to_flat
 
     p, loss, data = _local(6, 5)                             # 5-gon "-": b[5] = -1/12 folded
@@ -113,16 +113,16 @@ def test_the_local_potential_pins_the_rotation_folds_negative_unused_biases_and_
 def test_no_lower_loss_in_the_region_of_a_minimum_and_one_where_the_fold_is_off():
     """The region check (projected gradient descent inside the ball) finds nothing below L* at the 5-gon "-" of
     c = 6, and finds the "+" direction's lower loss once the unused bias is not folded."""
-    from slt_relu.kinds.tms_kind import _region_min
+    from slt_relu.tms.local_lambda import region_min
 
     p, loss, data = _local(6, 5)
-    assert float(_region_min(loss, data, jax.random.key(0))) >= -1e-12
+    assert float(region_min(loss, data, jax.random.key(0))) >= -1e-12
     unfolded = {**data, "fold": jnp.zeros_like(data["fold"])}
-    assert float(_region_min(loss, unfolded, jax.random.key(0))) < -1e-4
+    assert float(region_min(loss, unfolded, jax.random.key(0))) < -1e-4
 
 
 def test_the_verdict():
-    from slt_relu.kinds.tms_kind import verdict
+    from slt_relu.tms.local_lambda import verdict
 
     assert verdict(7.03, 0.02, 7.0)[0].startswith("agrees (+0.03 = +1.5 se")
     assert verdict(7.3, 0.02, 7.0)[0].startswith("differs")
@@ -157,3 +157,21 @@ def test_a_saddle_asked_for_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"^estimate\.kgons\[0\]: the 2-gon '\+-' of c = 4 is a saddle"):
         runner.run_config("tms_kgons", tmp_path / "res", progress=False, overrides=overrides)
     assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"prior_std": -0.1}, "prior_std: expected a positive finite number"),
+    ({"radius": 0.0}, "radius: expected a positive finite number"),
+    ({"runs": 1}, "runs: expected an integer >= 2"),
+    ({"estimator": "slope"}, "estimator: expected one of"),
+])
+def test_the_library_estimate_refuses_bad_settings_in_one_line(kwargs, match):
+    """slt_relu.tms.local_lambda.kgon_lambda (the kind's estimate, on plain arguments) checks them before it runs."""
+    from slt_relu.sampling import SMCSettings
+    from slt_relu.tms import refined_kgon
+    from slt_relu.tms.local_lambda import kgon_lambda
+
+    args = {"prior_std": 0.02, "radius": 0.25, "t_max": 1e6, "decades": 2.0, "runs": 2, **kwargs}
+    with pytest.raises(ValueError, match=f"^{match}") as err:
+        kgon_lambda(jax.random.key(0), refined_kgon(5, 4, 0), SMCSettings(), **args)
+    assert "\n" not in str(err.value)

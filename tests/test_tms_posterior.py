@@ -59,7 +59,7 @@ def test_sgld_llc_at_a_kgon_matches_the_quadratic_prediction(c, k, n_pos, lam):
 
 def test_sgld_llc_at_the_square_matches_the_sandwich_lambda():
     """c = 4, the 4-gon (l = 1, b = 0, L = 0): L is not C^2 there, the one-sided Hessian and the Fisher information
-    have rank 8 (rank / 2 = 4), while the sandwich bound gives lambda = c + 3/2 = 5.5 (slt_relu.tms.kgon).  SGLD as
+    have rank 8 (rank / 2 = 4), while the sandwich bound gives lambda = c + 3/2 = 5.5 (slt_relu.tms.critical_points).  SGLD as
     above (eps = 5e-6, 8 chains): within 4 se + 5 % (the Euler step's bias, eps A / 4 <= 3 %) of 5.5, which
     excludes 4."""
     from slt_relu.tms import kgon_record

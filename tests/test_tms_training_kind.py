@@ -58,7 +58,7 @@ def check_the_tiny_run(out):
 
 
 def test_the_asymptotic_free_energy_prefers_by_hand():
-    from slt_relu.kinds.tms_training_kind import bayes_preferred, bayes_sequence
+    from slt_relu.tms.crossover import bayes_preferred, bayes_sequence
 
     # F_a = n + log n, F_b = n / 2 + 3 log n: b leads once n / 2 > 2 log n, n > 8.613 (the larger root)
     minima = {"a": (1.0, 1.0), "b": (0.5, 3.0)}
@@ -71,7 +71,7 @@ def test_the_asymptotic_free_energy_prefers_by_hand():
 def test_the_c6_minima_and_their_order_along_n():
     """The c = 6 k-gon minima with a first-principles lambda (tests/test_tms_kgon.py checks the table) and the
     6-gon taking the lead from the 5-gon - where n (L_5- - L_6) = (8.5 - 7) log n, near n = 445."""
-    from slt_relu.kinds.tms_training_kind import bayes_preferred, kgon_minima
+    from slt_relu.tms.crossover import bayes_preferred, kgon_minima
 
     minima = kgon_minima(6)
     assert sorted(minima) == ["1-gon -----", "2-gon ----", "3-gon ---", "4-gon --", "5-gon +", "5-gon -", "6-gon"]

@@ -62,7 +62,7 @@ def test_symmetries_preserve_k_and_rank(seed, width):
     Boundaries are placed within one std of the origin: a node whose boundary lies far in the
     Gaussian tail has eigenvalues near the rank cut, and rescaling (which changes the metric)
     can move them across it; that is numerical rank, not a symmetry failure."""
-    from slt_relu.kinds.fisher_kind import generic_crossing_params
+    from slt_relu.degenerate import generic_crossing_params
 
     k1, k2, k3 = jax.random.split(jax.random.PRNGKey(seed), 3)
     p = generic_crossing_params(k1, width, 1, 2.0)

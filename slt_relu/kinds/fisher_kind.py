@@ -4,9 +4,9 @@ Inputs: [inputs], or a [truth] whose inputs are used (and sigma).  Each [[fisher
 names its ``source`` (below) and may carry its own [fisher.points.inputs].  With source =
 "random" and placement = "iid" on a bounded box, a node whose boundary misses the box is
 inactive or fully active there and adds excess directions (counted by hand in
-:func:`box_excess_count`); "crossing" puts every boundary through the central half of the box.
+``slt_relu.degenerate.box_excess_count``); "crossing" puts every boundary through the central half of the box.
 "degenerate" makes node 0 of a generic network degenerate in the named ways of
-:func:`_excess_counts` and checks the excess against the hand count.
+``slt_relu.degenerate.excess_counts`` and checks the excess against the hand count.
 
 Outputs: rank_vs_bound.png, spectrum.png, results.nc (one Dataset along ``point``, its ``label`` and
 ``group`` as coordinates: ``spectrum`` and flat ``params``, NaN-padded to the longest, and rank, bound,
@@ -20,42 +20,19 @@ from typing import Annotated, Literal, NamedTuple, Union
 import numpy as np
 from pydantic import Field
 
+from ..degenerate import (BOX_CASES, DEGENERATE_CASES, box_excess_count, excess_counts, generic_crossing_params,
+                          make_degenerate)
 from ..fisher import default_rtol, null_accounting
 from ..inputs import UniformBox
-from ..network import TwoLayer, from_flat, init_params, make_params, num_params, to_flat
+from ..network import from_flat, init_params, num_params, to_flat
 from ..plots import rank_vs_bound_figure, spectrum_figure
 from ..settings import SCALE_BOUND, ConfigError, Section
 from ..truths import Example, m_symmetric
-from .common import Experiment, InputsSettings, TruthSettings, example_of, resolve_inputs
-from .kind import Kind, Output, first_line, register_kind
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need, quadrature_points, truth_size, width_keys
+from ..workflow.schemas import Experiment, InputsSettings, TruthSettings, example_of, resolve_inputs
 
 Width = Annotated[int, Field(ge=1, le=256)]
-
-
-def _excess_counts(n_in: int) -> dict:
-    """Hand counts of the excess null directions (node 0 degenerate, all other nodes generic).
-
-    q_zero: grad_{w_0, b_0} f = q_0 (x, 1) 1(a_0 > 0) = 0, so w_0, b_0 are n_in + 1 null
-      directions; the generator v_0 = (w_0, b_0, 0) is one of them: excess n_in.
-    w_zero_b_positive: node 0 is the constant relu(b_0) = b_0; grad over (b_0, q_0, c) is
-      (q_0, b_0, 1), all constant: 3 parameters, 1 function: 2 null, one of them v_0: excess 1.
-    shared_boundary: node 1 = 2 * node 0 in (w, b) (same boundary, same side): both nodes'
-      gradients lie in span{x 1(a_0 > 0), 1(a_0 > 0)} (relu(a_0) = a_0 1(a_0 > 0) is in it):
-      2 (n_in + 2) parameters, n_in + 1 functions, n_in + 3 null, minus v_0 and v_1:
-      excess n_in + 1.
-    dead_node: w_0 = 0, b_0 < 0: every gradient of node 0 vanishes: n_in + 2 null, minus v_0:
-      excess n_in + 1.
-    inactive_on_box (uniform inputs): node 0's boundary misses the box and it points away:
-      as dead_node, excess n_in + 1.
-    active_on_box (uniform inputs): node 0 is active on the whole box, so its gradients
-      (q_0 x, q_0, a_0(x)) and c's (1) span {x_1..x_n, 1}: n_in + 3 parameters, n_in + 1
-      functions, 2 null, minus v_0: excess 1.
-    """
-    return {"q_zero": n_in, "w_zero_b_positive": 1, "shared_boundary": n_in + 1, "dead_node": n_in + 1,
-            "inactive_on_box": n_in + 1, "active_on_box": 1}
-
-
-DEGENERATE_CASES = list(_excess_counts(1))
 
 
 class _Group(Section):
@@ -127,57 +104,6 @@ class Settings(Experiment):
     fisher: FisherSettings
 
 
-def box_excess_count(params: TwoLayer, half_width: float) -> int:
-    """Hand count of the excess null directions of an otherwise generic network on the box [-a, a]^n_in.
-
-    A node is inactive on the box iff max_box a_i = |w_i|_1 a + b_i <= 0: all its gradients
-    vanish, n_in + 1 excess each.  It is fully active iff min_box a_i = b_i - |w_i|_1 a >= 0:
-    k fully active nodes and c have k (n_in + 2) + 1 parameters whose gradients span only
-    {x_1, .., x_n, 1}: k (n_in + 2) + 1 - (n_in + 1) null directions, minus k generators:
-    k (n_in + 1) - n_in excess (for k >= 1).
-    """
-    w, b = np.asarray(params.w), np.asarray(params.b)
-    n_in = w.shape[1]
-    reach = np.abs(w).sum(1) * half_width
-    inactive = int(np.sum(reach + b <= 0))
-    active = int(np.sum(b - reach >= 0))
-    return inactive * (n_in + 1) + (active * (n_in + 1) - n_in if active else 0)
-
-
-def make_degenerate(case: str, params: TwoLayer, inputs) -> TwoLayer:
-    """Make node 0 of a generic network degenerate in the named way (see ``_excess_counts``)."""
-    w, b, q, c = (np.array(x, dtype=float) for x in params)
-    if case == "q_zero":
-        q[0] = 0.0
-    elif case == "w_zero_b_positive":
-        w[0], b[0] = 0.0, abs(b[0]) + 0.5
-    elif case == "dead_node":
-        w[0], b[0] = 0.0, -abs(b[0]) - 0.5
-    elif case == "shared_boundary":
-        w[1], b[1] = 2.0 * w[0], 2.0 * b[0]
-    elif case in ("inactive_on_box", "active_on_box"):
-        a = inputs.half_width
-        direction = w[0] / np.linalg.norm(w[0])
-        margin = a * np.abs(direction).sum() + 0.5
-        w[0] = direction
-        b[0] = -margin if case == "inactive_on_box" else margin
-    else:
-        raise ValueError(f"case {case!r}: expected one of {DEGENERATE_CASES}")
-    return make_params(w, b, q, c, dtype=params.w.dtype)
-
-
-def generic_crossing_params(key, width: int, n_in: int, half_width: float = 1.0, dtype=None) -> TwoLayer:
-    """Generic parameters whose every activation boundary crosses the box [-a/2, a/2]^n_in:
-    w_i ~ N(0, I), b_i = -<w_i, p_i> with p_i uniform in the box, q_i ~ N(0, 1), c ~ N(0, 1)."""
-    import jax
-
-    kw, kp, kq, kc = jax.random.split(key, 4)
-    w = jax.random.normal(kw, (width, n_in), dtype)
-    anchor = jax.random.uniform(kp, (width, n_in), dtype, -half_width / 2, half_width / 2)
-    q = jax.random.normal(kq, (width,), dtype)
-    return make_params(w, -(w * anchor).sum(1), q, jax.random.normal(kc, (), dtype), dtype=dtype)
-
-
 class Group(NamedTuple):
     """A [[fisher.points]] group: its settings, its label, the inputs it runs on (its own or the
     config's) and, for source = "true_set", the box W0 is drawn in."""
@@ -223,7 +149,7 @@ def resolve(s: Settings, raw=None) -> Resolved:
             box = (p.x_range, p.y_range)
         if src == "degenerate":
             for case in p.cases:
-                if case.endswith("_on_box") and not isinstance(g_inputs, UniformBox):
+                if case in BOX_CASES and not isinstance(g_inputs, UniformBox):
                     raise ConfigError(f"{key}.cases: expected uniform inputs for {case!r} (a Gaussian has no box), "
                                       f"got {list(p.cases)}")
         vectors = {"path": lambda: {"start": p.start, "end": p.end},
@@ -265,7 +191,7 @@ def _points(g: Group, r: Resolved, key):
         for i, th in enumerate(curve[np.linspace(0, len(curve) - 1, p.count).astype(int)]):
             yield f"W0 #{i} {np.round(th, 3).tolist()}", ex.model.embed(th), ex.model.free, 0
     elif src == "degenerate":
-        counts = _excess_counts(inputs.n_in)
+        counts = excess_counts(inputs.n_in)
         for case in p.cases:
             half = inputs.half_width if isinstance(inputs, UniformBox) else 1.0
             base = generic_crossing_params(jax.random.fold_in(key, DEGENERATE_CASES.index(case)), p.width,
@@ -365,6 +291,20 @@ def run(r: Resolved, key, ctx) -> Output:
     return Output({"summary": _summary(ds), "points": public}, ds, figures)
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    out = []
+    width, n_in = truth_size(s)
+    for i, group in enumerate(s.fisher.points):
+        widths = list(getattr(group, "widths", None) or [getattr(group, "width", None) or width])
+        D = num_params(max(widths), n_in)
+        out.append(Need(f"fisher.points[{i}]" + width_keys(s), f"a {D} x {D} Fisher matrix", D * D))
+        if quadrature_points(s):
+            out.append(Need(f"fisher.points[{i}], inputs.cells", "the Jacobian at the quadrature points",
+                            quadrature_points(s) * D))
+    return out
+
+
 def headline(metrics: dict) -> list[str]:
     """Per group of points: how many, the fraction at the bound D - d, the fraction matching the hand count."""
     return [f"{group}: {v['points']} points, at D - d {100 * v['fraction_at_bound']:.0f}%, excess = hand count "
@@ -372,4 +312,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("fisher", Settings, resolve, run, headline,
-                          description=first_line(__doc__)))
+                          description=first_line(__doc__), memory=memory))

@@ -18,8 +18,9 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ..settings import SCALE_BOUND, Section
-from .common import Experiment
-from .kind import Kind, Output, first_line, register_kind
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need
+from ..workflow.schemas import Experiment
 
 
 class FunctionalDimensionSettings(Section):
@@ -127,6 +128,16 @@ def _row(ds, n: int, dep: int, f: float) -> dict:
             "fraction_at_bound_without_dead_or_always_active": _fraction_clean(d, bound, dead, always)}
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    f = s.functional_dimension
+    n0, depth = max(f.n_in), max(f.depths)
+    P = depth * (n0 * n0 + n0)                       # parameters of depth layers of width n0
+    return [Need("functional_dimension.n_in, functional_dimension.depths, functional_dimension.point_factors",
+                 f"one network's Jacobian ({P} parameters at {max(f.point_factors):g} x that many points)",
+                 max(f.point_factors) * P * P)]
+
+
 def headline(metrics: dict) -> list[str]:
     """Per architecture the fraction of networks at the functional-dimension bound."""
     lines = [f"never above the bound: {metrics.get('all_at_or_below_bound')}"]
@@ -138,4 +149,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("functional_dimension", Settings, resolve, run, headline,
-                          description=first_line(__doc__)))
+                          description=first_line(__doc__), memory=memory))

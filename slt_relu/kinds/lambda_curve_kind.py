@@ -9,12 +9,12 @@ closed form (``slt_relu.known_lambda``), with the prior N(0, prior_std^2 I) on i
 - ``reduced_rank``: y = B A x with x ~ N(0, I) and unit noise: K = |B A - C0|_F^2 / 2, C0 = B0 A0 of rank r;
 - ``deep_linear``: K = |W_L ... W_1 - C0|_F^2 / 2, C0 of rank r;
 - ``dslt_phase``: the local potential of one phase of W0 of a two-layer truth (``truth``, ``width``, ``phase``) on a
-  ball of ``radius`` around the phase's representative, gauge-fixed (``slt_relu.kinds.lambda_phase``); its exact
+  ball of ``radius`` around the phase's representative, gauge-fixed (``slt_relu.known_lambda.phase``); its exact
   value is the first-principles count where it applies (else null), and the final particles' phases are reported;
 
 (the truths' factors are standard normal, drawn from the case's key).  A case with ``n`` (every family but
 dslt_phase) replaces K by a data set's loss: each run draws its own data set of n samples of the family's
-unit-noise regression (``lambda_losses.RegressionLoss``: y = P(w0) x + e, x ~ N(0, Sigma)), its loss
+unit-noise regression (``known_lambda.losses.RegressionLoss``: y = P(w0) x + e, x ~ N(0, Sigma)), its loss
 L_n(w) - L_n(w0) from the data's sufficient statistics, t_max at most n (the Bayes posterior is t = n), and the
 fit reads each run's L* with lambda (a linear term t L*: for the regular family exactly the data's minimum, for
 singular ones an effective slope; and c3 / t, the regular directions' correction at the window's small t), so that
@@ -57,88 +57,23 @@ whose runs the figure and results.nc show (SMC's ``tempered_loss``, else Gibbs's
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
-from pydantic import Field
 
-from .. import known_lambda, truths
-from ..posterior.linear_gibbs import MAX_WIDTH
+from .. import truths
+from ..known_lambda.losses import RegressionLoss, family_lambda, family_loss, regression_statistics
 from ..sampling import SMCSettings
-from ..settings import SCALE_BOUND, ConfigError, Section
-from .common import Experiment
-from .kind import Kind, Output, first_line, register_kind
-from .lambda_losses import PolynomialLoss, ProductLoss, RegressionLoss, regression_statistics
-from .lambda_readings import (GIBBS_ESTIMATOR, LINEAR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, T_MAX_BOUND, GibbsSettings,
-                              MCMCSettings, SGLDCurveSettings, estimand_disagreement, estimate_entry, exact_free_energy,
-                              exact_free_energy_check, gibbs_reading, left_the_posterior, nuts_reading, sgld_reading,
-                              smc_moves)
+from ..settings import ConfigError
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need
+from .lambda_curve_report import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, dataset, estimand_disagreement,
+                                  estimate_entry, exact_free_energy_check, headline, left_the_posterior, phase_check)
+from .lambda_curve_settings import (FAMILIES, LINEAR, MAX_GIBBS_PARAMS, MAX_PARAMS, PHASE_KEYS, CaseSettings,
+                                    CurveSettings, GibbsSettings, MCMCSettings, SGLDCurveSettings, Settings)
+from .lambda_readings import exact_free_energy, gibbs_reading, nuts_reading, sgld_reading, smc_moves
 
 SAMPLERS = {"tempered_loss": "SMC", GIBBS_ESTIMATOR: "Gibbs", MCMC_ESTIMATOR: "NUTS", SGLD_ESTIMATOR: "SGLD"}
-FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase")
-PHASE_KEYS = ("truth", "width", "phase", "radius")          # dslt_phase's own keys (all needed there, nowhere else)
-MAX_PARAMS = 2000            # SMC's particles x parameters x runs per program stay in memory (and NUTS's draws)
-MAX_GIBBS_PARAMS = 100_000   # a case that the Gibbs sampler alone reads: chains x parameters, sweeps of eigh
-MAX_SAMPLES = 10 ** 6        # a data case's n: its runs' data sets are drawn in chunks (memory), n x runs in time
-
-
-class ReferenceSettings(Section):
-    name: str = Field(min_length=1, max_length=200, description="where the estimate comes from (e.g. a results folder)")
-    estimate: float = Field(description="its lambda")
-    se: float = Field(ge=0, description="its standard error")
-
-
-class CaseSettings(Section):
-    name: str = Field(min_length=1, max_length=100, description="the case's label")
-    family: Literal["normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase"] = Field(
-        description="the loss family (module docstring)")
-    k: tuple[int, ...] | None = Field(None, description="normal_crossing, sum: the half-exponents k_i")
-    num_params: int | None = Field(None, ge=1, le=MAX_PARAMS, description="regular: the parameters d")
-    input_dim: int | None = Field(None, ge=1, le=MAX_WIDTH, description="reduced_rank, deep_linear: the input width")
-    hidden: int | None = Field(None, ge=1, le=MAX_WIDTH, description="reduced_rank: the hidden width")
-    output_dim: int | None = Field(None, ge=1, le=MAX_WIDTH, description="reduced_rank: the output width")
-    widths: tuple[Annotated[int, Field(ge=1, le=MAX_WIDTH)], ...] | None = Field(
-        None, min_length=1, max_length=16, description="deep_linear: hidden widths, then the output width")
-    true_rank: int = Field(0, ge=0, description="reduced_rank, deep_linear: the rank r of the true map")
-    n: int | None = Field(None, ge=2, le=MAX_SAMPLES, description="every family but dslt_phase: a data set of n "
-                          "samples per run (RegressionLoss) instead of K itself; needs t_max <= n")
-    truth: Literal[tuple(truths.names())] | None = Field(None, description="dslt_phase: a registered example "
-                                                         "(slt_relu.truths) with uniform inputs")
-    truth_options: dict = Field({}, description="dslt_phase: the example's options, e.g. { v = 1.0 }")
-    width: int | None = Field(None, ge=1, le=8, description="dslt_phase: the model's hidden nodes")
-    phase: str | None = Field(None, max_length=200, description="dslt_phase: the phase of W0, its label as "
-                              "slt_relu.phases prints it (e.g. \"+ | 1 degenerate\")")
-    radius: float | None = Field(None, gt=0, le=10, description="dslt_phase: the region's ball |z| <= radius")
-    prior_std: float | None = Field(None, gt=0, le=SCALE_BOUND, description="overrides curve.prior_std")
-    t_max: float | None = Field(None, gt=1, le=T_MAX_BOUND, description="overrides curve.t_max")
-    decades: float | None = Field(None, gt=0, le=24, description="overrides curve.decades")
-    runs: int | None = Field(None, ge=2, le=256, description="overrides curve.runs")
-    reference: ReferenceSettings | None = Field(None, description="another estimate of this lambda, shown beside")
-
-
-class CurveSettings(Section):
-    t_max: float = Field(1e8, gt=1, le=T_MAX_BOUND, description="the largest inverse temperature t = n beta")
-    decades: float = Field(5.0, gt=0, le=24, description="the fitted window: the last decades of t")
-    runs: int = Field(8, ge=2, le=256, description="independent SMC runs per case (their spread: the errors)")
-    prior_std: float = Field(1.0, gt=0, le=SCALE_BOUND, description="the prior N(0, prior_std^2 I)")
-    max_multiplicity: int = Field(3, ge=1, le=8, description="the largest candidate m")
-
-
-class Settings(Experiment):
-    kind: Literal["lambda_curve"]
-    curve: CurveSettings = CurveSettings()
-    mcmc: MCMCSettings | None = Field(None, description="when set, the estimator nuts_tempered_loss on every "
-                                      "population case (not dslt_phase, whose ball NUTS does not keep, nor a data "
-                                      "case)")
-    sgld: SGLDCurveSettings | None = Field(None, description="when set, the estimator sgld_tempered_loss on every "
-                                           "population case (not dslt_phase, nor a data case)")
-    gibbs: GibbsSettings | None = Field(None, description="when set, the estimator gibbs_tempered_loss on every "
-                                        "reduced_rank and deep_linear case")
-    smc: SMCSettings | None = Field(None, description="the SMC runs, for the estimators free_energy, tempered_loss "
-                                    "and thermodynamic on every case (a target_ess near 1 gives the stages the fit "
-                                    "needs: 0.9 gives 4-10 a decade); without it, [mcmc], [sgld] or [gibbs] reads "
-                                    "the cases")
-    cases: tuple[CaseSettings, ...] = Field(min_length=1, max_length=64, description="the losses")
 
 
 class Case(NamedTuple):
@@ -166,52 +101,47 @@ class Resolved(NamedTuple):
 
 
 def _exact(c: CaseSettings, where: str, max_params: int):
-    """(lambda, m, num_params, widths) of a case, ConfigError naming a missing or bad key or more than max_params
-    parameters; for dslt_phase (whose value needs its representative: ``lambda_phase.resolve_phase``) (None, None, a
-    bound on D for n_in <= 2, None)."""
+    """(lambda, m, num_params, layer widths) of a case (``known_lambda.losses.family_lambda``), ConfigError naming a
+    missing or bad key or more than max_params parameters; for dslt_phase (whose value needs its representative:
+    ``known_lambda.phase.phase_case``) (None, None, a bound on D for n_in <= 2, None)."""
     if c.family == "dslt_phase":
         return None, None, (c.width or 1) * 4 + 1, None
-
-    def need(*keys):
-        for k in keys:
-            if getattr(c, k) is None:
-                raise ConfigError(f"{where}.{k}: expected a value for family {c.family!r}")
+    if c.k is not None and len(c.k) > MAX_PARAMS and c.family in ("normal_crossing", "sum"):
+        raise ConfigError(f"{where}.k: expected at most {MAX_PARAMS} half-exponents, got {len(c.k)}")
     try:
-        if c.family in ("normal_crossing", "sum"):
-            need("k")
-            if len(c.k) > MAX_PARAMS:
-                raise ValueError(f"k: expected at most {MAX_PARAMS} half-exponents, got {len(c.k)}")
-            lam, m = known_lambda.normal_crossing(c.k, "product" if c.family == "normal_crossing" else "sum")
-            return lam, m, len(c.k), None
-        if c.family == "regular":
-            need("num_params")
-            lam, m = known_lambda.regular(c.num_params)
-            return lam, m, c.num_params, None
-        if c.family == "reduced_rank":
-            need("input_dim", "hidden", "output_dim")
-            widths = (c.input_dim, c.hidden, c.output_dim)
-            lam, m = known_lambda.reduced_rank(*widths, true_rank=c.true_rank)
-        else:
-            need("input_dim", "widths")
-            widths = (c.input_dim,) + tuple(c.widths)
-            lam, m = known_lambda.deep_linear(c.input_dim, c.widths, c.true_rank)
-    except ConfigError:
-        raise
+        lam, m, D, layers = family_lambda(c.family, k=c.k, num_params=c.num_params, input_dim=c.input_dim,
+                                          hidden=c.hidden, output_dim=c.output_dim, widths=c.widths,
+                                          true_rank=c.true_rank)
     except ValueError as err:
         raise ConfigError(f"{where}.{err}") from None
-    D = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
     if D > max_params:
         why = ("the Gibbs sampler's bound" if max_params == MAX_GIBBS_PARAMS
                else "SMC's, NUTS's and SGLD's bound; the Gibbs sampler alone, without [smc], [mcmc] and [sgld], reads "
                     f"reduced_rank and deep_linear cases of up to {MAX_GIBBS_PARAMS}")
         raise ConfigError(f"{where}: expected at most {max_params} parameters ({why}), got {D}")
-    return lam, m, D, widths
+    return lam, m, D, layers
+
+
+def _phase(c: CaseSettings, where: str):
+    """A dslt_phase case's local potential (``known_lambda.phase.phase_case``), ConfigError naming the key at
+    fault."""
+    from ..known_lambda.phase import phase_case
+
+    try:
+        ex = truths.get(c.truth, **c.truth_options)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{where}.truth_options: {err}") from None
+    try:
+        return phase_case(ex.truth, ex.inputs, float(ex.sigma), c.width, c.phase, c.radius)
+    except ValueError as err:
+        name, _, rest = str(err).partition(": ")
+        if name in ("truth", "inputs"):                     # the example's, which the case names by its truth
+            raise ConfigError(f"{where}.truth: {c.truth!r}'s {name}: {rest}") from None
+        raise ConfigError(f"{where}.{err}") from None
 
 
 def resolve(s: Settings, raw=None) -> Resolved:
     import jax
-
-    from .lambda_phase import resolve_phase
 
     cases = []
     for i, c in enumerate(s.cases):
@@ -242,8 +172,9 @@ def resolve(s: Settings, raw=None) -> Resolved:
             if s.dtype != "float64":
                 raise ConfigError(f"dtype: expected 'float64' for family 'dslt_phase' (t K at t = {curve.t_max:g} "
                                   f"needs float64's resolution), got {s.dtype!r}")
-            ph = resolve_phase(c.truth, c.truth_options, c.width, c.phase, c.radius, where)
-            cases.append(Case(c, ph.loss, ph.num_params, ph.lambda_exact, ph.m_exact, curve, ph.info))
+            ph = _phase(c, where)
+            info = {"truth": c.truth, "truth_options": dict(c.truth_options), **ph.info}
+            cases.append(Case(c, ph.loss, ph.num_params, ph.lambda_exact, ph.m_exact, curve, info))
             continue
         readers = _readers(s, c)
         for section, reader in (("mcmc", "nuts"), ("sgld", "sgld"), ("gibbs", "gibbs")):
@@ -254,28 +185,13 @@ def resolve(s: Settings, raw=None) -> Resolved:
             raise ConfigError(f"{where}: no estimator reads this {c.family} case{' of data' if c.n else ''}: expected "
                               f"[smc] (every case), [mcmc] or [sgld] (population cases but dslt_phase) or [gibbs] ("
                               f"{' and '.join(LINEAR)})")
-        lam, m, D, widths = _exact(c, where, MAX_GIBBS_PARAMS if readers == ["gibbs"] else MAX_PARAMS)
-        key = jax.random.fold_in(jax.random.key(s.seed), i)
-        if c.family == "regular":
-            A = np.asarray(jax.random.normal(key, (D, D)), np.float64)
-            H = A @ A.T / D + np.eye(D)
-            loss, regression = PolynomialLoss("regular", (), tuple(map(tuple, H))), (np.zeros((1, D)),
-                                                                                     np.linalg.cholesky(H))
-        elif widths is None:
-            loss = PolynomialLoss(c.family, tuple(c.k))
-            b = 1 if c.family == "normal_crossing" else len(c.k)
-            regression = (np.zeros((b, 1)), np.ones((1, 1)))
-        else:
-            k1, k2 = jax.random.split(key)
-            r = c.true_rank
-            left = np.asarray(jax.random.normal(k1, (widths[-1], r)), np.float64)
-            right = np.asarray(jax.random.normal(k2, (r, widths[0])), np.float64)
-            loss = ProductLoss(widths, tuple(map(tuple, left @ right)))
-            regression = (left @ right, np.eye(widths[0]))
+        lam, m, D, layers = _exact(c, where, MAX_GIBBS_PARAMS if readers == ["gibbs"] else MAX_PARAMS)
+        loss, regression = family_loss(c.family, jax.random.fold_in(jax.random.key(s.seed), i), D, layers,
+                                       tuple(c.k or ()), c.true_rank)
         if c.n is None:
             cases.append(Case(c, loss, D, float(lam), int(m), curve))
         else:
-            loss = RegressionLoss(c.family, tuple(c.k or ()), tuple(widths or ()))
+            loss = RegressionLoss(c.family, tuple(c.k or ()), tuple(layers or ()))
             cases.append(Case(c, loss, D, float(lam), int(m), curve, regression=regression))
     if len({c.name for c in s.cases}) != len(s.cases):
         raise ConfigError("cases: expected distinct names, got " + ", ".join(c.name for c in s.cases))
@@ -343,7 +259,7 @@ def run(r: Resolved, key, ctx) -> Output:
                "lambda_exact": c.lambda_exact, "m_exact": c.m_exact, "t_range": list(fits[0].t_range),
                "grad_evals": 0 if r.smc is None else curve.grad_evals, "estimators": estimators, "curve": source}
         if c.phase is not None:
-            row["phase"] = _phase_check(c, curve, cv, warnings)
+            row["phase"] = phase_check(c, curve, cv, warnings)
         if r.smc is not None:
             row["symmetry_moves"] = moves is not None
             exact = exact_free_energy(c, run_data)
@@ -357,74 +273,36 @@ def run(r: Resolved, key, ctx) -> Output:
 
     fig = lambda_curve_figure(rows, curves)
     metrics = {"cases": rows, **({"warnings": warnings} if warnings else {})}
-    return Output(metrics, _dataset(rows, curves), {"lambda_curve": fig})
+    return Output(metrics, dataset(rows, curves), {"lambda_curve": fig})
 
 
-def _phase_check(c: Case, curve, cv: CurveSettings, warnings: list) -> dict:
-    """A dslt_phase case's region report: its settings and checks, with the final particles' phases (a warning
-    where under 90 % of them are in the case's phase: the ball then holds another phase that takes over)."""
-    from .lambda_phase import final_phases
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    from ..posterior.estimand_curve import STEP_LADDER
 
-    out = {**c.phase, "prior_std": cv.prior_std}
-    fractions = final_phases(c.loss, curve.particles, cv.t_max)
-    out["final_phases"] = fractions
-    out["final_phase_fraction"] = fractions.get(c.phase["label"], 0.0)
-    if out["final_phase_fraction"] < 0.9:
-        warnings.append(f"{c.settings.name}: {100 * out['final_phase_fraction']:.0f} % of the final particles are in "
-                        f"the phase {c.phase['label']!r} ({fractions}): the ball holds another phase")
-    if float(np.nanmin(np.nanmax(curve.t, axis=1))) < cv.t_max * (1 - 1e-9):
-        warnings.append(f"{c.settings.name}: an SMC run stopped short of t_max (smc.max_stages)")
+    # each case against the bound of the samplers that read it (as resolve, which refuses a case none reads)
+    bound = lambda c: MAX_GIBBS_PARAMS if _readers(s, c) == ["gibbs"] else MAX_PARAMS
+    D = max([_exact(c, f"cases[{i}]", bound(c))[2] for i, c in enumerate(s.cases) if _readers(s, c)] or [1])
+    runs = max(c.runs or s.curve.runs for c in s.cases)                 # a case's runs override [curve]'s
+    out = []
+    if s.smc is not None:
+        out.append(Need("smc.num_particles, curve.runs, cases", "the particles and their moves of every run of the "
+                        f"largest case ({D} parameters)", 2 * runs * s.smc.num_particles * D))
+    if s.gibbs is not None:                # the chains run one after another; the output holds their means
+        out.append(Need("gibbs.chains, cases", f"the Gibbs chains' layers, products and eigenbases of the largest case "
+                        f"({D} parameters)", 4 * D + s.gibbs.chains * s.gibbs.temperatures))
+    if s.mcmc is not None:
+        m = s.mcmc
+        out.append(Need("mcmc.temperatures, mcmc.chains, mcmc.num_samples, cases", "the kept NUTS draws of the largest "
+                        f"case ({D} parameters)", m.temperatures * m.chains * m.num_samples * D))
+    if s.sgld is not None:
+        g = s.sgld
+        rungs = len(STEP_LADDER)          # the pilots: two chains per rung and t; every step is held until thinned
+        out.append(Need("sgld.temperatures, sgld.chains, sgld.num_steps, sgld.pilot_steps, cases", "the SGLD chains' "
+                        f"steps of the largest case ({D} parameters), pilots included",
+                        g.temperatures * (g.chains * g.num_steps + 2 * rungs * g.pilot_steps) * D))
     return out
 
 
-def _dataset(rows, curves):
-    """Estimates along (case, estimator), curves along (case, run, stage) NaN-padded."""
-    import xarray as xr
-
-    from ..posterior.free_energy_curve import ESTIMATORS, stack_curves
-
-    names = [e for e in ESTIMATORS + (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR) if any(e in row["estimators"] for row in rows)]
-    value = lambda row, e, key: row["estimators"].get(e, {}).get(key)
-    est = lambda key: np.array([[np.nan if value(row, e, key) is None else value(row, e, key) for e in names]
-                                for row in rows], np.float64)
-    return xr.Dataset(
-        {"lambda": (("case", "estimator"), est("lambda")), "lambda_se": (("case", "estimator"), est("lambda_se")),
-         "lambda_se_runs": (("case", "estimator"), est("lambda_se_runs"), {"long_name": "lambda's standard error over "
-                                                                           "runs alone, at the reported m"}),
-         "m": (("case", "estimator"), est("m"), {"long_name": "multiplicity, NaN where not identifiable"}),
-         "lambda_exact": ("case", np.array([np.nan if row["lambda_exact"] is None else row["lambda_exact"]
-                                            for row in rows], np.float64), {"long_name": "exact lambda, NaN: unknown"}),
-         "m_exact": ("case", np.array([row["m_exact"] or 0 for row in rows], np.int64), {"long_name": "0: unknown"}),
-         "n": ("case", np.array([row["n"] or 0 for row in rows], np.int64),
-               {"long_name": "samples per data set, 0: the population loss K"}),
-         "t": (("case", "run", "stage"), stack_curves(curves, "t")),
-         "free_energy": (("case", "run", "stage"), stack_curves(curves, "free_energy"), {"long_name": "F(t) = -log Z(t)"}),
-         "mean_loss": (("case", "run", "stage"), stack_curves(curves, "mean_loss"), {"long_name": "E_t[K]"})},
-        coords={"case": [row["name"] for row in rows], "estimator": names,
-                "family": ("case", [row["family"] for row in rows]),
-                "curve": ("case", [row["curve"] for row in rows], {"long_name": "the estimator whose runs t, "
-                                                                   "free_energy and mean_loss hold"})})
-
-
-def headline(metrics: dict) -> list[str]:
-    """Per case: the exact lambda (m) and each estimator's lambda +- se with its m ('?' where not identifiable; then
-    also lambda +- se at the exact m where that is another), the reference beside it where the case has one; then
-    the warnings."""
-    out = []
-    for row in metrics.get("cases", []):
-        parts = []
-        for e, v in row["estimators"].items():
-            parts.append(f"{e}: {v['lambda']:.4g} +- {v['lambda_se']:.2g} m {v['m'] if v['m'] is not None else '?'}")
-            at = str(row["m_exact"])           # the same fit's number where the exact m is the chosen one
-            if v["m"] is None and at in v.get("lambda_se_by_m", {}) and v["lambda_by_m"][at] != v["lambda"]:
-                parts[-1] += f" (at m {at}: {v['lambda_by_m'][at]:.4g} +- {v['lambda_se_by_m'][at]:.2g})"
-        exact = ("no exact value" if row["lambda_exact"] is None
-                 else f"exact {row['lambda_exact']:.4g} (m {row['m_exact']})")
-        ref = row.get("reference")
-        if ref:
-            parts.append(f"{ref['name']}: {ref['estimate']:.4g} +- {ref['se']:.2g}")
-        out.append(f"{row['name']}: {exact}; " + "; ".join(parts))
-    return out + [f"warning: {w}" for w in metrics.get("warnings", [])]
-
-
-KIND = register_kind(Kind("lambda_curve", Settings, resolve, run, headline, description=first_line(__doc__)))
+KIND = register_kind(Kind("lambda_curve", Settings, resolve, run, headline, description=first_line(__doc__),
+                          memory=memory))

@@ -1,186 +1,17 @@
 """The lambda_curve kind's readings of a case beside SMC's three fits (``slt_relu.kinds.lambda_curve_kind``): NUTS's,
 SGLD's and the Gibbs sampler's estimand curves t E_t[L] read by the tempered_loss rule with their settings sections
-([mcmc], [sgld], [gibbs]), each case's metrics entry of a fit, the warnings where two samplers' readings of the
-same estimand disagree or where SMC's particles left the posterior, SMC's symmetry moves of a case and its free
-energy against the exact one where the case has one."""
+(``lambda_curve_settings``: [mcmc], [sgld], [gibbs]), SMC's symmetry moves of a case and its exact free energy where it has one; each
+reading's metrics entry and warnings are ``lambda_curve_report``'s."""
 from __future__ import annotations
 
-import math
-from typing import ClassVar
-
 import numpy as np
-from pydantic import Field, model_validator
 
-from ..posterior.linear_gibbs import MAX_T as GIBBS_MAX_T
-from ..sampling.sgld import burnin_below_steps
-from ..settings import ConfigError, Section
+from ..settings import ConfigError
+from .lambda_curve_report import estimate_entry
+from .lambda_curve_settings import LINEAR
 
-MCMC_ESTIMATOR = "nuts_tempered_loss"
-SGLD_ESTIMATOR = "sgld_tempered_loss"
-GIBBS_ESTIMATOR = "gibbs_tempered_loss"
-ESTIMAND_READINGS = ("tempered_loss", GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR)   # the readings of t E_t[L]
 MIN_ACCEPT = 0.99            # SGLD's MALA acceptance below which its step's bias may not be small (a warning)
-LINEAR = ("reduced_rank", "deep_linear")   # the families the Gibbs sampler reads, and SMC's layer moves move
-T_MAX_BOUND = 1e25           # SMC's first step from the prior, about 1 / t_max, is bisected in [0, 1] to 2^-100 = 8e-31
 
-
-class Window(Section):
-    """A sampler's own fitted window, where it differs from the cases' (NUTS's chains from the prior do not settle
-    within their warm-up at t = 1e16; SGLD's single step per t mixes the less the larger t; the Gibbs sampler's
-    conditionals lose float64's resolution past t = 1e14).  ``sampler_max_t``: the largest t the sampler itself
-    accepts (None: any up to T_MAX_BOUND)."""
-
-    sampler_max_t: ClassVar[float | None] = None
-
-    t_max: float | None = Field(None, gt=1, le=T_MAX_BOUND, description="this sampler's largest t: each case's "
-                                "window is cut there, its lower end kept (default: the case's t_max)")
-    decades: float | None = Field(None, gt=0, le=24, description="this sampler's window in decades of t below its "
-                                  "t_max (default: down to the case's lower end)")
-
-    def window(self, curve) -> tuple[float, float]:
-        """(t_max, decades) for a case whose [curve] settings (with its overrides) are ``curve``: t_max the smaller of
-        this section's and the case's; decades this section's, else down to the case's window's lower end (<= 0 where
-        this t_max lies below it)."""
-        t_max = curve.t_max if self.t_max is None else min(self.t_max, curve.t_max)
-        if self.decades is not None:
-            return t_max, self.decades
-        return t_max, curve.decades - math.log10(curve.t_max / t_max)
-
-    def checked_window(self, section: str, curve, where: str, *, case_t_max: bool,
-                       fits_loss_min: bool) -> tuple[float, float]:
-        """:meth:`window`, with a ConfigError naming the key where it lies below the case's window, reaches t <= 1,
-        or passes the sampler's own bound ``sampler_max_t``, or where ``temperatures`` are too few for the
-        tempered_loss rule (``free_energy_curve.min_points``); ``case_t_max``: whether the case sets its own t_max;
-        ``fits_loss_min``: whether the case's reading fits L* (a data set's)."""
-        from ..posterior.free_energy_curve import min_points
-
-        least = min_points("tempered_loss", curve.max_multiplicity, fits_loss_min)
-        if self.temperatures < least:
-            raise ConfigError(f"{section}.temperatures: expected at least {least} for {where} (the tempered_loss rule "
-                              f"fits m up to curve.max_multiplicity = {curve.max_multiplicity} on each half of the "
-                              f"window{', with L* fitted' if fits_loss_min else ''}), got {self.temperatures}")
-        t_max, decades = self.window(curve)
-        if decades <= 0:
-            raise ConfigError(f"{section}.t_max: expected above the lower end t = "
-                              f"{curve.t_max * 10.0 ** -curve.decades:.3g} of {where}'s window, got {t_max:g}")
-        if t_max * 10.0 ** -decades <= 1.0:                 # only its own decades can reach below the case's window
-            raise ConfigError(f"{section}.decades: expected a window above t = 1, below log10(t_max) = "
-                              f"{math.log10(t_max):.3g} decades for {where}'s {section} reading, got {decades:g}")
-        if self.sampler_max_t is not None and t_max > self.sampler_max_t:
-            key = section if self.t_max is not None else where if case_t_max else "curve"
-            raise ConfigError(f"{key}.t_max: expected at most {self.sampler_max_t:g} for the Gibbs sampler's "
-                              f"reading of {where} (beyond it float64's rounding sets its conditionals; [gibbs] takes a "
-                              f"t_max of its own), got {t_max:g}")
-        return t_max, decades
-
-
-class MCMCSettings(Window):
-    """The MCMC estimand curve beside SMC's (``slt_relu.posterior.estimand_curve``): NUTS's t E_t[K] at
-    ``temperatures`` log-spaced t over the case's fitted window (or its own: ``t_max``, ``decades``), ``chains``
-    independent chains at each (the chains are the fit's runs), read by the ``tempered_loss`` rule: the estimator
-    ``nuts_tempered_loss``."""
-
-    temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
-    chains: int = Field(8, ge=2, le=256, description="independent NUTS chains per t (their spread: the errors)")
-    num_warmup: int = Field(500, ge=1, le=100_000, description="NUTS warm-up steps per chain")
-    num_samples: int = Field(1000, ge=1, le=100_000, description="NUTS draws kept per chain")
-
-
-class SGLDCurveSettings(Window):
-    """The SGLD estimand curve beside SMC's (``slt_relu.posterior.estimand_curve.sgld_tempered_loss_curve``):
-    full-batch SGLD's t E_t[K] at ``temperatures`` log-spaced t over the case's fitted window (or its own:
-    ``t_max``, ``decades``), ``chains`` chains at each from the true set's deepest point, each t's step the largest whose pilot chains' MALA acceptance is at
-    least ``accept_target``, read by the ``tempered_loss`` rule: the estimator ``sgld_tempered_loss``."""
-
-    temperatures: int = Field(8, ge=4, le=64, description="log-spaced t over the window, its ends included")
-    chains: int = Field(8, ge=2, le=256, description="independent SGLD chains per t (their spread: the errors)")
-    num_steps: int = Field(12_000, ge=2, le=1_000_000, description="SGLD steps per chain")
-    num_burnin: int = Field(2_000, ge=0, le=1_000_000, description="first steps dropped")
-    thin: int = Field(10, ge=1, le=10_000, description="keep every thin-th step after the burn-in")
-    accept_target: float = Field(0.999, gt=0, lt=1, description="the pilot chains' least mean MALA acceptance that "
-                                 "a step must reach (0.99 lets a Gaussian direction's variance grow by 5-7 %)")
-    pilot_steps: int = Field(2_000, ge=2, le=100_000, description="steps of each pilot chain (two per step on the "
-                             "ladder and t)")
-
-    @model_validator(mode="after")
-    def _burnin(self):
-        return burnin_below_steps(self)
-
-
-class GibbsSettings(Window):
-    """The Gibbs estimand curve of the reduced_rank and deep_linear cases (``slt_relu.posterior.linear_gibbs``):
-    t E_t[L] at ``temperatures`` log-spaced t over the case's fitted window (or its own: ``t_max``, ``decades``), ``chains`` chains each passing through
-    them in increasing order, read by the ``tempered_loss`` rule: the estimator ``gibbs_tempered_loss``."""
-
-    sampler_max_t: ClassVar[float | None] = GIBBS_MAX_T
-
-    temperatures: int = Field(10, ge=4, le=64, description="log-spaced t over the window, its ends included (a data "
-                              "case's rule takes 10 at least)")
-    chains: int = Field(8, ge=2, le=256, description="independent chains (their spread: the errors); a data case "
-                        "has one per data set, curve.runs, instead")
-    burn_in: int = Field(200, ge=0, le=100_000, description="sweeps at each t before the kept ones")
-    sweeps: int = Field(200, ge=1, le=100_000, description="kept sweeps at each t")
-
-
-def estimate_entry(fit) -> dict:
-    """An estimator's entry of a case's metrics from its :class:`LambdaFit`."""
-    return {"lambda": fit.lambda_, "lambda_se": fit.lambda_se, "lambda_se_runs": fit.lambda_se_runs, "m": fit.m,
-            "m_candidates": list(fit.m_candidates),
-            "lambda_by_m": {str(k): v for k, v in fit.lambda_by_m.items()},
-            "lambda_se_by_m": {str(k): v for k, v in fit.lambda_se_by_m.items()},
-            "chi2_by_m": {str(k): v for k, v in fit.chi2_by_m.items()},
-            "residual_p": fit.residual_p, "reason": fit.reason, "t_range": list(fit.t_range), "loss_min": fit.loss_min,
-            "run_loss_min": list(fit.run_loss_min)}
-
-
-def estimand_disagreement(name: str, estimators: dict) -> list[str]:
-    """Warnings where two samplers' readings of the same estimand t E_t[L] (SMC's tempered_loss, Gibbs's, NUTS's,
-    SGLD's: each pair that ran; their windows named where they differ) differ by more than 3 combined standard
-    errors at a common m,
-    or where both identify m and their m differ: then at least one sampler does not sample the tempered posterior
-    (an MCMC chain at large t keeps the branch of the singular set it reached during warm-up; SMC's particles cross
-    between branches while t is small)."""
-    present = [e for e in ESTIMAND_READINGS if e in estimators]
-    out = []
-    for j, first in enumerate(present):
-        for second in present[j + 1:]:
-            a, b = estimators[first], estimators[second]
-            label = lambda e: "SMC's tempered_loss" if e == "tempered_loss" else e
-            m = str(a["m"] if a["m"] is not None else b["m"] if b["m"] is not None else 1)
-            diff = b["lambda_by_m"][m] - a["lambda_by_m"][m]
-            se = float(np.hypot(a["lambda_se_by_m"][m], b["lambda_se_by_m"][m]))
-            ra, rb = a.get("t_range"), b.get("t_range")
-            windows = "" if ra is None or rb is None or np.allclose(ra, rb, rtol=1e-9) else \
-                " (over t = {:.3g} .. {:.3g} and {:.3g} .. {:.3g})".format(*rb, *ra)
-            if abs(diff) > 3 * se:
-                out.append(f"{name}: {label(second)} and {label(first)} differ by {diff:+.4g} at m = {m}{windows} "
-                           f"({abs(diff) / se:.1f} combined standard errors): one sampler misses part of the posterior"
-                           + (" or a window is not asymptotic" if windows else ""))
-            if a["m"] is not None and b["m"] is not None and a["m"] != b["m"]:
-                out.append(f"{name}: {label(second)} identifies m = {b['m']}, {label(first)} m = {a['m']}")
-    return out
-
-
-REMEDY = {"SMC": "a smaller t_max, or more smc.num_mcmc_steps", "Gibbs": "a smaller t_max",
-          "NUTS": "a smaller mcmc.t_max, or more mcmc.num_warmup", "SGLD": "a smaller sgld.t_max, or a higher "
-          "sgld.accept_target"}
-
-
-def left_the_posterior(name: str, curve, num_params: int, sampler: str = "SMC") -> list[str]:
-    """A warning where a run's t E_t[K] on a population loss (SMC's, or a Gibbs, NUTS or SGLD chain's) passes
-    D = num_params, or is not a number, at one of its t: every loss of D parameters has lambda <= D / 2 (the
-    regular case is the largest), so a run that reads twice that has draws that left the tempered posterior
-    (moves that diverged, or conditionals that lost float64's precision, at the largest t, where the posterior is
-    narrowest)."""
-    t = np.asarray(curve.t, float)
-    y = t * np.asarray(curve.mean_loss, float)
-    bad = np.isfinite(t) & ~(y <= num_params)                          # above D, or not a number at a stage
-    if not bad.any():
-        return []
-    r, k = np.unravel_index(np.argmax(np.where(bad, np.nan_to_num(y, nan=np.inf), -np.inf)), y.shape)
-    return [f"{name}: a run of {sampler} reaches t E_t[K] = {y[r, k]:.3g} at t = {curve.t[r, k]:.3g}, above the "
-            f"{num_params} that no loss of {num_params} parameters reaches (lambda <= D / 2): its draws left the "
-            f"posterior there, and its reading of this case is not to be trusted ({REMEDY[sampler]})"]
 
 
 def nuts_reading(key, c, mc):
@@ -297,23 +128,3 @@ def exact_free_energy(c, run_data=None):
     if s.family == "reduced_rank" and s.hidden == 1 and s.true_rank == 0:
         return functools.partial(reduced_rank_one_free_energy, s.input_dim, s.output_dim, prior_std=std)
     return None
-
-
-def exact_free_energy_check(name: str, exact, curve, t_range, warnings: list) -> dict:
-    """A case's SMC free energy against its exact one over the fitted window (``exact``: one function of t or each
-    run's, ``exact_free_energy.check_free_energy``; an evidence independent of SMC's): the largest |z| of the runs' mean
-    residual over the window's grid against the Student-t bound at alpha = 0.01 (Bonferroni over the grid), the
-    largest |mean residual| in nats; a warning where |z| passes the bound (SMC's curve departs from the exact one)."""
-    from scipy.stats import t as student
-
-    from ..posterior.exact_free_energy import check_free_energy
-
-    chk = check_free_energy(curve, exact, *t_range)
-    bound = float(student.ppf(1 - 0.01 / (2 * len(chk.t)), len(curve.t) - 1))
-    out = {"max_abs_z": float(np.max(np.abs(chk.z))), "bound": bound,
-           "max_abs_residual": float(np.max(np.abs(chk.mean)))}
-    if out["max_abs_z"] > bound:
-        warnings.append(f"{name}: SMC's free energy departs from the exact one by "
-                        f"{out['max_abs_residual']:.3g} nats (|z| {out['max_abs_z']:.1f} > {bound:.1f}) over "
-                        f"t = {t_range[0]:.3g} .. {t_range[1]:.3g}")
-    return out

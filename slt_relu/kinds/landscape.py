@@ -19,8 +19,9 @@ from ..network import coordinate_index, coordinate_names, from_flat, num_params,
 from ..plots import landscape_figure
 from ..settings import SCALE_BOUND, ConfigError, Section
 from ..truths import Example
-from .common import TruthExperiment, resolve_setup
-from .kind import Kind, Output, first_line, register_kind
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need, quadrature_points, truth_size, width_keys
+from ..workflow.schemas import TruthExperiment, resolve_setup
 
 
 class LandscapeSettings(Section):
@@ -271,6 +272,21 @@ def _fisher_along(r: Resolved, curve, ds, progress):
     return ds
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    t = s.landscape
+    width, n_in = truth_size(s)
+    out = [Need("landscape.resolution" + width_keys(s), "the grid of parameters", t.resolution ** 2 * num_params(width, n_in))]
+    if t.loss == "empirical":
+        out += [Need("landscape.n", f"the data set of {t.n:.3g} points", t.n * (n_in + 1)),
+                Need("landscape.n", "one batch of forward passes over the data", min(256, t.resolution ** 2) * t.n
+                     * width)]
+    if quadrature_points(s):
+        out.append(Need("inputs.cells, inputs.order", "one batch of forward passes over the quadrature points",
+                        min(256, t.resolution ** 2) * quadrature_points(s) * width))
+    return out
+
+
 def headline(metrics: dict) -> list[str]:
     """K or L_n on the grid and on W0, the valley's mass ratio, the Fisher rank along W0."""
     lines = [f"{metrics['loss']} loss of {metrics['truth']} over ({', '.join(metrics['axes'])}): min "
@@ -288,4 +304,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("landscape", Settings, resolve, run, headline,
-                          description=first_line(__doc__)))
+                          description=first_line(__doc__), memory=memory))

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..known_lambda.losses import MonomialLoss
 from ..sampling import NUTSSettings
 
 
@@ -23,20 +24,6 @@ class Case(NamedTuple):
     true_lambda: float | str
     example: object = None
     width: int | None = None
-
-
-class MonomialLoss(NamedTuple):
-    """L(w; (x, y)) = mean (y - prod_i w_i^k_i x)^2 + log(pi) / 2: the monomial case's L_n at sigma^2 = 1/2
-    (``loss.gaussian_nll`` with sigma = sqrt(1/2) in closed form: through sqrt, 2 sigma^2 rounds to 1 + 2e-16,
-    which moves the SGLD chains' last bits and the committed results with them)."""
-
-    exponents: tuple
-
-    def __call__(self, w, d):
-        import jax.numpy as jnp
-
-        k = jnp.asarray(self.exponents, w.dtype)
-        return jnp.mean((d[1] - jnp.prod(w ** k) * d[0]) ** 2) + 0.5 * jnp.log(jnp.pi)
 
 
 def targets(c: Case, n: int, key):

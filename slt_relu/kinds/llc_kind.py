@@ -30,9 +30,10 @@ from .. import truths
 from ..posterior.llc import LLCSGLDSettings
 from ..sampling import NUTSSettings
 from ..settings import SCALE_BOUND, ConfigError, Section, parse
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need, params
+from ..workflow.schemas import TRUTH_SCHEMAS, Experiment
 from ..workflow.sweep import Point, fingerprint, run_points
-from .common import TRUTH_SCHEMAS, Experiment
-from .kind import Kind, Output, first_line, register_kind
 from .llc_cases import Case, calibration_result, case_result
 
 Method = Literal["sgld", "beta_sweep", "wbic"]
@@ -281,6 +282,23 @@ def _draws(save: bool | None, draws: list) -> tuple[dict, dict]:
     return {"saved": True, "files": [f"draws/{name}.nc" for name in trees], "megabytes": round(mb, 1)}, trees
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    llc = s.llc
+    width = max([getattr(c, "width", None) or 1 for c in s.cases])
+    D = params(width, 1)
+    sg, bs = llc.sgld, llc.beta_sweep
+    kept = max(sg.num_steps - sg.num_burnin, 1) // sg.thin
+    betas = len(getattr(bs, "factors", ()) or (1,))
+    return [Need("llc.n", "the data set", llc.n * 3),
+            Need("llc.sgld.num_chains, llc.sgld.num_steps, llc.sgld.thin", "the kept SGLD draws",
+                 sg.num_chains * kept * D),
+            Need("llc.n, llc.sgld.num_chains", "one forward pass of every chain over the data",
+                 sg.num_chains * llc.n * width),
+            Need("llc.beta_sweep.chains_per_beta, llc.beta_sweep.num_samples", "the kept draws of the beta sweep",
+                 betas * bs.chains_per_beta * bs.num_samples * D)]
+
+
 def headline(metrics: dict) -> list[str]:
     """lambda_hat of every case and method, with its standard error and the known value."""
     lines = []
@@ -297,4 +315,4 @@ def headline(metrics: dict) -> list[str]:
 
 # cases are points: the processes of a multi-process run share them
 KIND = register_kind(Kind("learning_coefficient", Settings, resolve, run, headline,
-                          description=first_line(__doc__), sweeps=True))
+                          description=first_line(__doc__), sweeps=True, memory=memory))

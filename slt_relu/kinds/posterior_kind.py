@@ -1,15 +1,15 @@
 """Experiment kind ``posterior``: tempered posteriors, phase masses and sweeps (DSLT3, DSLT4).
 
-Glue: the schema below, then per sweep point (``slt_relu.workflow.sweep``: checkpointed, resumable, points
-that share a compiled program run together) data sets drawn with the point's own key and the
-posterior sampled by the sampler of ``[sampler]`` (``slt_relu.posterior.sample_posterior``);
-the analysis (masses, trial filter, diagnostics, crossovers; ``slt_relu.posterior.masses``,
-``slt_relu.posterior.evidence``) is ``posterior_report``, the figures ``posterior_figures``; SMC's stopping rule
-(more runs until they agree, ``[convergence]``) is ``posterior_convergence``.
+Glue: the schema (``posterior_settings``), then per sweep point (``slt_relu.workflow.sweep``: checkpointed,
+resumable, points that share a compiled program run together) data sets drawn with the point's own key and the
+posterior sampled by the sampler of ``[sampler]`` (``slt_relu.posterior.sample_posterior``), with SMC's stopping
+rule (more runs until they agree, ``[convergence]``: ``slt_relu.posterior.stopping``); the analysis (masses, trial
+filter, diagnostics, crossovers; ``slt_relu.posterior.masses``, ``slt_relu.posterior.evidence``) is
+``posterior_report``, the figures ``posterior_figures``.
 
 Data for every trial is drawn with its own key (fold_in(seed, data index) split per trial;
 points that differ only in beta, prior, model or sampler share their data sets, see
-:func:`data_indices`); each chain has its own key too (fold_in(seed, point)), so a point's numbers
+``slt_relu.workflow.sweep.data_indices``); each chain has its own key too (fold_in(seed, point)), so a point's numbers
 do not depend on which points share its program.
 
 Outputs: results.nc (the sweep as one labelled Dataset: sweep axes, data set, run and phase as
@@ -24,115 +24,29 @@ traces.png, phase_diagram.png (two sweep axes), and draws/[compare-]point-NNNNN.
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated, Literal, NamedTuple, Union
+from typing import NamedTuple
 
 import numpy as np
-from pydantic import Field, model_validator
 
 from ..network import Restriction, make_params
-from ..posterior import PRIOR_KINDS, Prior, resolve_beta
-from ..sampling import HMCSettings, NUTSSettings, SMCSettings
-from ..settings import SCALE_BOUND, ConfigError, Section, parse
-from ..workflow.sweep import Point, expand, fingerprint, flatten_sweep, run_points
-from .common import TruthExperiment, resolve_setup
-from .kind import Kind, first_line, register_kind
-from .posterior_convergence import ConvergenceSettings, check_convergence, until_runs_agree
-from .posterior_report import analyze, headline
+from ..posterior import Prior, resolve_beta
+from ..posterior.stopping import StoppingRule, until_runs_agree
+from ..sampling import SMCSettings
+from ..settings import ConfigError, parse
+from ..workflow.kind import Kind, first_line, register_kind
+from ..workflow.memory import Need, params, truth_size
+from ..workflow.schemas import resolve_setup
+from ..workflow.sweep import Point, data_indices, expand, fingerprint, flatten_sweep, run_points
+from .posterior_report import analyze, draws_params, headline, point_rule
+from .posterior_settings import ModelSettings, PhasesSettings, PriorSettings, Settings, check_convergence
 
 SWEEP_TABLES = ("truth", "inputs", "model", "prior", "posterior", "sampler")
 OBSERVED_SMALL = 20_000     # values of a point's x and y at most to be kept with its draws (observed_data)
-RULES = ("radius", "sector", "none")
 # a point's checkpoint (slt_relu.workflow.sweep): the dimensions of its arrays; chain: a chain or SMC run, draw: a
 # kept draw or particle, trial: a data set (the analysis's "dataset" is each chain's data set index)
 POINT_DIMS = {"flat": ("chain", "draw", "parameter"), "loss": ("chain", "draw"), "dataset": ("chain",),
               "potential_energy": ("chain", "draw"), "grad_evals": ("chain",), "log_evidence": ("chain",),
               "truth_loss": ("trial",), "x": ("trial", "sample", "input"), "y": ("trial", "sample")}
-
-
-class ModelSettings(Section):
-    width: int | None = Field(None, ge=1, le=64, description="model width (default: the example's model)")
-    free: tuple[str, ...] | None = Field(None, description="free coordinate names (default: all, or the example's "
-                                         "restricted model, e.g. Example 3.4's w1, w2)")
-
-
-class PriorGroup(Section):
-    dist: Literal[PRIOR_KINDS] | None = Field(None, description="this group's prior (default: [prior] dist)")
-    scale: float | None = Field(None, gt=0, le=SCALE_BOUND, description="this group's scale (default: [prior] scale)")
-
-
-class PriorSettings(Section):
-    dist: Literal[PRIOR_KINDS] = Field("normal", description="N(0, scale^2) or U[-scale, scale] per coordinate")
-    scale: float = Field(1.0, gt=0, le=SCALE_BOUND, description="the prior's scale")
-    w: PriorGroup = PriorGroup()
-    b: PriorGroup = PriorGroup()
-    q: PriorGroup = PriorGroup()
-    c: PriorGroup = PriorGroup()
-
-
-class PosteriorSettings(Section):
-    n: int = Field(10000, ge=2, le=10_000_000, description="data set size")
-    beta: Annotated[float, Field(gt=0)] | Literal["wbic"] = Field("wbic", description="inverse temperature; "
-                                                                  "\"wbic\" = 1/log n")
-    datasets: int = Field(4, ge=1, le=100_000, description="trials per sweep point, each its own data set")
-    chains_per_dataset: int = Field(1, ge=1, le=1000, description="chains (MCMC) or independent runs (SMC: at "
-                                    "least 2 for the masses' Monte Carlo errors) per data set")
-    init_radius: float = Field(2.0, gt=0, le=SCALE_BOUND, description="chains start uniformly in [-r, r] (unconstrained)")
-    trial_filter: bool = Field(False, description="DSLT4's filter dropping trials whose mean L_n has "
-                               "|z| > trial_filter_z")
-    trial_filter_z: float = Field(1.5, ge=0, description="the filter's threshold")
-    points_per_program: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
-        "auto", description="sweep points per compiled program (each checkpointed when its program ends); "
-        "\"auto\": points making twice the sampler's slots in chains (CPU), 512 chains (accelerators)")
-
-
-class PhasesSettings(Section):
-    rule: Literal[RULES] = Field("radius", description="DSLT4's rule on |q_i| w_i (radius: degenerate / "
-                                 "non-degenerate; sector: true / reversed orientation)")
-    eps: float = Field(0.3, ge=0, le=SCALE_BOUND, description="radius rule: tolerance around the radii")
-    non_degenerate: float = Field(1.0, le=SCALE_BOUND, description="radius rule: every node's radius")
-    degenerate: float = Field(2.0, le=SCALE_BOUND, description="radius rule: the one live node's radius")
-    classify: bool = Field(True, description="classify_phase labels (a phase of W0 or \"not in W0\", at the "
-                           "resolution of the point's n, sigma, beta) on every classify_every-th draw")
-    classify_every: int = Field(10, ge=1, description="thinning of the classified draws")
-    crossover: tuple[str, str] | None = Field(None, description="two phases of the rule whose crossing is reported")
-    crossover_axis: str | None = Field(None, description="the sweep key the crossover runs along (default: the last)")
-
-
-class PlotsSettings(Section):
-    trace_points: int = Field(3, ge=0, le=50, description="sweep points with trace plots")
-    weight_panels: int = Field(24, ge=1, le=200, description="panels of effective weights")
-
-
-SamplerSettings = Annotated[Union[NUTSSettings, HMCSettings, SMCSettings], Field(discriminator="name",
-                                                         description="the sampler and its settings")]
-
-
-class Settings(TruthExperiment):
-    kind: Literal["posterior"]
-    model: ModelSettings = ModelSettings()
-    prior: PriorSettings = PriorSettings()
-    posterior: PosteriorSettings = PosteriorSettings()
-    sampler: SamplerSettings = NUTSSettings()
-    compare: SamplerSettings | None = Field(None, description="a second sampler run on the same data sets at "
-                                            "every point (e.g. NUTS beside SMC); its masses go in metrics "
-                                            "under compare")
-    phases: PhasesSettings = PhasesSettings()
-    convergence: ConvergenceSettings = Field(ConvergenceSettings(), description="SMC: when a point's runs agree")
-    plots: PlotsSettings = PlotsSettings()
-    sweep: dict = Field({}, description="dotted keys of [truth], [inputs], [model], [prior], [posterior], "
-                        "[sampler] or sigma with lists of values: the grid of all combinations")
-    save_draws: bool | None = Field(None, description="write each point's draws as ArviZ netCDF (draws/point-NNNNN.nc; "
-                                    "default: when they take at most 50 MB)")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _default_sampler(cls, data):
-        """[sampler] and [compare] without a name are NUTS."""
-        if isinstance(data, dict):
-            for table in ("sampler", "compare"):
-                if isinstance(data.get(table), dict) and "name" not in data[table]:
-                    data = {**data, table: {"name": "nuts", **data[table]}}
-        return data
 
 
 class PointSpec(NamedTuple):
@@ -154,26 +68,12 @@ class PointSpec(NamedTuple):
     trial_filter_z: float
     data_index: int = 0
     phases: PhasesSettings | None = None
-    convergence: ConvergenceSettings | None = None
+    convergence: StoppingRule | None = None
 
 
+# the sweep keys that change a point's data sets: points that differ only in beta, the prior, the model or the
+# sampler see the same data sets, so their differences are the posterior's, not the data's
 DATA_KEYS = ("truth.", "inputs.", "sigma", "posterior.n", "posterior.datasets")
-
-
-def data_indices(sweep: dict) -> list[int]:
-    """Each point's data index: its position in the grid of the sweep keys that change the data
-    (the truth, the inputs, sigma, n, the number of data sets).  Points that differ only in beta,
-    the prior, the model or the sampler see the same data sets, so their differences are the
-    posterior's, not the data's (a sweep over such keys only: all points share data)."""
-    keys = list(sweep)
-    shape = tuple(len(v) for v in sweep.values())
-    data_axes = [i for i, k in enumerate(keys) if any(k == d or k.startswith(d) for d in DATA_KEYS)]
-    out = []
-    for flat in range(int(np.prod(shape)) if shape else 1):
-        idx = np.unravel_index(flat, shape) if shape else ()
-        out.append(int(np.ravel_multi_index(tuple(idx[i] for i in data_axes), tuple(shape[i] for i in data_axes)))
-                   if data_axes else 0)
-    return out
 
 
 class Resolved(NamedTuple):
@@ -234,7 +134,7 @@ def resolve(s: Settings, raw: dict) -> Resolved:
 
     sweep = flatten_sweep(raw.get("sweep", {}))
     points = expand(raw, sweep, lambda d: point_spec(parse(Settings, d)), tables=SWEEP_TABLES, scalars=("sigma",))
-    points = [pt._replace(settings=pt.settings._replace(data_index=di)) for pt, di in zip(points, data_indices(sweep))]
+    points = [pt._replace(settings=pt.settings._replace(data_index=di)) for pt, di in zip(points, data_indices(sweep, DATA_KEYS))]
     ph = s.phases
     names = {"radius": RADIUS_PHASES, "sector": SECTOR_PHASES, "none": ()}[ph.rule]
     axis = ph.crossover_axis or (list(sweep)[-1] if sweep else None)
@@ -296,7 +196,7 @@ def _ident(point: Point, seed: int) -> str:
         repr(p.model), p.prior, p.n, p.n_beta, p.datasets, p.chains_per_dataset, p.init_radius,
         p.sampler.model_dump(), p.data_index, seed, bool(jax.config.read("jax_enable_x64")), jax.__version__,
         # with [convergence] the phase rule decides how many runs are sampled
-        (p.convergence.model_dump(), p.phases.model_dump()) if p.convergence else None)
+        (p.convergence._asdict(), p.phases.model_dump()) if p.convergence else None)
 
 
 def _cost(point: Point) -> float:
@@ -311,7 +211,7 @@ def _cost(point: Point) -> float:
 
 def point_keys(key, index: int, data_index: int, datasets: int, chains: int, round_: int = 0):
     """(data set keys (K,), chain keys (K * chains_per_dataset,)) of sweep point ``index`` whose data
-    index (:func:`data_indices`) is ``data_index``; ``round_`` > 0: the runs the stopping rule adds in
+    index (``slt_relu.workflow.sweep.data_indices``) is ``data_index``; ``round_`` > 0: the runs the stopping rule adds in
     that round (new chain keys, the same data sets)."""
     import jax
 
@@ -324,13 +224,30 @@ def point_keys(key, index: int, data_index: int, datasets: int, chains: int, rou
 
 def _run_program(points: list, key) -> list[dict]:
     """Sample every point of one program together (a dict of arrays per point); with [convergence]
-    targets, until each point's independent runs agree (``posterior_convergence``)."""
-    conv = points[0].settings.convergence
-    sample = lambda pts, round_: _sample_program(pts, key, round_)
-    return sample(points, 0) if conv is None else until_runs_agree(points, sample, conv)
+    targets, until each point's independent runs agree (``slt_relu.posterior.stopping``)."""
+    rule = points[0].settings.convergence
+    if rule is None:
+        return sample_program(points, key, 0)
+    return until_runs_agree(points, partial(_grown, key=key), rule, labels=_labels)
 
 
-def _sample_program(points: list, key, round_: int) -> list[dict]:
+def _grown(points: list, round_: int, size, key) -> list[dict]:
+    """The stopping rule's sampler: round 0 the points as they are, later rounds size = (runs per data set,
+    particles) new runs of each point."""
+    if size is not None:
+        runs, particles = size
+        points = [pt._replace(settings=pt.settings._replace(
+            chains_per_dataset=runs, sampler=pt.settings.sampler.model_copy(update={"num_particles": particles})))
+            for pt in points]
+    return sample_program(points, key, round_)
+
+
+def _labels(point: Point, res: dict):
+    """The phase rule's codes and names of a point's particles (the stopping rule's masses)."""
+    return point_rule(point.settings, draws_params(point.settings, res["flat"]))
+
+
+def sample_program(points: list, key, round_: int) -> list[dict]:
     """Sample every point of one program together; a dict of arrays per point."""
     import jax
     import jax.numpy as jnp
@@ -398,6 +315,32 @@ def run(r: Resolved, key, ctx):
     return output
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    p, sampler = s.posterior, s.sampler
+    width = s.model.width or truth_size(s)[0]
+    n_in = truth_size(s)[1]
+    D = params(width, n_in)
+    runs = p.datasets * p.chains_per_dataset
+    out = [Need("posterior.n, posterior.datasets", "the data sets of one sweep point", p.datasets * p.n * (n_in + 1))]
+    if isinstance(sampler, SMCSettings):
+        particles = sampler.num_particles
+        if s.convergence.active:                          # the stopping rule may add runs and grow their particles
+            runs = p.datasets * max(p.chains_per_dataset, s.convergence.max_chains_per_dataset)
+            particles = max(particles, s.convergence.max_particles or 0)
+        out += [Need("sampler.num_particles, posterior.datasets, posterior.chains_per_dataset, "
+                     "convergence.max_chains_per_dataset, convergence.max_particles", "the particles of one sweep point",
+                     runs * particles * D),
+                Need("posterior.n, sampler.particle_batch", "one batch of forward passes over the data",
+                     runs * min(sampler.particle_batch, particles) * p.n * width)]
+    else:
+        out += [Need("sampler.num_samples, posterior.datasets, posterior.chains_per_dataset",
+                     "the kept draws of one sweep point", runs * sampler.num_samples * D),
+                Need("posterior.n, posterior.datasets, posterior.chains_per_dataset",
+                     "one forward pass of every chain over its data", runs * p.n * width)]
+    return out
+
+
 # a sweep: the processes of a multi-process run share its points
 KIND = register_kind(Kind("posterior", Settings, resolve, run, headline,
-                          description=first_line(__doc__), sweeps=True))
+                          description=first_line(__doc__), sweeps=True, memory=memory))

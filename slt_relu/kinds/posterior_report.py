@@ -11,15 +11,18 @@ from functools import partial
 
 import numpy as np
 
+from ..phases import rule_labels
+from ..posterior.stopping import MAX_ROUNDS, MIN_EFFECTIVE_RUNS
 from ..sampling import NUTSSettings, SMCSettings
-from .kind import Output
-from .posterior_convergence import MAX_ROUNDS, MIN_EFFECTIVE_RUNS
+from ..workflow.kind import Output
 from .posterior_figures import posterior_figures
 
 SAVE_DRAWS_MB = 50          # save_draws = None (the default): the draws are saved when they take at most this
 
 
-def _params(p, flat):
+def draws_params(p, flat):
+    """A point's draws or particles, flat (C, S, D), as TwoLayer parameters with leading axes (C, S) (NumPy); p: the
+    point's settings (``posterior_kind.PointSpec``)."""
     import jax
 
     from ..network import from_flat
@@ -28,14 +31,11 @@ def _params(p, flat):
     return jax.tree.map(np.asarray, jax.vmap(jax.vmap(lambda f: from_flat(f, w, n_in)))(jax.numpy.asarray(flat)))
 
 
-def _rule_labels(ph, p, params):
-    from ..phases import RADIUS_PHASES, SECTOR_PHASES, radius_rule, sector_phase
-
-    if ph.rule == "radius":
-        return radius_rule(params, ph.eps, ph.non_degenerate, ph.degenerate), RADIUS_PHASES
-    if ph.rule == "sector":
-        return sector_phase(params, p.example.truth), SECTOR_PHASES
-    return None
+def point_rule(p, params):
+    """(codes, names) of the point's phase rule ([phases]) on its draws as parameters, or None for rule "none"."""
+    ph = p.phases
+    return rule_labels(ph.rule, params, p.example.truth, eps=ph.eps, non_degenerate=ph.non_degenerate,
+                       degenerate=ph.degenerate)
 
 
 def _classify_labels(ph, p, params):
@@ -66,9 +66,9 @@ def _rows(r, points, results) -> tuple[list, list, list]:
     for pt in points:
         p, res = pt.settings, results[pt.index]
         smc = isinstance(p.sampler, SMCSettings)
-        params = _params(p, res["flat"])
+        params = draws_params(p, res["flat"])
         params_per_point.append(params)
-        rule = _rule_labels(ph, p, params)
+        rule = point_rule(p, params)
         classified, names = _classify_labels(ph, p, params) if ph.classify else (None, {})
         row = {"index": pt.index, "values": pt.values, "n": p.n, "beta": p.beta, "n_beta": p.n_beta}
         row.update(analysis.point_summary(res["loss"], res["dataset"], res["truth_loss"], filter_z=p.trial_filter_z,

@@ -18,8 +18,9 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..settings import SCALE_BOUND, Section
-from .common import Experiment
-from .kind import Kind, Output, first_line, register_kind
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need
+from ..workflow.schemas import Experiment
 
 XOR_WEIGHTS = ([[1.0, 1.0], [1.0, 1.0]], [1.0, 0.0], [[1.0, -2.0]], [-1.0])
 Positive = Annotated[int, Field(ge=1)]
@@ -266,6 +267,16 @@ def _dataset(metrics: dict, s: RegionsSettings, corners, duals: dict):
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    r = s.regions
+    widest = max([r.xor_wide.width, *r.annulus.widths, *r.lines.widths])
+    return [Need("regions.resolution", "the activation patterns of the picture's grid",
+                 r.resolution ** 2 * widest * max(len(r.annulus.widths), r.lines.hidden_layers)),
+            Need("regions.lines.n_in, regions.lines.widths", "one network's weights",
+                 max(r.lines.widths) ** 2 * r.lines.hidden_layers + max(r.lines.widths) * r.lines.n_in)]
+
+
 def headline(metrics: dict) -> list[str]:
     """The XOR network's regions, the trained circle-vs-annulus network's, regions along random lines."""
     lines = []
@@ -286,4 +297,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("regions", Settings, resolve, run, headline,
-                          description=first_line(__doc__)))
+                          description=first_line(__doc__), memory=memory))

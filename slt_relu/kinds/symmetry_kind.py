@@ -26,8 +26,8 @@ from ..plots import effective_weights_figure, phase_gallery_figure
 from ..settings import ConfigError, Section
 from ..symmetry import permute, rescale
 from ..truths import Example
-from .common import TruthExperiment, resolve_setup
-from .kind import Kind, Output, first_line, register_kind
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.schemas import TruthExperiment, resolve_setup
 
 
 class SymmetrySettings(Section):

@@ -11,13 +11,13 @@ and the local learning coefficient (``slt_relu.tms.training_llc.llc_along_traini
 
 n beta = n / log n, by SGLD ([llc]).  At the final checkpoint also the estimator's expectation were L_n its
 quadratic expansion there (``quadratic_llc_at_checkpoint``: the bias from gamma and eps, beside the
-first-principles lambda of the k-gon, ``slt_relu.tms.kgon``).
+first-principles lambda of the k-gon, ``slt_relu.tms.critical_points``).
 
 Metrics per n: the runs' final phases (counts and fractions), the sequences of phases the runs pass through (the
 k-gons only, "none" left out), the final losses, the final LLC per phase with its se, and whether training passes
 through the phases the Bayesian posterior prefers at smaller n: the phase of least asymptotic free energy
 F_a(n) = n L_a + lambda_a log n (beta = 1) over the k-gon minima with a first-principles lambda (exact losses,
-``slt_relu.tms.kgon_table``) along n, against the phases each run visits.
+``slt_relu.tms.crossover.bayes_sequence``) along n, against the phases each run visits.
 
 Outputs: metrics.json, results.nc (dims n, run, checkpoint, hidden, feature, sample, variant), training.png.
 
@@ -36,8 +36,9 @@ from pydantic import Field
 
 from ..posterior.llc import LLCSGLDSettings
 from ..settings import ConfigError, Section
-from .common import Experiment, require_float64, require_increasing
-from .kind import Kind, Output, first_line, register_kind
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need
+from ..workflow.schemas import Experiment, require_float64, require_increasing
 
 MAX_C = 10                   # as the tms kind: the phases' variants grow like 2^(c - k)
 TOP_SEQUENCES = 6            # the most common phase sequences listed per n
@@ -104,36 +105,6 @@ def resolve(s: Settings, raw=None) -> Resolved:
 
 
 # ----------------------------------------------------------------------------------------------
-# the Bayesian side: the phase of least asymptotic free energy along n
-
-
-def kgon_minima(c: int) -> dict:
-    """{phase name: (exact loss L, first-principles lambda)} of the k-gon minima of c features with a lambda
-    (``slt_relu.tms.kgon_table``)."""
-    from ..tms import kgon_table
-    from ..tms.phases import label_name
-
-    return {label_name(r.k, r.n_positive, c): (float(r.loss), float(r.lambda_)) for r in kgon_table([c])
-            if r.kind == "minimum" and r.lambda_ is not None}
-
-
-def bayes_preferred(minima: dict, n: float) -> str:
-    """The phase of least F_a(n) = n L_a + lambda_a log n among ``minima`` {name: (L, lambda)} (beta = 1)."""
-    return min(minima, key=lambda a: n * minima[a][0] + minima[a][1] * math.log(n))
-
-
-def bayes_sequence(minima: dict, n_max: float, points: int = 2000) -> list[dict]:
-    """The phases of least asymptotic free energy as n grows from 2 to n_max: [{"phase", "from_n"}] (from_n: the
-    first n of a log grid of ``points`` where it leads)."""
-    out = []
-    for n in np.geomspace(2, n_max, points):
-        p = bayes_preferred(minima, float(n))
-        if not out or out[-1]["phase"] != p:
-            out.append({"phase": p, "from_n": float(n)})
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
 # the run
 
 
@@ -143,6 +114,7 @@ def run(r: Resolved, key, ctx) -> Output:
 
     from ..sampling import check_keys
     from ..tms import training as T
+    from ..tms.crossover import kgon_minima
     from ..tms import training_llc as TL
 
     s, t, llc = r.settings, r.settings.training, r.settings.llc
@@ -163,7 +135,7 @@ def run(r: Resolved, key, ctx) -> Output:
     minima = kgon_minima(t.c)
     metrics = _metrics(ds, minima, llc.enabled)
     metrics["wall_s"] = {"training": train_s}
-    return Output(metrics, ds, {"training": _figure(ds, minima, llc.enabled)})
+    return Output(metrics, ds, {"training": figure(ds, minima, llc.enabled)})
 
 
 def llc_settings(table: LLCTable) -> LLCSGLDSettings:
@@ -177,6 +149,7 @@ def _summary(values) -> dict:
 
 
 def _metrics(ds, minima: dict, with_llc: bool) -> dict:
+    from ..tms.crossover import bayes_preferred, bayes_sequence
     from ..tms.training import phase_sequence
 
     ns = [int(n) for n in ds.n.values]
@@ -242,7 +215,9 @@ def _metrics(ds, minima: dict, with_llc: bool) -> dict:
             "by_n": by_n}
 
 
-def _figure(ds, minima: dict, with_llc: bool):
+def figure(ds, minima: dict, with_llc: bool):
+    """training.png: the population loss, the phase and the LLC along training per n, and snapshots of one run's
+    columns of W where its phase changes (``slt_relu.plots.tms_training``)."""
     from ..plots.tms_training import tms_training_figure
     from ..tms.training import phase_sequence
 
@@ -271,6 +246,23 @@ def _figure(ds, minima: dict, with_llc: bool):
               f"{t['init_std']:g}^2)), the phase and the LLC (SGLD, n beta = n / log n) at each checkpoint")
 
 
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    t, q, D = s.training, s.llc, 3 * s.training.c
+    K = min(t.checkpoints, t.steps + 1)
+    data = 4 * t.c * max(t.ns)                                  # one data set's sorted magnitudes and prefix sums
+    kept = len(range(q.num_burnin, q.num_steps, q.thin)) * D
+    needs = [Need("training.ns, training.c", "the nested data sets, sorted", len(t.ns) * data),
+             Need("training.ns, training.runs, training.checkpoints", f"the parameters at every checkpoint ({D} "
+                  "parameters)", len(t.ns) * t.runs * K * D)]
+    if q.enabled:
+        needs += [Need("llc.num_chains, training.ns", "one checkpoint's SGLD chains' copies of the data",
+                       q.num_chains * data),
+                  Need("llc.num_chains, llc.num_steps, llc.num_burnin, llc.thin", "one checkpoint's kept SGLD draws",
+                       q.num_chains * kept)]
+    return needs
+
+
 def headline(metrics: dict) -> list[str]:
     """Per n: the final phases' fractions, the most common sequence, the final LLC per phase against lambda."""
     out = []
@@ -293,4 +285,5 @@ def headline(metrics: dict) -> list[str]:
     return out
 
 
-KIND = register_kind(Kind("tms_training", Settings, resolve, run, headline, description=first_line(__doc__)))
+KIND = register_kind(Kind("tms_training", Settings, resolve, run, headline, description=first_line(__doc__),
+                          memory=memory))

@@ -13,7 +13,7 @@ of b, beside the asymptotic formula
 
 from the exact losses and the first-principles lambdas (``slt_relu.tms.crossover.pair_formula``).  After the
 scan, ``transition.refine`` more n inside the bracket of the grouped crossover.  Three checks of the
-measurement (``slt_relu.kinds.tms_transition_checks``):
+measurement (``slt_relu.tms.transition_checks``):
 
 - ``[check]``: at the n nearest the crossover (without one: nearest the formula's n) the first ``check.datasets`` data sets again with ``check.factor``
   times the particles and the HMC moves per stage: the masses agree with the main run's within their combined
@@ -43,8 +43,9 @@ from pydantic import Field, ValidationError
 
 from ..sampling import SMCSettings
 from ..settings import ConfigError, Section
-from .common import Experiment, require_float64, require_increasing
-from .kind import Kind, Output, first_line, register_kind
+from ..workflow.kind import Kind, Output, first_line, register_kind
+from ..workflow.memory import Need
+from ..workflow.schemas import Experiment, require_float64, require_increasing
 
 MAX_C = 10                   # as the tms kind's table: the phases' variants grow like 2^(c - k)
 DEFAULT_NS = (50, 83, 139, 232, 387, 646, 1077, 1797, 2997, 5000)       # 10 log-spaced from 50 to 5,000
@@ -139,7 +140,7 @@ def run(r: Resolved, key, ctx) -> Output:
 
     from ..sampling import check_keys
     from ..tms import transition as T
-    from . import tms_transition_checks as C
+    from ..tms import transition_checks as C
 
     start = time.time()
     s, t, lab = r.settings, r.settings.transition, r.settings.labels
@@ -224,9 +225,10 @@ def _metrics(ds, pairs, check, sensitivity, fits) -> dict:
 
 
 def free_energy_panel(curves: dict, fits: dict) -> dict:
-    """The figure's free-energy panel from ``tms_transition_checks.local_free_energies`` and ``free_energy_fits``:
-    per fitted phase the mean and se over data sets of G_alpha at each n, lambda and the fitted C."""
-    from .tms_transition_checks import _se
+    """The figure's free-energy panel from ``slt_relu.tms.transition_checks.local_free_energies`` and
+    ``free_energy_fits``: per fitted phase the mean and se over data sets of G_alpha at each n, lambda and the
+    fitted C."""
+    from ..tms.transition_checks import standard_error
 
     out = {}
     for name, fit in fits.items():
@@ -234,7 +236,7 @@ def free_energy_panel(curves: dict, fits: dict) -> dict:
             continue
         G = curves[name]["G"]
         out[name] = {"n": curves[name]["n"], "G": np.nanmean(G, axis=1),
-                     "G_se": np.array([_se(row[np.isfinite(row)]) for row in G]), "lambda": fit["lambda"],
+                     "G_se": np.array([standard_error(row[np.isfinite(row)]) for row in G]), "lambda": fit["lambda"],
                      "C": fit["C"]}
     return out
 
@@ -251,6 +253,20 @@ def _figure(ds, comparison: str, curves: dict | None = None, fits: dict | None =
         title=f"TMS c = {int(ds.attrs['c'])}, beta = {float(ds.attrs['beta']):g}: the posterior mass of each k-gon "
               f"phase (tempered SMC, {ds.sizes['dataset']} data sets x {ds.sizes['run']} runs per n), where the "
               f"{a} takes the lead from the {b}, and each phase's local free energy against its asymptotic form")
+
+
+def memory(s) -> list[Need]:
+    """The arrays a run must hold (``slt_relu.workflow.memory``), from its settings."""
+    t, D = s.transition, 3 * s.transition.c
+    runs = t.datasets * t.runs
+    check = s.check.factor * s.smc.num_particles * min(s.check.datasets, t.datasets) * t.runs if s.check.enabled else 0
+    return [Need("transition.ns, transition.refine, transition.datasets, transition.runs, smc.num_particles",
+                 f"the kept particles of every n ({D} parameters; relabelled after the scan)",
+                 (len(t.ns) + t.refine) * runs * s.smc.num_particles * (D + 1)),
+            Need("transition.ns, transition.datasets, transition.runs", "the nested data sets, sorted per run",
+                 runs * max(t.ns) * t.c * 2),
+            Need("check.factor, check.datasets, smc.num_particles", "the check's particles and their moves",
+                 2 * check * D)]
 
 
 def headline(metrics: dict) -> list[str]:
@@ -279,4 +295,5 @@ def headline(metrics: dict) -> list[str]:
     return out
 
 
-KIND = register_kind(Kind("tms_transition", Settings, resolve, run, headline, description=first_line(__doc__)))
+KIND = register_kind(Kind("tms_transition", Settings, resolve, run, headline, description=first_line(__doc__),
+                          memory=memory))

@@ -37,6 +37,7 @@ References:
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -114,6 +115,16 @@ def check_params(params, name: str = "params") -> TMSParams:
     if np.ndim(W) != 2 or np.shape(b) != np.shape(W)[-1:]:
         raise ValueError(f"{name}: expected W of shape (r, c) and b of shape (c,), got {np.shape(W)} and {np.shape(b)}")
     return params
+
+
+def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
+    """float(value) if it is a finite real number > 0 (>= 0 with ``allow_zero``), not a bool; else a ValueError
+    naming it (the scalar settings of the TMS functions: beta, prior_std, learning_rate, ...)."""
+    ok = isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
+    if not ok or not math.isfinite(float(value)) or float(value) < 0 or (float(value) == 0 and not allow_zero):
+        raise ValueError(f"{name}: expected a {'non-negative' if allow_zero else 'positive'} finite number, "
+                         f"got {value!r}")
+    return float(value)
 
 
 def num_params(num_features: int, hidden: int = R_HIDDEN) -> int:

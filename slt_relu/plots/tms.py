@@ -161,7 +161,7 @@ def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float
         free_energy: a third panel, each phase's local free energy less its loss term against n:
             {phase: {"n": (B,), "G": (B,) G_alpha = F_alpha - n beta L_n(w_alpha) (mean over data sets), "G_se": (B,),
             "lambda", "C": the asymptotic form lambda log(n beta) + C drawn beside it (None: not drawn)}}
-            (``slt_relu.kinds.tms_transition_checks``).
+            (``slt_relu.tms.transition_checks``).
         beta: the inverse temperature (the asymptotic form's n beta).
         title: the figure's title.
 

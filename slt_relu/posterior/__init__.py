@@ -7,6 +7,7 @@
 - ``grid``: the exact posterior of one or two free parameters, by quadrature;
 - ``masses``: phase masses with their errors (data sets, runs pooled by their evidence), crossovers;
 - ``evidence``: log Z and free energies from SMC runs, learning coefficients from their slopes;
+- ``stopping``: SMC's stopping rule: more independent runs, or runs with more particles, until a point's runs agree;
 - ``nested``: nested sampling's log Z, a second estimator;
 - ``llc``: the local learning coefficient (SGLD), beta sweeps, WBIC;
 - ``free_energy_curve``: lambda and m from SMC's free-energy curve F(t) (three estimators);

@@ -119,13 +119,12 @@ def _run(key, target, start, t_chain, eps_chain, data, settings):
     import jax
     import jax.numpy as jnp
 
-    from ..sampling import sample
-    from .llc import _per_chain
+    from ..sampling import broadcast_chains, sample
 
     C = t_chain.shape[0]
     scale = jnp.sqrt(eps_chain)
     out = sample(jax.random.split(key, C), _Rescaled(target), start[None, :] / scale[:, None],
-                 _per_chain(C, data) + (t_chain, scale), settings.model_copy(update={"step_size": 1.0}))
+                 broadcast_chains(C, data) + (t_chain, scale), settings.model_copy(update={"step_size": 1.0}))
     return jnp.asarray(out.z) * scale[:, None, None], np.asarray(out.stats["accept_prob"], np.float64), out.grad_evals
 
 

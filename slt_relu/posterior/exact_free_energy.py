@@ -145,7 +145,7 @@ def gaussian_free_energy(hessian, t, gradient=None, prior_std: float = 1.0) -> n
 
     so that F(t) = t L* + (d / 2) log t + c + c3 / t + O(t^(-2)) with L* = -g^T H^(-1) g / 2 (a regular model:
     lambda = d / 2, m = 1).  g = 0 is the population loss of the regular case; g = E^T X / n with H = X^T X / n the
-    data set's loss L_n(w) - L_n(0) of the regression y = e (``lambda_losses.RegressionLoss``, family regular).
+    data set's loss L_n(w) - L_n(0) of the regression y = e (``known_lambda.losses.RegressionLoss``, family regular).
 
     Args:
         hessian: H (d, d), symmetric positive definite.

@@ -2,7 +2,7 @@
 
 A deep linear network y = W_L ... W_1 x (widths H_0, ..., H_L; reduced-rank regression is L = 2) under
 the prior N(0, sigma^2 I) on every weight, with the loss of a data set's sufficient statistics
-(``slt_relu.kinds.lambda_losses.RegressionLoss``: S = X^T X / n, G = E^T X / n, the truth P0),
+(``slt_relu.known_lambda.losses.RegressionLoss``: S = X^T X / n, G = E^T X / n, the truth P0),
 
     L(W) = tr(D S D^T) / 2 - tr(D G^T),    D = W_L ... W_1 - P0
 
@@ -115,7 +115,7 @@ def linear_gibbs_curve(key, widths, t_max: float, *, decades: float = 3.0, tempe
         prior_std: sigma > 0.
         target: P0 (H_L, H_0) for the population loss K = |W_L ... W_1 - P0|_F^2 / 2 (default zero), or
         run_data: (S (R, H_0, H_0), G (R, H_L, H_0), P0 (R, H_L, H_0)), chain r's data set's statistics
-            (``slt_relu.kinds.lambda_losses.regression_statistics``); not with ``target``.
+            (``slt_relu.known_lambda.losses.regression_statistics``); not with ``target``.
 
     Returns:
         :class:`FreeEnergyCurve` with ``t`` (R, G), ``mean_loss`` (R, G) each chain's mean L over its kept

@@ -48,7 +48,7 @@ from .. import diagnostics as dg
 from ..network import check_count, check_finite, check_number, check_params
 from ..settings import SCALE_BOUND
 from ..pytree import unravel_fn
-from ..sampling import HMCSettings, NUTSSettings, SGLDSettings, check_keys, sample
+from ..sampling import HMCSettings, NUTSSettings, SGLDSettings, broadcast_chains, check_keys, sample
 from ..loss import TwoLayerLoss, two_layer_loss
 from .prior import Prior
 from .target import TemperedTarget, num_data
@@ -90,11 +90,6 @@ class LLCEstimate(NamedTuple):
     accept_prob: np.ndarray
     rhat: float
     warnings: list
-
-
-def _per_chain(C: int, *arrays):
-    """Each array (or data pytree) repeated for C chains (a leading chain axis)."""
-    return tuple(jax.tree.map(lambda a: jnp.broadcast_to(a, (C,) + jnp.shape(a)), a) for a in arrays)
 
 
 def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSGLDSettings = LLCSGLDSettings(), *,
@@ -141,7 +136,7 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSGLDSet
     dt = w_star.dtype
     C = s.num_chains
     target = TemperedTarget(loss_fn, unravel)
-    args = _per_chain(C, data, jnp.asarray(n_beta, dt), jnp.asarray(s.localization, dt), w_star)
+    args = broadcast_chains(C, data, jnp.asarray(n_beta, dt), jnp.asarray(s.localization, dt), w_star)
     draws = sample(jax.random.split(key, C), target, jnp.broadcast_to(w_star, (C,) + w_star.shape), args,
                    s.sampler(), devices=devices)
     losses = np.asarray(target.losses_at(draws.z, data))                  # L_n at each kept step
@@ -385,9 +380,9 @@ def tempered_sample(key, loss_fn: Callable, params_init, data, n_betas, *, chain
     else:
         z0 = jax.random.uniform(k_init, (C, flat0.size), flat0.dtype, -init_radius, init_radius)
     target = TemperedTarget(loss_fn, unravel, None if localization else Prior.normal(float(prior_std)))
-    args = _per_chain(C, data) + (jnp.repeat(n_betas, chains_per_beta),)
+    args = broadcast_chains(C, data) + (jnp.repeat(n_betas, chains_per_beta),)
     if localization:
-        args += (jnp.full(C, localization, flat0.dtype),) + _per_chain(C, flat0)
+        args += (jnp.full(C, localization, flat0.dtype),) + broadcast_chains(C, flat0)
     out = sample(jax.random.split(k_run, C), target, z0, args, settings, devices=devices)
     return np.asarray(target.losses_at(out.z, data)).reshape(B, chains_per_beta, -1), out
 

@@ -11,7 +11,7 @@ many chains vmapped in one compiled program and sharded over the devices.
 
 Importing the package registers every sampler.
 """
-from .base import Draws, MCMCSettings, StaticPartial, check_keys, register, sample
+from .base import Draws, MCMCSettings, StaticPartial, broadcast_chains, check_keys, register, sample
 from .hmc import HMCSettings
 from .involution import involution_step, metropolis_hastings
 from .nuts import NUTSSettings, tree_depth
@@ -20,5 +20,5 @@ from .sharding import chain_mesh, pad_chains, run_blocks, run_sharded
 from .smc import SMCSettings
 
 __all__ = ["Draws", "HMCSettings", "MCMCSettings", "NUTSSettings", "SGLDSettings", "SMCSettings", "StaticPartial",
-           "chain_mesh", "check_keys", "involution_step", "metropolis_hastings", "pad_chains", "register",
+           "broadcast_chains", "chain_mesh", "check_keys", "involution_step", "metropolis_hastings", "pad_chains", "register",
            "run_blocks", "run_sharded", "sample", "tree_depth"]

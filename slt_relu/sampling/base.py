@@ -69,6 +69,11 @@ class StaticPartial(NamedTuple):
         return self.fn(*self.bound, *args)
 
 
+def broadcast_chains(C: int, *arrays) -> tuple:
+    """Each array (or data pytree) repeated for C chains: a leading chain axis of size C, as ``sample``'s args."""
+    return tuple(jax.tree.map(lambda a: jnp.broadcast_to(a, (C,) + jnp.shape(a)), a) for a in arrays)
+
+
 def check_keys(keys, name: str = "keys", batch_ndim: int = 1) -> jax.Array:
     """keys as raw uint32 key data (batch + (2,) for the default threefry) if they are PRNG keys
     with ``batch_ndim`` leading axes (1: one key per chain, 0: a single key): typed keys

@@ -17,7 +17,9 @@ Chen et al. 2023 use), so a (lower loss L_a, larger lambda_a) takes the lead fro
     n beta = -W_(-1)(-q) / q,   q = (L_b - L_a) / (lambda_a - lambda_b),
 
 W_(-1) the lower branch of Lambert's W (:func:`formula_crossover`); for a group of variants
-(:func:`formula_group_crossover`) F_b = -log sum_v exp(-F_v).
+(:func:`formula_group_crossover`) F_b = -log sum_v exp(-F_v).  Among all the k-gon minima with a first-principles
+lambda (:func:`kgon_minima`), the phase of least F_a(n) at beta = 1 (:func:`bayes_preferred`) changes along n
+(:func:`bayes_sequence`): the phases a Bayesian posterior prefers as the data grow.
 
 References:
     Chen, Lau, Mendel, Wei, Murfet 2023, "Dynamical versus Bayesian phase transitions in a toy model of
@@ -34,18 +36,13 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from ..network import check_count
-from .kgon import kgon_record
+from .critical_points import kgon_record, kgon_table
+from ..models.tms import check_positive
 from .phases import label_name
 
-__all__ = ["Crossover", "crossover_from_masses", "formula_crossover", "formula_group_crossover",
-           "formula_predictions", "evidence_weights", "k_of", "pair_formula", "transition_crossover"]
-
-
-def _check_positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
-            not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name}: expected a positive finite number, got {value!r}")
-    return float(value)
+__all__ = ["Crossover", "bayes_preferred", "bayes_sequence", "crossover_from_masses", "formula_crossover",
+           "formula_group_crossover", "formula_predictions", "evidence_weights", "k_of", "kgon_minima", "pair_formula",
+           "transition_crossover"]
 
 
 def evidence_weights(log_evidence) -> np.ndarray:
@@ -145,7 +142,7 @@ def crossover_from_masses(ns, run_a, run_b, log_evidence, *, n_boot: int = 2000,
             raise ValueError(f"{name}: expected shape {run_a.shape} like run_a, got {a.shape}")
     n_boot = check_count(n_boot, "n_boot", 2)
     B, K, R = run_a.shape
-    floor = 0.5 / (K * R * 1e4) if floor is None else _check_positive(floor, "floor")
+    floor = 0.5 / (K * R * 1e4) if floor is None else check_positive(floor, "floor")
     if isinstance(min_mass, bool) or not isinstance(min_mass, (int, float)) or not 0 <= min_mass < 1:
         raise ValueError(f"min_mass: expected a number in [0, 1), got {min_mass!r}")
     log_n = np.log(ns)
@@ -171,11 +168,6 @@ def crossover_from_masses(ns, run_a, run_b, log_evidence, *, n_boot: int = 2000,
         se = se_d = se_r = float("nan")
     bracket = (float(ns[i]), float(ns[i + 1])) if i >= 0 else (float("nan"), float("nan"))
     return Crossover(float(np.exp(x)), se, se_d, se_r, found, bracket, r)
-
-
-def _pair_members(variants, groups, name: str):
-    """(run variable, dim, name) of a phase name: a group ("5-gon") or a variant ("5-gon -")."""
-    return ("run_phase_mass", "phase", name) if name in groups else ("run_mass", "variant", name)
 
 
 def _members(ds, name: str):
@@ -229,7 +221,7 @@ def formula_crossover(loss_a: float, lambda_a: float, loss_b: float, lambda_b: f
     for v, nm in ((loss_a, "loss_a"), (lambda_a, "lambda_a"), (loss_b, "loss_b"), (lambda_b, "lambda_b")):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v):
             raise ValueError(f"{nm}: expected a finite number, got {v!r}")
-    beta = _check_positive(beta, "beta")
+    beta = check_positive(beta, "beta")
     dL, dlam = loss_b - loss_a, lambda_a - lambda_b
     if dL <= 0 or dlam <= 0:
         return float("nan")
@@ -260,7 +252,7 @@ def formula_group_crossover(loss_a: float, lambda_a: float, losses_b: Sequence[f
     from scipy.optimize import brentq
     from scipy.special import logsumexp
 
-    beta = _check_positive(beta, "beta")
+    beta = check_positive(beta, "beta")
     Lb, lb = np.asarray(losses_b, np.float64), np.asarray(lambdas_b, np.float64)
     if Lb.ndim != 1 or Lb.shape != lb.shape or not len(Lb) or not np.all(np.isfinite(Lb) & np.isfinite(lb)):
         raise ValueError(f"losses_b: expected finite losses matching lambdas_b, got {Lb.tolist()} and {lb.tolist()}")
@@ -299,7 +291,7 @@ def formula_predictions(num_features: int = 6, k_a: int | None = None, k_b: int 
     k_b = c - 1 if k_b is None else check_count(k_b, "k_b")
     if not k_b < k_a <= c:
         raise ValueError(f"k_b: expected k_b < k_a <= c = {c}, got k_a = {k_a}, k_b = {k_b}")
-    return copy.deepcopy(_predictions(c, k_a, k_b, _check_positive(beta, "beta")))
+    return copy.deepcopy(_predictions(c, k_a, k_b, check_positive(beta, "beta")))
 
 
 @lru_cache(maxsize=64)
@@ -347,7 +339,7 @@ def pair_formula(num_features: int, a: str, b: str, beta: float = 1.0) -> tuple[
     c = check_count(num_features, "num_features", 2)
     k_a, k_b = k_of(a), k_of(b)
     try:
-        pred = _predictions(c, k_a, k_b, _check_positive(beta, "beta")) if None not in (k_a, k_b) and k_b < k_a <= c \
+        pred = _predictions(c, k_a, k_b, check_positive(beta, "beta")) if None not in (k_a, k_b) and k_b < k_a <= c \
             else None
     except ValueError:                                  # no first-principles lambda for the k_a-gon
         pred = None
@@ -358,3 +350,55 @@ def pair_formula(num_features: int, a: str, b: str, beta: float = 1.0) -> tuple[
     if b == f"{k_b}-gon":
         return pred["group"], pred["dominant"]
     return float("nan"), None
+
+
+def kgon_minima(num_features: int) -> dict:
+    """The k-gon minima of c features that have a first-principles lambda, with their exact losses.
+
+    Args:
+        num_features: c >= 1.
+
+    Returns:
+        {phase name (``slt_relu.tms.phases.label_name``): (exact loss L, lambda)} (``kgon_table``).
+    """
+    c = check_count(num_features, "num_features")
+    return {label_name(r.k, r.n_positive, c): (float(r.loss), float(r.lambda_)) for r in kgon_table([c])
+            if r.kind == "minimum" and r.lambda_ is not None}
+
+
+def bayes_preferred(minima: dict, n: float) -> str:
+    """The phase of least asymptotic free energy F_a(n) = n L_a + lambda_a log n (beta = 1).
+
+    Args:
+        minima: {name: (L, lambda)}, e.g. :func:`kgon_minima`.
+        n: the sample size, > 0.
+
+    Returns:
+        The name of the phase.
+    """
+    if not minima:
+        raise ValueError(f"minima: expected at least one phase {{name: (L, lambda)}}, got {minima!r}")
+    n = check_positive(n, "n")
+    return min(minima, key=lambda a: n * minima[a][0] + minima[a][1] * math.log(n))
+
+
+def bayes_sequence(minima: dict, n_max: float, points: int = 2000) -> list[dict]:
+    """The phases of least asymptotic free energy (:func:`bayes_preferred`) as n grows from 2 to n_max.
+
+    Args:
+        minima: {name: (L, lambda)}.
+        n_max: the largest n, > 2.
+        points: the log grid's points from 2 to n_max.
+
+    Returns:
+        [{"phase", "from_n"}] in order, from_n the first n of the grid where the phase leads.
+    """
+    if check_positive(n_max, "n_max") <= 2:
+        raise ValueError(f"n_max: expected a number above 2, got {n_max!r}")
+    out = []
+    for n in np.geomspace(2, n_max, check_count(points, "points", 2)):
+        p = bayes_preferred(minima, float(n))
+        if not out or out[-1]["phase"] != p:
+            out.append({"phase": p, "from_n": float(n)})
+    return out
+

@@ -31,7 +31,6 @@ References:
 """
 from __future__ import annotations
 
-import math
 import time
 from functools import partial
 from typing import Sequence
@@ -41,21 +40,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..network import check_count
-from ..models.tms import R_HIDDEN, TMSParams, population_loss, sample_inputs
+from ..models.tms import R_HIDDEN, TMSParams, check_positive, population_loss, sample_inputs
 from .phases import phase_codes, phase_names
 from .sorted_loss import SortedInputs, sorted_empirical_loss, sorted_inputs
 
 __all__ = ["OPTIMIZERS", "checkpoint_dataset", "checkpoint_steps", "phase_sequence", "train_trajectories"]
 
 OPTIMIZERS = ("adam", "sgd")
-
-
-def _positive(value, name: str, *, allow_zero: bool = False) -> float:
-    ok = isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
-    if not ok or not math.isfinite(float(value)) or float(value) < 0 or (float(value) == 0 and not allow_zero):
-        raise ValueError(f"{name}: expected a {'non-negative' if allow_zero else 'positive'} finite number, "
-                         f"got {value!r}")
-    return float(value)
 
 
 def checkpoint_steps(steps: int, checkpoints: int) -> np.ndarray:
@@ -184,11 +175,11 @@ def train_trajectories(key, num_features: int, ns: Sequence[int], *, runs: int =
     R = check_count(runs, "runs")
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer: expected one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
-    lr = _positive(learning_rate, "learning_rate")
+    lr = check_positive(learning_rate, "learning_rate")
     if batch_size is not None and check_count(batch_size, "batch_size") > ns[0]:
         raise ValueError(f"batch_size: expected None or at most the smallest n = {ns[0]}, got {batch_size}")
-    init_std = _positive(init_std, "init_std")
-    init_bias_std = _positive(init_bias_std, "init_bias_std", allow_zero=True)
+    init_std = check_positive(init_std, "init_std")
+    init_bias_std = check_positive(init_bias_std, "init_bias_std", allow_zero=True)
     ck = checkpoint_steps(steps, checkpoints)
     dtype = jnp.zeros(()).dtype
     k_data, k_init, k_batch = jax.random.split(key, 3)

@@ -28,8 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..models.tms import check_positive
 from .sorted_loss import SortedInputs, sorted_empirical_loss, sorted_inputs
-from .training import _positive
 
 __all__ = ["LLC_CHUNK_ELEMENTS", "llc_along_training", "llc_at_checkpoints", "quadratic_llc",
            "quadratic_llc_at_checkpoint"]
@@ -67,9 +67,9 @@ def quadratic_llc(hessian_eigenvalues, n_beta: float, localization: float, step_
     if h.size == 0 or not np.all(np.isfinite(h)):
         raise ValueError(f"hessian_eigenvalues: expected a non-empty array of finite numbers, got {hessian_eigenvalues!r}")
     h = np.clip(h, 0.0, None)
-    nb = _positive(n_beta, "n_beta")
-    gamma = _positive(localization, "localization", allow_zero=True)
-    eps = _positive(step_size, "step_size", allow_zero=True)
+    nb = check_positive(n_beta, "n_beta")
+    gamma = check_positive(localization, "localization", allow_zero=True)
+    eps = check_positive(step_size, "step_size", allow_zero=True)
     a = nb * h
     k = a + gamma
     if np.any(eps * k >= 4):

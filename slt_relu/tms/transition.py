@@ -5,7 +5,7 @@ The tempered posterior of the TMS (``slt_relu.models.tms``) on flat parameters w
     p_n(w) proportional to phi(w) exp(-n beta L_n(w)),   phi = N(0, s^2 I_D),   beta = 1 by default,
     L_n(w) = (1/n) sum_k ||x_k - ReLU(W^T W x_k + b)||^2,   x_k = mu_k e_(i_k),
 
-puts its mass near the k-gon critical points (``slt_relu.tms.kgon``).  The phase of a draw is its k-gon
+puts its mass near the k-gon critical points (``slt_relu.tms.critical_points``).  The phase of a draw is its k-gon
 label (``slt_relu.tms.phases.label``; "none" where the long columns are no regular convex polygon), per
 variant (the signs of the unused features' biases, e.g. "5-gon -") and grouped by k ("5-gon"), after
 counting a column whose own output never fires (|W_i|^2 + b_i <= 0) as unused whatever its length
@@ -49,9 +49,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..network import check_count
-from .crossover import (_check_positive, _pair_members, crossover_from_masses, evidence_weights, pair_formula,
-                        transition_crossover)
-from ..models.tms import R_HIDDEN, TMSParams, sample_inputs
+from .crossover import crossover_from_masses, evidence_weights, pair_formula, transition_crossover
+from ..models.tms import R_HIDDEN, TMSParams, check_positive, sample_inputs
 from .phases import phase_codes, phase_names
 from .sorted_loss import sorted_empirical_loss, sorted_empirical_losses, sorted_inputs
 
@@ -145,10 +144,10 @@ def posterior_phase_masses(key, num_features: int, n: int, *, datasets: int = 4,
     n = check_count(n, "n")
     K, R = check_count(datasets, "datasets"), check_count(runs, "runs")
     settings = _check_settings(settings)
-    prior_std = _check_positive(prior_std, "prior_std")
-    beta = _check_positive(beta, "beta")
-    _check_positive(length_threshold, "length_threshold")
-    _check_positive(angle_tol, "angle_tol")
+    prior_std = check_positive(prior_std, "prior_std")
+    beta = check_positive(beta, "beta")
+    check_positive(length_threshold, "length_threshold")
+    check_positive(angle_tol, "angle_tol")
     dtype = jnp.zeros(()).dtype
     k_data, k_init, k_run = jax.random.split(key, 3)
     if inputs is None:
@@ -261,8 +260,8 @@ def relabel(ds, *, length_threshold: float = 0.5, angle_tol: float = 0.25, dead_
 
     if not isinstance(ds, xr.Dataset) or "particles" not in ds:
         raise ValueError("ds: expected a Dataset with particles (run with keep_particles=True)")
-    _check_positive(length_threshold, "length_threshold")
-    _check_positive(angle_tol, "angle_tol")
+    check_positive(length_threshold, "length_threshold")
+    check_positive(angle_tol, "angle_tol")
     c = int(ds.attrs["c"])
     rule = dict(length_threshold=length_threshold, angle_tol=angle_tol, dead_unused=dead_unused)
 
@@ -371,10 +370,10 @@ def bayesian_transition(key, num_features: int, ns: Sequence[int], *, datasets: 
             progress(i, n, p)
     refine = check_count(refine, "refine", 0)
     if refine:
-        va, da, na = _pair_members(variants, groups, pairs[0][0])
-        vb, db, nb = _pair_members(variants, groups, pairs[0][1])
-        get = lambda v, d, nm: np.stack([p[v].sel({d: nm}).values for p in points])
-        cr = crossover_from_masses(ns_list, get(va, da, na), get(vb, db, nb),
+        # a phase name's run masses: a group ("5-gon") or a variant ("5-gon -")
+        get = lambda nm: np.stack([(p["run_phase_mass"].sel(phase=nm) if nm in groups else
+                                    p["run_mass"].sel(variant=nm)).values for p in points])
+        cr = crossover_from_masses(ns_list, get(pairs[0][0]), get(pairs[0][1]),
                                    np.stack([p["log_evidence"].values for p in points]), n_boot=2)
         if math.isfinite(cr.bracket[0]):
             lo, hi = cr.bracket

@@ -1,6 +1,9 @@
 """The experiment layer: a TOML config becomes typed settings, runs as its kind (``slt_relu.kinds``) and
-lands in a results folder.
+lands in a results folder.  It imports the library and is never imported by it; it loads the shipped kinds
+on first use of the registry (``kind.kinds``), never by name.
 
+    kind         the Kind protocol (schema, resolve, run -> Output, headline, memory) and its registry
+    schemas      the schema pieces kinds share: the top-level keys, [truth] and [inputs]
     config       reading a TOML file, ``--set`` overrides
     runner       validate, resolve and run a config into a results folder atomically, never destroying data
     sweep        a config's [sweep] as points; per-point netCDF checkpoints; programs of points; resume

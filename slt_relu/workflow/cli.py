@@ -23,15 +23,17 @@ import sys
 
 from ..settings import ConfigError
 from .config import parse_override
+from .kind import kinds
 
 OVERSUBSCRIBE = 4                   # --oversubscribe: at most this many processes per CPU core
 PROCESS_MEMORY = 1 << 30            # bytes a JAX process of a run needs at least (its runtime and programs)
 MAX_HEARTBEAT = 86_400
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="slt-relu", description="Run slt_relu experiment configs.")
-    sub = parser.add_subparsers(dest="command", required=True)
+def parser() -> argparse.ArgumentParser:
+    """The ``slt-relu`` command line's argument parser: its subcommands and flags."""
+    out = argparse.ArgumentParser(prog="slt-relu", description="Run slt_relu experiment configs.")
+    sub = out.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run one experiment config and write a results folder")
     run.add_argument("config", help="a TOML config, or a shipped config's name (see `slt-relu list`)")
     run.add_argument("--out", default=None, help="results folder (default: runs/<name>); an existing one is "
@@ -76,11 +78,11 @@ def _parser() -> argparse.ArgumentParser:
                           "with a [sampler] table, e.g. posterior: nuts, hmc, smc)")
     settings.add_argument("--markdown", action="store_true", help="markdown tables (`slt-relu settings --markdown` "
                           "is the site's settings page, docs/settings.md)")
-    return parser
+    return out
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     try:
         return _main(args)
     except BrokenPipeError:                  # the reader went away (slt-relu list | head -1): end quietly
@@ -135,25 +137,26 @@ def _settings(target: str | None, sampler: str | None, markdown: bool) -> int:
     """Every kind's keys (each choice's alternatives in sections of their own), or the keys one config of a
     kind can use: a kind with its default sampler (or --sampler's), a config with the alternatives it picks."""
     from .. import settings as S
-    from ..kinds import KINDS
 
+    registry = kinds()
     if target is None:
         if sampler is not None:
             raise ConfigError("settings --sampler: expected a kind or a config too, e.g. slt-relu settings posterior "
                               f"--sampler {sampler}")
-        print("\n\n".join(_settings_kind(k, S.settings_sections(KINDS[k].settings), markdown) for k in sorted(KINDS)))
+        print("\n\n".join(_settings_kind(k, S.settings_sections(registry[k].settings), markdown)
+                          for k in sorted(registry)))
         return 0
     source = None
-    if target in KINDS:
-        kind, choose = target, {u.key: u.default for u in S.choices(KINDS[target].settings)}
+    if target in registry:
+        kind, choose = target, {u.key: u.default for u in S.choices(registry[target].settings)}
     else:
-        kind, choose, source = _settings_config(target, KINDS)
-    schema = KINDS[kind].settings
+        kind, choose, source = _settings_config(target, registry)
+    schema = registry[kind].settings
     if sampler is not None:
         picks = {u.key: u for u in S.choices(schema)}
         if "sampler" not in picks:
-            with_one = ", ".join(k for k in sorted(KINDS)
-                                 if any(u.key == "sampler" for u in S.choices(KINDS[k].settings)))
+            with_one = ", ".join(k for k in sorted(registry)
+                                 if any(u.key == "sampler" for u in S.choices(registry[k].settings)))
             raise ConfigError(f"settings {target} --sampler: kind {kind!r} has no [sampler] table "
                               f"(kinds with one: {with_one})")
         if sampler not in picks["sampler"].tags:
@@ -168,7 +171,7 @@ def _settings(target: str | None, sampler: str | None, markdown: bool) -> int:
     return 0
 
 
-def _settings_config(target: str, kinds) -> tuple[str, dict, str]:
+def _settings_config(target: str, registry) -> tuple[str, dict, str]:
     """(kind, {union key: tag}, its path) of a config named on the command line."""
     from .. import settings as S
     from .config import read_toml
@@ -177,13 +180,13 @@ def _settings_config(target: str, kinds) -> tuple[str, dict, str]:
     try:
         path = config_path(target)
     except ConfigError:
-        raise ConfigError(f"settings {target}: expected a kind ({', '.join(sorted(kinds))}) or a config (a TOML "
+        raise ConfigError(f"settings {target}: expected a kind ({', '.join(sorted(registry))}) or a config (a TOML "
                           "file or a shipped config's name, see slt-relu list)") from None
     data = read_toml(path)
     kind = data.get("kind")
-    if not isinstance(kind, str) or kind not in kinds:
-        raise ConfigError(f"{path}: kind: expected one of {', '.join(repr(k) for k in sorted(kinds))}, got {kind!r}")
-    schema = kinds[kind].settings
+    if not isinstance(kind, str) or kind not in registry:
+        raise ConfigError(f"{path}: kind: expected one of {', '.join(repr(k) for k in sorted(registry))}, got {kind!r}")
+    schema = registry[kind].settings
     try:
         parsed = S.parse(schema, data)
     except ConfigError:                      # still show its keys: the alternatives its tables name
@@ -194,10 +197,9 @@ def _settings_config(target: str, kinds) -> tuple[str, dict, str]:
 def _settings_kind(kind: str, sections, markdown: bool, picked=(), why: str = "") -> str:
     """A kind's title, description, the alternatives shown (with why) and its (title, rows) sections."""
     from .. import settings as S
-    from ..kinds import KINDS
 
     code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
-    out = [f'## `kind = "{kind}"`' if markdown else f'kind = "{kind}"', KINDS[kind].description]
+    out = [f'## `kind = "{kind}"`' if markdown else f'kind = "{kind}"', kinds()[kind].description]
     if picked:
         out.append("The keys of " + ", ".join(map(code, picked)) + (f" ({why})" if why else "") + ".")
     for title, rows in sections:

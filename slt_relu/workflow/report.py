@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from . import provenance
+from .kind import kinds
 from ..settings import ConfigError
 
 
@@ -33,12 +34,11 @@ def read_folder(folder: Path) -> tuple[dict, dict]:
 
 def headline(kind: str | None, metrics: dict) -> list[str]:
     """The kind's headline lines of its metrics (none for an unknown kind)."""
-    from ..kinds import KINDS
-
-    if kind not in KINDS:
+    registry = kinds()
+    if kind not in registry:
         return []
     try:
-        return KINDS[kind].headline(metrics)
+        return registry[kind].headline(metrics)
     except (KeyError, TypeError, ValueError, IndexError):       # an older folder without some numbers
         return ["(headline numbers not available for this folder's metrics)"]
 

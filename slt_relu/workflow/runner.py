@@ -37,6 +37,7 @@ import numpy as np
 from ..settings import ConfigError, parse
 from . import memory, provenance
 from .config import load
+from .kind import kinds
 from .sweep import alive
 
 _HERE = Path(__file__).resolve().parent.parent   # the package: shipped configs as package data in a wheel
@@ -110,15 +111,14 @@ class Prepared:
     """A validated and resolved config: its Kind, typed settings, resolved objects, name."""
 
     def __init__(self, path: Path, raw: dict, overrides: dict):
-        from ..kinds import KINDS
-
+        registry = kinds()
         self.path, self.raw, self.overrides = path, raw, overrides
         kind = raw.get("kind")
-        if not isinstance(kind, str) or kind not in KINDS:
-            expected = ", ".join(repr(k) for k in sorted(KINDS))
+        if not isinstance(kind, str) or kind not in registry:
+            expected = ", ".join(repr(k) for k in sorted(registry))
             raise ConfigError(f"kind: {'missing; ' if kind is None else ''}expected one of {expected}"
                               + (f", got {kind!r}" if kind is not None else ""))
-        self.kind = KINDS[kind]
+        self.kind = registry[kind]
         self.settings = parse(self.kind.settings, raw)
         memory.check(self.settings)                 # arrays that cannot fit: refused before anything is built
         self.name = self.settings.name or path.stem

@@ -78,6 +78,22 @@ def expand(raw: dict, sweep: dict, validate: Callable[[dict], object], *, tables
     return points
 
 
+def data_indices(sweep: dict, keys: Sequence[str]) -> list[int]:
+    """Each point's data index: its position in the grid of the sweep keys that change the data, those equal to
+    or starting with one of ``keys`` (e.g. "truth.", "posterior.n").  Points that differ only in other keys share
+    it, so they can share their data sets (a sweep over other keys only: all points share index 0)."""
+    import numpy as np
+
+    shape = tuple(len(v) for v in sweep.values())
+    data_axes = [i for i, k in enumerate(sweep) if any(k == d or k.startswith(d) for d in keys)]
+    out = []
+    for flat in range(int(np.prod(shape)) if shape else 1):
+        idx = np.unravel_index(flat, shape) if shape else ()
+        out.append(int(np.ravel_multi_index(tuple(idx[i] for i in data_axes), tuple(shape[i] for i in data_axes)))
+                   if data_axes else 0)
+    return out
+
+
 def fingerprint(*parts) -> str:
     """A short digest of JSON-able parts (settings dumps, seeds, versions)."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]

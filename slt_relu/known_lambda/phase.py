@@ -1,5 +1,5 @@
-"""The ``dslt_phase`` family of the ``lambda_curve`` kind: the learning coefficient of one phase of W0, from the
-free-energy curve of a local potential on a region that does not move with t.
+"""The learning coefficient of one phase of W0 of a two-layer ReLU network, from the free-energy curve of a local
+potential on a region that does not move with t (the ``dslt_phase`` family of the ``lambda_curve`` kind).
 
 For a truth f0 (``slt_relu.truths``: DSLT4's PT1 and PT2), a model width d and a phase a of its true set W0 (a
 label of ``slt_relu.phases.true_set_representatives``, whose representative w_a is the point ``llc_dslt4_phases``
@@ -32,7 +32,7 @@ phase of lower lambda loses its particles to it as t grows, so the final particl
 (``slt_relu.classify_phase`` at the resolution of n = t_max) and the fraction in phase a is reported
 (:func:`final_phases`).  K >= 0 and K(w_a) = 0 (1e-32, rounding), so no point of the region has a lower loss.
 
-The first-principles value is ``slt_relu.known_lambda.two_layer_phase`` of the label (one node per truth boundary:
+The first-principles value (:func:`first_principles`) is ``slt_relu.known_lambda.two_layer_phase`` of the label (one node per truth boundary:
 the minimal network's (D' - d') / 2; a pair of nodes on one boundary: + n_in / 3; a degenerate node on the box:
 + 0), given where the Fisher rank at w_a equals the count's and the label is of a covered shape.
 """
@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..settings import ConfigError
+from . import values
 
 WALL = 1.0                   # K - K(w_a) outside the ball: t * 1 at the fitted t is a wall
 
@@ -87,8 +87,8 @@ class PhaseLoss(NamedTuple):
 
 
 class PhaseCase(NamedTuple):
-    """A dslt_phase case resolved: its loss, the sampler's dimension k, the first-principles (lambda, m) or
-    (None, None), and what the metrics report about the region (:func:`resolve_phase`)."""
+    """A phase's local potential: its loss, the sampler's dimension k, the first-principles (lambda, m) or
+    (None, None), and what describes the region (:func:`phase_case`)."""
 
     loss: PhaseLoss
     num_params: int
@@ -104,9 +104,13 @@ def _truth_tuple(truth) -> tuple:
 
 def first_principles(label, n_in: int, rank: int) -> tuple[float | None, int | None, str]:
     """(lambda, m, the rule in words) of a phase label from ``known_lambda.two_layer_phase``, or (None, None, why
-    not) for a shape the count does not cover or a Fisher rank at the representative other than the count's."""
-    from .. import known_lambda
+    not) for a shape the count does not cover or a Fisher rank at the representative other than the count's.
 
+    Args:
+        label: a ``slt_relu.phases.PhaseLabel``.
+        n_in: the input dimension.
+        rank: the Fisher rank at the phase's representative.
+    """
     m = len(label.truth)
     if label.hidden or label.linear or any(a + r > 2 or (a and r) for a, r in label.truth):
         return None, None, "not covered by known_lambda.two_layer_phase (hidden groups, linear nodes, three nodes " \
@@ -115,8 +119,8 @@ def first_principles(label, n_in: int, rank: int) -> tuple[float | None, int | N
     if rank != minimal:
         return None, None, f"the Fisher rank at the representative is {rank}, not the count's {minimal}"
     pairs = sum(a + r == 2 for a, r in label.truth)
-    lam, mult = known_lambda.two_layer_phase(n_in, m, pairs, label.degenerate, bounded_inputs=True)
-    minimal_lambda = float(known_lambda.minimal_two_layer_relu(n_in, m)[0])
+    lam, mult = values.two_layer_phase(n_in, m, pairs, label.degenerate, bounded_inputs=True)
+    minimal_lambda = float(values.minimal_two_layer_relu(n_in, m)[0])
     words = [f"{m} truth node{'s' * (m > 1)} carried: (D' - d') / 2 = {minimal_lambda:g} (Fisher rank {rank})"]
     if pairs:
         words.append(f"{pairs} pair{'s' * (pairs > 1)} on one boundary: + {pairs} x {n_in}/3")
@@ -126,35 +130,43 @@ def first_principles(label, n_in: int, rank: int) -> tuple[float | None, int | N
     return float(lam), mult, "; ".join(words)
 
 
-def resolve_phase(truth_name: str, truth_options: dict, width: int, phase: str, radius: float, where: str) -> PhaseCase:
-    """The case's representative, gauge slice, rotation, loss and first-principles value (module docstring);
-    ConfigError naming the key at fault."""
+def phase_case(truth, inputs, sigma: float, width: int, phase: str, radius: float) -> PhaseCase:
+    """The local potential of one phase of W0 (module docstring): the phase's representative, gauge slice, rotation,
+    loss and first-principles value.
+
+    Args:
+        truth: the truth f0, a ``TwoLayer`` (its irreducible form is used: the same function).
+        inputs: q(x), a ``UniformBox`` of n_in <= 2 (K exact there).
+        sigma: the noise's standard deviation.
+        width: the model's hidden nodes d.
+        phase: the phase's label as ``slt_relu.phases`` prints it (e.g. "+ | 1 degenerate").
+        radius: the region's ball |z| <= radius.
+
+    Returns:
+        PhaseCase; its ``info``: width, label, kind, radius, num_params_full (D), pinned (the gauge's slots),
+        fisher_rank, fisher_eigenvalues (restricted to the free coordinates), loss_at_center, lambda_rule.
+        ValueError naming the argument at fault (``truth`` for a truth that cannot be reduced).
+    """
     import jax.numpy as jnp
 
-    from .. import truths
     from ..fisher import fisher_information, fisher_rank
     from ..inputs import UniformBox
     from ..loss import population_loss
-    from ..network import to_flat
+    from ..network import check_number, to_flat
     from ..phases import reduced_truth, true_set_representatives
 
-    try:
-        ex = truths.get(truth_name, **truth_options)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"{where}.truth_options: {err}") from None
-    inputs, sigma = ex.inputs, float(ex.sigma)
     if not isinstance(inputs, UniformBox) or inputs.n_in > 2:
-        raise ConfigError(f"{where}.truth: expected an example with inputs uniform on a box of n_in <= 2 (K exact "
-                          f"there), got {truth_name!r} with {inputs}")
+        raise ValueError(f"inputs: expected a UniformBox of n_in <= 2 (K exact there), got {inputs}")
+    sigma, radius = float(check_number(sigma, "sigma")), float(check_number(radius, "radius"))
     try:
-        truth = reduced_truth(ex.truth)
-        reps = true_set_representatives(truth, width)
-    except ValueError as err:                     # its messages name their argument (width) already
-        raise ConfigError(f"{where}.{err}" if str(err).startswith("width:") else f"{where}.width: {err}") from None
+        truth = reduced_truth(truth)
+    except ValueError as err:
+        raise ValueError(f"truth: {err}") from None
+    reps = true_set_representatives(truth, width)           # ValueError naming width
     by_label = {str(rep.label): rep for rep in reps}
     if phase not in by_label:
-        raise ConfigError(f"{where}.phase: expected one of {sorted(by_label)} (the phases of W0 at width {width}), "
-                          f"got {phase!r}")
+        raise ValueError(f"phase: expected one of {sorted(by_label)} (the phases of W0 at width {width}), "
+                         f"got {phase!r}")
     rep = by_label[phase]
     p = rep.params.__class__(*(jnp.asarray(a, jnp.float64) for a in rep.params))
     w, q = np.asarray(p.w), np.asarray(p.q)
@@ -169,18 +181,17 @@ def resolve_phase(truth_name: str, truth_options: dict, width: int, phase: str, 
     rank = int(fisher_rank(p, inputs, sigma))
     lam, mult, rule = first_principles(rep.label, n_in, rank)
     loss = PhaseLoss(_truth_tuple(truth), width, inputs, sigma, tuple(np.asarray(to_flat(p)).tolist()),
-                     tuple(map(tuple, embed.tolist())), float(radius), loss_star)
-    info = {"truth": truth_name, "truth_options": dict(truth_options), "width": width, "label": phase,
-            "kind": rep.label.kind, "radius": float(radius), "num_params_full": D,
+                     tuple(map(tuple, embed.tolist())), radius, loss_star)
+    info = {"width": width, "label": phase, "kind": rep.label.kind, "radius": radius, "num_params_full": D,
             "pinned": [f"w[{j // n_in},{j % n_in}]" for j in pinned], "fisher_rank": rank,
             "fisher_eigenvalues": evals.tolist(), "loss_at_center": loss_star, "lambda_rule": rule}
     return PhaseCase(loss, len(free), lam, mult, info)
 
 
 def final_phases(loss: PhaseLoss, particles, t_max: float) -> dict:
-    """{phase name: fraction} of the final particles (R, N, k) of the runs, pooled, by ``slt_relu.classify_phase``
-    at the resolution of n = t_max data points (beta = 1: n beta = t_max), and the fraction in the case's own
-    phase is ``fractions[label]`` (0 where none)."""
+    """{phase name: fraction} of the final particles (R, N, k) of SMC's runs on ``loss``, pooled, by
+    ``slt_relu.classify_phase`` at the resolution of n = t_max data points (beta = 1: n beta = t_max); the fraction
+    in the potential's own phase is ``fractions[label]`` (0 where none)."""
     from ..classify import classify_phase
     from ..network import TwoLayer
 

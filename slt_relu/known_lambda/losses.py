@@ -1,11 +1,27 @@
-"""The losses of the ``lambda_curve`` kind's families (``slt_relu.kinds.lambda_curve_kind``), hashable so that jit
-treats them as static: the population losses K (:class:`PolynomialLoss`, :class:`ProductLoss`) and a data set's
-loss from its sufficient statistics (:class:`RegressionLoss`, with :func:`regression_statistics` drawing them)."""
+"""The losses of the families whose learning coefficient is known (``slt_relu.known_lambda.values``), hashable so
+that jit treats them as static: the population losses K (:class:`PolynomialLoss`, :class:`ProductLoss`), a data
+set's loss from its sufficient statistics (:class:`RegressionLoss`, with :func:`regression_statistics` drawing
+them) and the normal crossing's per-sample regression loss (:class:`MonomialLoss`).  A family with its sizes gives
+its exact (lambda, m) and parameter count (:func:`family_lambda`) and its loss K with the regression that draws
+its data sets (:func:`family_loss`).
+
+    family            K(w)                                   (lambda, m)
+    normal_crossing   prod_i w_i^(2 k_i)                     values.normal_crossing(k, "product")
+    sum               sum_i w_i^(2 k_i)                      values.normal_crossing(k, "sum")
+    regular           w^T H w / 2, H = A A^T / d + I         values.regular(d)
+    reduced_rank      |B A - C0|_F^2 / 2, C0 of rank r       values.reduced_rank
+    deep_linear       |W_L ... W_1 - C0|_F^2 / 2             values.deep_linear
+"""
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
+from . import values
+
 CHUNK = 4096                 # samples per chunk of a data set (its statistics are sums over chunks)
+FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear")
 
 
 def layer_product(widths: tuple, w):
@@ -22,7 +38,6 @@ def coordinate_powers(w, k: tuple, factor: int = 1):
     """(w_i^(factor k_i)) over the coordinates with k_i != 0 (k a static tuple): a coordinate with k_i = 0 does not
     enter (w^0 = 1, and a float power's derivative of it is NaN at w = 0, where SGLD's chains start)."""
     import jax.numpy as jnp
-    import numpy as np
 
     if 0 in k:
         used = np.flatnonzero(np.asarray(k))
@@ -47,8 +62,6 @@ class PolynomialLoss(NamedTuple):
 
     def true_point(self):
         """The origin (D,), the deepest point of the true set {K = 0} (for the crossings, where every branch meets)."""
-        import numpy as np
-
         return np.zeros(len(self.hessian) if self.family == "regular" else len(self.k))
 
 
@@ -68,8 +81,6 @@ class ProductLoss(NamedTuple):
         r rows S_r^(1/L) V_r^T, each middle layer's leading r x r block S_r^(1/L), W_L's first r columns
         U_r S_r^(1/L).  Its product is C0 (K = 0), and it is the true set's deepest point (the rank-r part only,
         every redundant row and column zero), where the local lambda is the global one."""
-        import numpy as np
-
         C0 = np.asarray(self.target, np.float64)
         U, S, Vt = np.linalg.svd(C0)
         r = int(np.sum(S > S[0] * 1e-12)) if S.size and S[0] > 0 else 0
@@ -127,6 +138,23 @@ class RegressionLoss(NamedTuple):
         return 0.5 * jnp.sum((D @ S) * D) - jnp.sum(D * G)
 
 
+class MonomialLoss(NamedTuple):
+    """L(w; (x, y)) = mean_i (y_i - P(w) x_i)^2 + log(pi) / 2 with P(w) = prod_i w_i^(k_i): the negative log
+    likelihood per sample of the normal crossing's regression y = P(w) x + e (``RegressionLoss``'s family
+    normal_crossing) at noise variance sigma^2 = 1/2, on the raw data x, y (n,).  Its population limit at
+    x ~ U[-sqrt 3, sqrt 3] and P(w0) = theta0 is (P(w) - theta0)^2 + const, so lambda = 1 / (2 max_i k_i) at
+    w* = 0 (theta0 = 0).  ``gaussian_nll`` at sigma = sqrt(1/2) in closed form: through sqrt, 2 sigma^2 rounds to
+    1 + 2e-16, which moves a chain's last bits."""
+
+    k: tuple
+
+    def __call__(self, w, data):
+        import jax.numpy as jnp
+
+        x, y = data
+        return jnp.mean((y - jnp.prod(coordinate_powers(w, self.k)) * x) ** 2) + 0.5 * jnp.log(jnp.pi)
+
+
 def regression_statistics(key, truth, cov_factor, n: int, runs: int):
     """Each run's data set of n samples of y = P0 x + e (x = C z, z and e standard normal) as the statistics
     :class:`RegressionLoss` reads: S = X^T X / n (runs, a, a), G = E^T X / n (runs, b, a), P0 (runs, b, a), summed
@@ -166,3 +194,83 @@ def regression_statistics(key, truth, cov_factor, n: int, runs: int):
 
     S, G = jax.jit(lambda keys: jax.lax.map(one, keys))(jax.random.split(key, runs))
     return S, G, jnp.broadcast_to(P0, (runs, b, a))
+
+
+def family_lambda(family: str, *, k=None, num_params=None, input_dim=None, hidden=None, output_dim=None, widths=None,
+                  true_rank: int = 0):
+    """The exact (lambda, m) of a family (module docstring) with its sizes, its parameter count D and, for
+    reduced_rank and deep_linear, its layer widths (H_0, ..., H_L) (None for the others).
+
+    Args:
+        family: one of FAMILIES.
+        k: normal_crossing, sum: the half-exponents k_i.
+        num_params: regular: d.
+        input_dim, hidden, output_dim: reduced_rank's widths (input_dim also deep_linear's H_0).
+        widths: deep_linear: the hidden widths, then the output width.
+        true_rank: reduced_rank, deep_linear: the rank r of the true map.
+
+    Returns:
+        (lambda (Fraction), m, D, layer widths or None); ValueError naming a missing or bad argument.
+    """
+    given = {"k": k, "num_params": num_params, "input_dim": input_dim, "hidden": hidden, "output_dim": output_dim,
+             "widths": widths}
+
+    def need(*names):
+        for name in names:
+            if given[name] is None:
+                raise ValueError(f"{name}: expected a value for family {family!r}")
+
+    if family in ("normal_crossing", "sum"):
+        need("k")
+        lam, m = values.normal_crossing(k, "product" if family == "normal_crossing" else "sum")
+        return lam, m, len(k), None
+    if family == "regular":
+        need("num_params")
+        lam, m = values.regular(num_params)
+        return lam, m, num_params, None
+    if family == "reduced_rank":
+        need("input_dim", "hidden", "output_dim")
+        layers = (input_dim, hidden, output_dim)
+        lam, m = values.reduced_rank(*layers, true_rank=true_rank)
+    elif family == "deep_linear":
+        need("input_dim", "widths")
+        layers = (input_dim,) + tuple(widths)
+        lam, m = values.deep_linear(input_dim, widths, true_rank)
+    else:
+        raise ValueError(f"family: expected one of {FAMILIES}, got {family!r}")
+    return lam, m, sum(a * b for a, b in zip(layers[:-1], layers[1:])), layers
+
+
+def family_loss(family: str, key, num_params: int, layers=None, k=(), true_rank: int = 0):
+    """A family's population loss K and the regression whose data sets have it as their limit
+    (:class:`RegressionLoss`, :func:`regression_statistics`): the truths' factors are standard normal, drawn from
+    ``key`` (regular: H = A A^T / d + I with A a d x d standard normal matrix; reduced_rank, deep_linear: C0 = L R
+    with L (H_L, r), R (r, H_0)).
+
+    Args:
+        family: one of FAMILIES.
+        key: a PRNG key.
+        num_params: D (:func:`family_lambda`).
+        layers: the layer widths of reduced_rank and deep_linear (:func:`family_lambda`), else None.
+        k: normal_crossing, sum: the half-exponents.
+        true_rank: r of reduced_rank and deep_linear.
+
+    Returns:
+        (K, (P0 (b, a), C (a, a))): the loss and its regression y = P(w0) x + e, x = C z.
+    """
+    import jax
+
+    if family not in FAMILIES:
+        raise ValueError(f"family: expected one of {FAMILIES}, got {family!r}")
+    if family == "regular":
+        D = num_params
+        A = np.asarray(jax.random.normal(key, (D, D)), np.float64)
+        H = A @ A.T / D + np.eye(D)
+        return PolynomialLoss("regular", (), tuple(map(tuple, H))), (np.zeros((1, D)), np.linalg.cholesky(H))
+    if layers is None:
+        b = 1 if family == "normal_crossing" else len(k)
+        return PolynomialLoss(family, tuple(k)), (np.zeros((b, 1)), np.ones((1, 1)))
+    k1, k2 = jax.random.split(key)
+    left = np.asarray(jax.random.normal(k1, (layers[-1], true_rank)), np.float64)
+    right = np.asarray(jax.random.normal(k2, (true_rank, layers[0])), np.float64)
+    return ProductLoss(tuple(layers), tuple(map(tuple, left @ right))), (left @ right, np.eye(layers[0]))

@@ -1,14 +1,9 @@
 """Learning coefficients lambda and multiplicities m known in closed form: the ground truth the
 estimators are checked against.
 
-The free energy of a tempered posterior at inverse temperature t = n beta satisfies
-
-    F(t) = t L* + lambda log t - (m - 1) log log t + O(1),
-
-lambda the real log canonical threshold (RLCT) of K at the true parameters and m its order
-(Watanabe 2009, "Algebraic geometry and statistical learning theory").  Each function returns
-``(lambda, m)`` as exact Python numbers (``fractions.Fraction`` where lambda is rational, which it
-is for every family here; ``float(lam)`` for arithmetic).
+Each function returns ``(lambda, m)`` as exact Python numbers (``fractions.Fraction`` where lambda is
+rational, which it is for every family here; ``float(lam)`` for arithmetic); the free energy they enter is
+in the package's docstring (``slt_relu.known_lambda``).
 
 References:
     Watanabe 2009 (normal crossings, regular models); Aoyagi & Watanabe 2005, "Stochastic complexities

@@ -9,17 +9,25 @@ A kind is what a config's ``kind = "..."`` names: a schema and three functions,
     run(resolved, key, ctx) -> Output: the computation (``key``: the config's seed as a PRNG key; ``ctx``:
         checkpoint folder, progress, this process's place among the run's processes,
         ``slt_relu.workflow.runner.RunContext``).  A kind writes no file: the runner writes what it returns;
-    headline(metrics) -> lines: the numbers printed at the end of a run and by ``slt-relu show``.
+    headline(metrics) -> lines: the numbers printed at the end of a run and by ``slt-relu show``;
+    memory(settings) -> [Need]: the arrays the run must hold, from the settings alone
+        (``slt_relu.workflow.memory``), or None: no estimate (the schema bounds the run).
 
 ``sweeps``: the run is a sweep whose points the processes of a multi-process run share
 (``slt_relu.distributed``): every process calls ``run``; all but the first return None once their
 share of the points is checkpointed.
-A kind module ends with ``KIND = register_kind(Kind(...))``; ``slt_relu.kinds`` imports every
-shipped one, and a kind written elsewhere registers the same way (``tests/test_kind.py``).
+
+A kind module ends with ``KIND = register_kind(Kind(...))``.  The shipped kinds are the modules of
+``slt_relu.kinds``, which the workflow never imports by name: :func:`kinds` loads that package on first
+use, as a plugin, so the experiment layer's infrastructure does not depend on its kinds.  A kind written
+elsewhere registers the same way (``tests/test_kind.py``).
 """
 from __future__ import annotations
 
+import importlib
 from typing import Callable, NamedTuple
+
+SHIPPED = "slt_relu.kinds"   # the package whose modules register the shipped kinds when imported
 
 
 class Output(NamedTuple):
@@ -50,9 +58,16 @@ class Kind(NamedTuple):
     headline: Callable
     description: str = ""
     sweeps: bool = False
+    memory: Callable | None = None
 
 
 KINDS: dict[str, Kind] = {}
+
+
+def kinds() -> dict[str, Kind]:
+    """The registry {name: Kind}, the shipped kinds loaded (on first use) with every kind registered since."""
+    importlib.import_module(SHIPPED)
+    return KINDS
 
 
 def first_line(doc: str | None) -> str:

@@ -1,6 +1,6 @@
-"""Checks of a measured TMS Bayesian transition (``slt_relu.kinds.tms_transition_kind``): does the crossover
-depend on the SMC settings, on the labelling rule, and how far are the phases' free energies from their
-asymptotic form?
+"""Checks of a measured TMS Bayesian transition (a Dataset of ``slt_relu.tms.transition.bayesian_transition``; the
+``tms_transition`` kind runs them): does the crossover depend on the SMC settings, on the labelling rule, and how
+far are the phases' free energies from their asymptotic form?
 
 - :func:`settings_check`: at the n nearest the crossover, the first data sets again with more particles and
   more HMC moves per stage (independent runs); per data set z = (m_main - m_check) / sqrt(mcse_main^2 +
@@ -33,13 +33,14 @@ def nested_inputs(k_data, c: int, n_max: int, datasets: int) -> np.ndarray:
     import jax
     import jax.numpy as jnp
 
-    from ..tms import sample_inputs
+    from ..models.tms import sample_inputs
 
     dtype = jnp.zeros(()).dtype
     return np.stack([np.asarray(sample_inputs(k, n_max, c, dtype)) for k in jax.random.split(k_data, datasets)])
 
 
-def _se(v) -> float:
+def standard_error(v) -> float:
+    """The standard error of the mean of the numbers v (std with ddof 1 over sqrt(len)); NaN for fewer than two."""
     v = np.asarray(v, float)
     return float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
 
@@ -47,7 +48,7 @@ def _se(v) -> float:
 def labelling_sensitivity(ds, comparison: str, rule: dict) -> dict:
     """{rule name: n_crossover, n_crossover_se of ``comparison``, the "none" mass at the n nearest it, that n}
     under three other labelling rules (module docstring) of the Dataset's kept particles."""
-    from ..tms.transition import relabel
+    from .transition import relabel
 
     rules = {f"angle_tol {2 * rule['angle_tol']:g}": {**rule, "angle_tol": 2 * rule["angle_tol"]},
              f"angle_tol {rule['angle_tol'] / 2:g}": {**rule, "angle_tol": rule["angle_tol"] / 2},
@@ -70,7 +71,7 @@ def _losses_at(w, data) -> np.ndarray:
     import jax
     import jax.numpy as jnp
 
-    from ..tms.sorted_loss import sorted_empirical_losses
+    from .sorted_loss import sorted_empirical_losses
 
     stacked = jax.tree.map(lambda *a: jnp.stack(a), *data)
     return np.asarray(sorted_empirical_losses(jnp.broadcast_to(w, (len(data), 1) + np.shape(w)), stacked),
@@ -88,9 +89,10 @@ def local_free_energies(ds, xs, a: str, b: str, *, min_mass: float = 0.02) -> di
         xs: (K, n_max, c) its nested data sets (:func:`nested_inputs`).
         a, b: the compared k-gon groups.
     """
-    from ..tms import refined_kgon, to_flat
-    from ..tms.crossover import formula_predictions, k_of
-    from ..tms.sorted_loss import sorted_inputs
+    from .crossover import formula_predictions, k_of
+    from .kgon import refined_kgon
+    from ..models.tms import to_flat
+    from .sorted_loss import sorted_inputs
 
     c, beta = int(ds.attrs["c"]), float(ds.attrs["beta"])
     K = ds.sizes["dataset"]
@@ -149,8 +151,9 @@ def free_energy_fits(ds, xs, a: str, b: str, *, min_mass: float = 0.02, curves: 
         lam = cv["lambda"]
         Cs = np.mean(G[:, ok] - lam * np.log(nb)[:, None], axis=0) if lam is not None else None
         fits[nm] = {"n": [int(v) for v in cv["n"]], "lambda_eff": float(coef[0].mean()),
-                    "lambda_eff_se": _se(coef[0]), "C_fit": float(coef[1].mean()), "lambda": lam,
-                    "C": None if Cs is None else float(Cs.mean()), "C_se": None if Cs is None else _se(Cs),
+                    "lambda_eff_se": standard_error(coef[0]), "C_fit": float(coef[1].mean()), "lambda": lam,
+                    "C": None if Cs is None else float(Cs.mean()),
+                    "C_se": None if Cs is None else standard_error(Cs),
                     "datasets": int(ok.sum())}
     dom = pred and pred["dominant"]
     if dom and fits.get(pred["a"], {}).get("C") is not None and fits.get(dom, {}).get("C") is not None:
@@ -187,7 +190,7 @@ def settings_check(key, ds, xs, comparison: str, settings, datasets: int, rule: 
     """
     import xarray as xr
 
-    from ..tms.transition import posterior_phase_masses
+    from .transition import posterior_phase_masses
 
     q = ds.sel(comparison=comparison)
     ns = ds.n.values
