@@ -136,7 +136,7 @@ def jax_estimate(case: dict, z: dict, seed: int):
     import jax
     import jax.numpy as jnp
 
-    from slt_relu.posterior.llc import LLCSGLDSettings, estimate_llc
+    from slt_relu.posterior.llc import LLCSettings, estimate_llc
 
     if case["family"] == "normal_crossing":
         k = jnp.asarray(case["k"], jnp.float32)
@@ -150,7 +150,7 @@ def jax_estimate(case: dict, z: dict, seed: int):
         def loss(p, d):
             return jnp.mean((d[0] @ p["A"].T @ p["B"].T - d[1]) ** 2)
 
-    settings = LLCSGLDSettings(num_chains=case["chains"], num_steps=case["draws"], step_size=case["lr"],
+    settings = LLCSettings(num_chains=case["chains"], num_steps=case["draws"], step_size=case["lr"],
                                localization=case["localization"], n_beta=N / math.log(N))
     d = (jnp.asarray(z["x"]), jnp.asarray(z["y"]))
     start = time.time()

@@ -93,7 +93,7 @@ def main():
     import jax
 
     import slt_relu as S
-    from slt_relu.posterior.llc import LLCSGLDSettings, llc_two_layer
+    from slt_relu.posterior.llc import LLCSettings, llc_two_layer
 
     if args.cache_dir:
         from slt_relu.workflow.runner import enable_compilation_cache
@@ -126,7 +126,7 @@ def main():
         print(f"(no devinterp environment at {DEVINTERP_PYTHON}; see the docstring)")
 
     def jax_run(chains):
-        settings = LLCSGLDSettings(num_chains=chains, num_steps=args.draws, step_size=args.lr,
+        settings = LLCSettings(num_chains=chains, num_steps=args.draws, step_size=args.lr,
                                    localization=args.localization, n_beta=nbeta)
         est = llc_two_layer(jax.random.PRNGKey(1), truth, x, y, settings)
         return est

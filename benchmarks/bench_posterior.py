@@ -117,7 +117,7 @@ def sweep_programs(points: int, chains: int, n: int, warmup: int, samples: int):
                 sample_posterior(jnp.concatenate([keys[i] for i in g]), jnp.concatenate([data[i][0] for i in g]),
                                  jnp.concatenate([data[i][1] for i in g]), nb, model=model, settings=settings)
 
-        run(s.model_copy(update={"num_warmup": 5, "num_samples": 5}))        # compile every program size
+        run(s.replace(num_warmup=5, "num_samples": 5))        # compile every program size
         start = time.time()
         run(s)
         walls[size] = time.time() - start

@@ -61,14 +61,14 @@ def measure(sampler: str, chains: int, n: int) -> dict:
     import jax
 
     import slt_relu as S
-    from slt_relu.posterior.llc import LLCSGLDSettings, llc_two_layer
+    from slt_relu.posterior.llc import LLCSettings, llc_two_layer
     from slt_relu.posterior import sample_posterior
 
     nb = n / math.log(n)
     if sampler == "sgld":
         ex, x, y = _setup(n, 1)
         run = lambda: llc_two_layer(jax.random.PRNGKey(1), ex.truth, x[0], y[0],
-                                    LLCSGLDSettings(num_chains=chains, num_steps=500, num_burnin=100, step_size=1e-4,
+                                    LLCSettings(num_chains=chains, num_steps=500, num_burnin=100, step_size=1e-4,
                                                     localization=3.0))
         est, wall = _timed(run)
         return {"wall_s": wall, "grad_evals": chains * 500, "ticks": 500}

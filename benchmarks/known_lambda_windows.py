@@ -60,7 +60,7 @@ DATA = [*ZERO_TRUTH,
 
 def _case(case: dict):
     from slt_relu.kinds.lambda_curve_kind import Settings, resolve
-    from slt_relu.settings import parse
+    from slt_relu.workflow.settings import parse
 
     return resolve(parse(Settings, {"kind": "lambda_curve", "smc": {"name": "smc"}, "cases": [case]})).cases[0]
 

@@ -74,7 +74,7 @@ def observables(ex, params, n: int, sigma: float, beta: float) -> np.ndarray:
 
     radius = np.asarray(radius_rule(params)) == 1
     got = classify_phase(params, ex.truth, inputs=ex.inputs, n=n, sigma=sigma, beta=beta)
-    classified = (np.array([str(lab) for lab in got.label], dtype=object) == "+ | 1 degenerate").reshape(radius.shape)
+    classified = np.vectorize(str, otypes=[object])(got.label) == "+ | 1 degenerate"
     return np.stack([radius, classified], -1).astype(float)
 
 

@@ -10,22 +10,23 @@ the modules and subpackages are attributes of the package (``slt_relu.sampling``
 from . import (arviz_data, classify, diagnostics, fisher, hessian, inputs, known_lambda, loss, mlp, models, moves,
                network, phases, posterior, pytree, regions, sampling, symmetry, tms, truths)
 from .arviz_data import load_draws, save_draws, to_arviz
-from .classify import classify_phase
+from .classify import PhaseAssignment, classify_phase
 from .diagnostics import ess_bulk, rhat
 from .fisher import NullAccounting, fisher_information, fisher_rank, fisher_spectrum, null_accounting
 from .hessian import hessian_rank, hessian_spectrum
 from .inputs import Gaussian, UniformBox
-from .loss import empirical_loss, population_loss, sample_dataset
+from .loss import coordinate_slice, empirical_loss, population_loss, sample_dataset
 from .mlp import MLP, init_mlp, mlp_forward
 from .models import GaussianLoss, Model
 from .network import (Restriction, TwoLayer, forward, from_flat, init_params, make_params, num_params,
                       scaling_generators, to_flat)
-from .posterior import (GridPosterior, PosteriorSamples, Prior, SMCPosterior, TemperedTarget, grid_posterior,
-                        sample_posterior, smc_posterior, tempered_target)
+from .phases import radius_rule
+from .posterior import (GridPosterior, PosteriorSamples, Prior, SMCPosterior, TemperedTarget, draw_datasets,
+                        grid_posterior, sample_posterior, smc_posterior, tempered_target)
 from .posterior.estimand_curve import mcmc_tempered_loss_curve
 from .posterior.free_energy_curve import fit_learning_coefficient, smc_free_energy_curve
 from .posterior.linear_gibbs import linear_gibbs_curve
-from .posterior.llc import estimate_llc
+from .posterior.llc import LLCEstimate, LLCSettings, estimate_llc, llc_two_layer, minimize_loss
 from .posterior.masses import phase_masses
 from .posterior.observables import bayesian_influence, per_sample_losses, susceptibility
 from .regions import count_linear_regions, functional_dimension
@@ -40,11 +41,13 @@ __all__ = [
     # two-layer networks f(x, w) = c + sum_i q_i relu(<w_i, x> + b_i) and their flat parameters
     "TwoLayer", "forward", "make_params", "init_params", "num_params", "to_flat", "from_flat", "Restriction",
     # true networks, input distributions q(x), data, the losses K(w) and L_n(w)
-    "truths", "UniformBox", "Gaussian", "sample_dataset", "population_loss", "empirical_loss",
+    "truths", "UniformBox", "Gaussian", "sample_dataset", "draw_datasets", "population_loss", "empirical_loss",
+    "coordinate_slice",
     # the Fisher information and where its null directions come from (DSLT3)
     "fisher_information", "fisher_rank", "fisher_spectrum", "scaling_generators", "null_accounting", "NullAccounting",
     # symmetries (Petzka et al. 2020) and the phases of W0 (DSLT4)
-    "permute", "rescale", "reverse_orientation", "reduce", "are_equivalent", "classify_phase",
+    "permute", "rescale", "reverse_orientation", "reduce", "are_equivalent", "classify_phase", "PhaseAssignment",
+    "radius_rule",
     # deep networks: linear regions and functional dimension (Sattelberg et al. 2020; Grigsby et al. 2023)
     "MLP", "init_mlp", "mlp_forward", "count_linear_regions", "functional_dimension",
     # the Hessian of any loss
@@ -55,7 +58,7 @@ __all__ = [
     # samplers: one interface, many chains sharded over the devices
     "sample", "Draws", "NUTSSettings", "HMCSettings", "SGLDSettings", "SMCSettings",
     # the learning coefficient: local (Lau et al. 2023), from the free-energy curve, and the known values
-    "estimate_llc", "smc_free_energy_curve", "mcmc_tempered_loss_curve", "linear_gibbs_curve", "fit_learning_coefficient",
+    "estimate_llc", "LLCSettings", "LLCEstimate", "minimize_loss", "llc_two_layer", "smc_free_energy_curve", "mcmc_tempered_loss_curve", "linear_gibbs_curve", "fit_learning_coefficient",
     "known_lambda",
     # the local posterior's observables: Bayesian influence functions and susceptibilities (Kreer et al. 2025)
     "per_sample_losses", "bayesian_influence", "susceptibility",

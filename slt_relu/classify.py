@@ -62,16 +62,22 @@ NOT_IN_W0 = "not in W0"
 
 
 class PhaseAssignment(NamedTuple):
-    """classify_phase's answer; a leading batch axis (and lists) when params had one.
+    """classify_phase's answer, per draw; the draws' batch shape (object arrays for label, name, structure) when
+    params had leading batch axes, so that the labels of draws (C, S) go to :func:`~slt_relu.phase_masses` as they
+    are.
 
-    label: PhaseLabel or NOT_IN_W0; name: the label in words; K: population loss K(w) (NaN without
-    inputs); distance: to the label's part of W0 in effective coordinates (q_i w_i, q_i b_i; c) with
-    the boundaries held (inf when its equations cannot hold; a lower bound where a hidden group
-    with nodes on both sides may carry any linear part); group: (d,) truth node j of the reduced
-    truth, -1 degenerate (or inactive on the whole box), -2 linear (active on the whole box),
-    m + k hidden group k; orientation: (d,) +1 / -1 relative to the group's boundary, 0 for
-    degenerate and linear nodes; structure: the label the nodes form, also when it is no phase;
-    resolution: K_res (n mode) or None.
+    Attributes:
+        label: the PhaseLabel, or NOT_IN_W0.
+        name: the label in words.
+        K: the population loss K(w) (NaN without inputs).
+        distance: to the label's part of W0 in effective coordinates (q_i w_i, q_i b_i; c) with the boundaries held
+            (inf when its equations cannot hold; a lower bound where a hidden group with nodes on both sides may
+            carry any linear part).
+        group: (..., d) truth node j of the reduced truth, -1 degenerate (or inactive on the whole box), -2 linear
+            (active on the whole box), m + k hidden group k.
+        orientation: (..., d) +1 / -1 relative to the group's boundary, 0 for degenerate and linear nodes.
+        structure: the label the nodes form, also when it is no phase.
+        resolution: K_res (n mode) or None.
     """
 
     label: object
@@ -374,7 +380,7 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, *, inputs=None, n: int | N
 
     Returns:
         PhaseAssignment: label, name, K, distance, group, orientation, structure and resolution
-        per draw (a leading batch axis, and lists, when params had one).
+        per draw, with params' batch shape (label, name and structure as object arrays of that shape).
 
     References:
         DSLT3 Appendix 2.
@@ -467,8 +473,17 @@ def classify_phase(params: TwoLayer, truth: TwoLayer, *, inputs=None, n: int | N
     names_u = np.array([phase_name(lab, m) for lab in structures] + [NOT_IN_W0], object)
     labels_u = np.append(structures, np.array([NOT_IN_W0], object))
     pick = np.where(ok, inverse, len(uniq))
-    labels, names, structure = labels_u[pick].tolist(), names_u[pick].tolist(), formed_labels[back].tolist()
+    labels, names, structure = labels_u[pick], names_u[pick], formed_labels[back]
     if not batch:
         return PhaseAssignment(labels[0], names[0], float(K[0]), float(dist[0]), group[0], orient[0], structure[0], res)
-    return PhaseAssignment(labels, names, K.reshape(batch), dist.reshape(batch), group.reshape(batch + (d,)),
-                           orient.reshape(batch + (d,)), structure, res)
+    return PhaseAssignment(_shaped(labels, batch), _shaped(names, batch), K.reshape(batch), dist.reshape(batch),
+                           group.reshape(batch + (d,)), orient.reshape(batch + (d,)), _shaped(structure, batch), res)
+
+
+def _shaped(values, batch: tuple) -> np.ndarray:
+    """An object array of the batch's shape holding values (B,) one per entry (a PhaseLabel is a tuple: it stays
+    one entry)."""
+    out = np.empty(len(values), object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out.reshape(batch)

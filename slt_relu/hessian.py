@@ -17,7 +17,6 @@ from functools import partial
 from typing import Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ._validate import check_finite

@@ -226,8 +226,23 @@ def loss_slice(fn: Callable[..., jax.Array], center: TwoLayer, u, v, s, t,
 
 def coordinate_slice(fn: Callable[..., jax.Array], base: TwoLayer, axes: Sequence[str],
                      xs, ys, chunk: int = 256, args: tuple = ()) -> jax.Array:
-    """fn over two named coordinates (e.g. ``("w[0,0]", "q[0]")``) set to xs (S,) x ys (T,),
-    the others fixed at ``base`` (fn and args as in :func:`loss_slice`).  Returns (S, T)."""
+    """A loss over two named coordinates of a two-layer network, the others fixed at ``base``.
+
+        out[s, t] = fn(w, *args),  w = base with coordinate axes[0] = xs[s] and axes[1] = ys[t]
+
+    Args:
+        fn: (TwoLayer, ``*args``) -> scalar, e.g. ``population_loss`` with ``args=(truth, inputs, sigma)`` (compiled
+            once for all calls with equal shapes) or a function of one argument.
+        base: the TwoLayer the other coordinates are taken from.
+        axes: two coordinate names, e.g. ``("w[0,0]", "q[0]")`` (``w[i,k]``, ``b[i]``, ``q[i]``, ``c``).
+        xs: (S,) values of the first coordinate.
+        ys: (T,) values of the second.
+        chunk: parameters evaluated together (memory; speed only).
+        args: fn's other arguments.
+
+    Returns:
+        (S, T) fn on the grid.
+    """
     if len(axes) != 2:
         raise ValueError(f"axes: expected two coordinate names, got {list(axes)}")
     i, j = (coordinate_index(a, base.width, base.n_in) for a in axes)

@@ -320,11 +320,23 @@ def effective_weights(params: TwoLayer):
 
 
 def radius_rule(params: TwoLayer, eps: float = 0.3, non_degenerate: float = 1.0, degenerate: float = 2.0):
-    """DSLT4's radius rule on r_i = | |q_i| w_i |: an int code per network, names in RADIUS_PHASES.
+    """DSLT4's radius rule on the effective weights' norms r_i = | |q_i| w_i |: a phase code per network.
 
-    degenerate (1): min_i r_i < eps and |max_i r_i - degenerate| < eps;
-    non_degenerate (2): every |r_i - non_degenerate| < eps;  other (0) otherwise.
-    Shapes: params with leading batch axes (..., d, n_in) -> (...); eps and the radii finite, >= 0.
+        degenerate (1):      min_i r_i < eps and |max_i r_i - degenerate| < eps,
+        non_degenerate (2):  every |r_i - non_degenerate| < eps,
+        other (0)            otherwise  (names in RADIUS_PHASES).
+
+    Args:
+        params: TwoLayer with leading batch axes (w (..., d, n_in)), e.g. a posterior's draws (C, S).
+        eps: the radii's tolerance, finite, >= 0.
+        non_degenerate: the radius of every node in the non-degenerate phase.
+        degenerate: the radius of the live node in the degenerate phase.
+
+    Returns:
+        (...) int codes, the draws' batch shape (:func:`slt_relu.phase_masses` takes them with RADIUS_PHASES).
+
+    References:
+        DSLT4 (Carroll, "Phase transitions in neural networks"): PT1's phases by the nodes' radii.
     """
     check_params(params)
     for name, value in (("eps", eps), ("non_degenerate", non_degenerate), ("degenerate", degenerate)):

@@ -6,7 +6,7 @@ import pytest
 import xarray as xr
 
 import slt_relu as S
-from slt_relu.posterior.llc import LLCSGLDSettings, two_layer_loss_for
+from slt_relu.posterior.llc import LLCSettings, two_layer_loss_for
 from slt_relu import diagnostics as dg
 from slt_relu.arviz_data import load_draws, save_draws
 from slt_relu.posterior import draw_datasets, sample_posterior
@@ -77,7 +77,7 @@ def test_smc_particles_and_llc_traces_as_arviz_data(tmp_path):
     np.testing.assert_array_equal(st["ess"].values[0, :, :stages], smc.ess[:, :stages])   # per run and stage
     np.testing.assert_allclose(tree["constant_data"]["n_beta"].values, [20.0, 20.0])
     est = S.estimate_llc(jax.random.PRNGKey(4), two_layer_loss_for(1.0), ex.truth, (x[0], y[0]),
-                         LLCSGLDSettings(num_chains=3, num_steps=40, num_burnin=10, step_size=1e-4))
+                         LLCSettings(num_chains=3, num_steps=40, num_burnin=10, step_size=1e-4))
     tree = load_draws(save_draws(S.to_arviz(est), tmp_path / "llc.nc"))
     np.testing.assert_array_equal(tree["posterior"]["loss"].values, est.loss_trace)
     np.testing.assert_array_equal(tree["sample_stats"]["llc"].values, est.per_chain)

@@ -40,12 +40,12 @@ def test_real_posterior_draws_of_pt1_in_the_true_basin_get_the_truths_phase():
     for r, nb in enumerate(nbs):
         draws = jax.tree.map(lambda a: a[r], ps.params)
         got = S.classify_phase(draws, ex.truth, inputs=ex.inputs, n=N_DATA, sigma=1.0, beta=nb / N_DATA)
-        share = np.mean([lab == truth_phase for lab in got.label])
-        assert share >= 0.99, Counter(map(str, got.label))
+        share = np.mean([lab == truth_phase for lab in got.label.ravel()])
+        assert share >= 0.99, Counter(map(str, got.label.ravel()))
         fixed = S.classify_phase(draws, ex.truth, inputs=ex.inputs, tol=0.1)        # the old yardstick
         fixed_shares.append(np.mean([lab == truth_phase for lab in fixed.label]))
         assert got.K.shape == (128,) and np.all(got.K >= 0) and np.median(got.K) < got.resolution
-        assert set(got.name) <= {"both truth nodes, true orientation", "not in W0"}
+        assert set(got.name.ravel()) <= {"both truth nodes, true orientation", "not in W0"}
     assert truth_phase in phase_labels(ex.truth, 2)
     assert fixed_shares[0] < 0.9, fixed_shares          # measured 0.63-0.77 at n beta = 1e4 (0.95-0.99 at 1e5), 4 keys
 
@@ -57,8 +57,8 @@ def test_a_wrong_mode_is_not_in_w0():
     wrong = S.make_params([[0.1, 0.3], ex.truth.w[1]], [1.0, -0.3], [0.8, 1.0], -0.5)
     draws = near(wrong, jax.random.PRNGKey(2), 200, 0.01)
     got = S.classify_phase(draws, ex.truth, inputs=BOX, n=N_DATA)
-    assert np.all(got.K > 5 * got.resolution) and set(got.label) == {NOT_IN_W0}
-    assert set(got.name) == {"not in W0"}
+    assert np.all(got.K > 5 * got.resolution) and set(got.label.ravel()) == {NOT_IN_W0}
+    assert set(got.name.ravel()) == {"not in W0"}
     # a node linear on the box that fits truth node 1's ReLU by a plane (its nodes form "0 + | 1 linear", no
     # phase of W0): at 1,000 points K is within the resolution, the data cannot tell it from the truth, and the
     # spare node is assigned to the uncarried truth boundary: the truth's phase; at 10,000 points it is a
@@ -79,8 +79,8 @@ def test_pt1_at_pi_over_2_degenerate_and_shared_boundary_are_two_phases():
     assert set(reps) == {"++", "+ | 1 degenerate"}
     for key, (label, params) in enumerate(reps.items()):
         got = S.classify_phase(near(params, jax.random.PRNGKey(10 + key), 300, 0.01), truth, inputs=BOX, n=N_DATA)
-        share = np.mean([str(lab) == label for lab in got.label])
-        assert share >= 0.99, (label, Counter(map(str, got.label)))
+        share = np.mean([str(lab) == label for lab in got.label.ravel()])
+        assert share >= 0.99, (label, Counter(map(str, got.label.ravel())))
     names = {phase_name(PhaseLabel(((2, 0),))), phase_name(PhaseLabel(((1, 0),), (), 1))}
     assert names == {"truth node 1 carried by 2 nodes", "the truth node, true orientation; one node degenerate"}
 
@@ -93,8 +93,8 @@ def test_pt2_at_v_1_true_and_reversed_orientation():
             (truth, "+ + +", "all 3 truth nodes, true orientation"),
             (flipped, "- - -", "orientation reversed on truth nodes 1-3")]):
         got = S.classify_phase(near(params, jax.random.PRNGKey(20 + key), 300, 0.01), truth, inputs=BOX, n=N_DATA)
-        assert np.mean([str(lab) == label for lab in got.label]) >= 0.99, Counter(map(str, got.label))
-        assert Counter(got.name).most_common(1)[0][0] == name
+        assert np.mean([str(lab) == label for lab in got.label.ravel()]) >= 0.99, Counter(map(str, got.label.ravel()))
+        assert Counter(got.name.ravel()).most_common(1)[0][0] == name
     # at v = 2 the reversed network is no true parameter: its K is far above the resolution
     v2 = S.truths.dslt4_pt2(2.0)
     off = S.classify_phase(S.reverse_orientation(truth, [0, 1, 2])._replace(q=v2.q), v2, inputs=BOX, n=N_DATA)
@@ -145,7 +145,7 @@ def test_real_draws_at_pi_over_2_near_each_phase_get_it():
         # >= 20: over 4 keys (trees of depth <= 6) the degenerate group held 40-138 of the 200 draws, the shared one 200
         assert group.sum() >= 20, (geometric, group.sum())
         got = S.classify_phase(d, ex.truth, inputs=ex.inputs, n=N_DATA, sigma=1.0, beta=beta)
-        labels = np.array([str(lab) for lab in got.label])
+        labels = np.array([str(lab) for lab in got.label.ravel()])
         assert np.mean(labels[group] == phase) >= 0.99, (geometric, Counter(labels[group]))
 
 
@@ -159,7 +159,7 @@ def test_real_draws_of_pt2_at_v_1_in_both_orientations():
     for chain, (phase, sector) in enumerate([("+ + +", 1), ("- - -", 2)]):
         d = jax.tree.map(lambda a: a[chain], draws)
         got = S.classify_phase(d, ex.truth, inputs=ex.inputs, n=N_DATA, sigma=1.0, beta=1.0)
-        labels = np.array([str(lab) for lab in got.label])
+        labels = np.array([str(lab) for lab in got.label.ravel()])
         assert np.mean(labels == phase) >= 0.99, Counter(labels)
         assert np.mean(sector_phase(d, ex.truth)[labels == phase] == sector) >= 0.99
 
@@ -175,7 +175,7 @@ def test_labels_are_invariant_under_permutation_and_rescaling():
                        np.take_along_axis(rescaled.q, perm, 1), c)             # then pi
     a = S.classify_phase(draws, truth, inputs=BOX, n=N_DATA)
     b = S.classify_phase(moved, truth, inputs=BOX, n=N_DATA)
-    assert a.label == b.label and Counter(map(str, a.label))["+ + +"] > 50
+    assert a.label.tolist() == b.label.tolist() and Counter(map(str, a.label))["+ + +"] > 50
     np.testing.assert_allclose(a.K, b.K, rtol=1e-8, atol=1e-14)
 
 
@@ -186,7 +186,7 @@ def test_exact_representatives_are_classified_as_themselves_at_any_resolution(wi
     batch = jax.tree.map(lambda *xs: jnp.stack(xs), *[r.params for r in reps])
     for got in (S.classify_phase(batch, truth, tol=1e-6), S.classify_phase(batch, truth, inputs=S.UniformBox(3.0, 2),
                                                                             n=10**9)):
-        assert got.label == [r.label for r in reps]
+        assert got.label.tolist() == [r.label for r in reps]
     assert phase_labels(truth, width) == {r.label for r in reps}
 
 
@@ -214,9 +214,9 @@ def test_a_truth_node_the_data_cannot_resolve_takes_a_spare_node():
         ex = S.truths.get("dslt4_pt1", t=t)
         merged = S.make_params([ex.truth.w[0], [0.0, 0.0]], [-0.3, -1.0], [2.0, 0.0], 0.0)
         got = S.classify_phase(near(merged, jax.random.PRNGKey(30), 100, 0.005), ex.truth, inputs=BOX, n=N_DATA)
-        assert {str(s) for s in got.structure} == {"+ 0 | 1 degenerate"}
+        assert {str(s) for s in got.structure.ravel()} == {"+ 0 | 1 degenerate"}
         if in_w0:
             assert np.all(got.K < got.resolution) and np.all(got.group == [0, 1])
-            assert set(got.label) == {PhaseLabel(((1, 0), (1, 0)))}
+            assert set(got.label.ravel()) == {PhaseLabel(((1, 0), (1, 0)))}
         else:
-            assert np.all(got.K > 5 * got.resolution) and set(got.label) == {NOT_IN_W0}
+            assert np.all(got.K > 5 * got.resolution) and set(got.label.ravel()) == {NOT_IN_W0}

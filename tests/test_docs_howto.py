@@ -18,7 +18,7 @@ import pytest
 import slt_relu.sampling.base
 from slt_relu.kinds import KINDS
 from slt_relu.netcdf import read_tree
-from slt_relu.settings import ConfigError
+from slt_relu.workflow.settings import ConfigError
 from slt_relu.workflow import runner
 from slt_relu.workflow.cli import parser as cli_parser
 

@@ -15,7 +15,7 @@ from slt_relu.kinds import KINDS, Kind, Output, register_kind
 from slt_relu.workflow.schemas import TruthExperiment, resolve_setup
 from slt_relu.netcdf import read_tree
 from slt_relu.plots._style import subplots
-from slt_relu.settings import Section
+from slt_relu.workflow.settings import Section
 
 
 class OrbitSettings(Section):

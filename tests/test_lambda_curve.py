@@ -10,7 +10,7 @@ import pytest
 
 from slt_relu.known_lambda import deep_linear, normal_crossing, reduced_rank, two_layer_phase
 from slt_relu.netcdf import read_tree
-from slt_relu.settings import ConfigError
+from slt_relu.workflow.settings import ConfigError
 from slt_relu.workflow import runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -61,7 +61,7 @@ def test_regular_cases_have_lambda_half_their_dimension():
     import numpy as np
 
     from slt_relu.kinds.lambda_curve_kind import Settings, resolve
-    from slt_relu.settings import parse
+    from slt_relu.workflow.settings import parse
 
     s = parse(Settings, {"kind": "lambda_curve", "smc": {"name": "smc"}, "cases": [
         {"name": "r", "family": "regular", "num_params": 5},
@@ -193,7 +193,7 @@ def test_the_phases_first_principles_values_and_their_potential():
     from slt_relu.kinds.lambda_curve_kind import Settings, resolve
     from slt_relu.known_lambda.phase import WALL
     from slt_relu.network import TwoLayer
-    from slt_relu.settings import parse
+    from slt_relu.workflow.settings import parse
 
     pt2 = {**PHASE, "truth": "dslt4_pt2", "truth_options": {"v": 1.0}, "width": 3, "phase": "+ + +"}
     cases = [{**PHASE, "name": "deg", "phase": "+ | 1 degenerate"}, {**PHASE, "name": "pair"}, {**pt2, "name": "pt2"},
@@ -295,7 +295,7 @@ def test_nuts_and_smc_readings_of_the_estimand_are_compared():
 def _family_loss(family, **keys):
     """A case's population loss and its data-case RegressionLoss with the regression that draws the data."""
     from slt_relu.kinds.lambda_curve_kind import Settings, resolve
-    from slt_relu.settings import parse
+    from slt_relu.workflow.settings import parse
 
     case = {"name": "c", "family": family, **keys}
     pop, data = (resolve(parse(Settings, {"kind": "lambda_curve", "smc": {"name": "smc"}, "cases": [c]})).cases[0]

@@ -24,7 +24,7 @@ N, SIGMA = 200, 0.5
 N_BETA = N / math.log(N)
 SMC = S.SMCSettings(num_particles=256, num_mcmc_steps=4)
 NUTS = S.NUTSSettings(num_warmup=200, num_samples=200)
-LLC = S.posterior.llc.LLCSGLDSettings(num_chains=8, num_steps=3000, num_burnin=1000, step_size=1e-4,
+LLC = S.posterior.llc.LLCSettings(num_chains=8, num_steps=3000, num_burnin=1000, step_size=1e-4,
                                       localization=10.0)
 RUNS = 6                          # independent SMC runs and NUTS chains: their spread is the Monte Carlo error
 K_SE = 5                          # a sampler's number against the family's: within 5 combined standard errors

@@ -138,7 +138,7 @@ def test_an_exact_symmetry_is_always_accepted_and_splits_the_modes_by_count():
     for c in range(4):
         np.testing.assert_array_equal(out.stats["symmetry_accept"][c, :stages[c]], 1.0)
     np.testing.assert_array_equal((out.z[..., 0] > 0).sum(1), 256)
-    plain = run_smc(keys, Even(), z0, (t_max,), s.model_copy(update={"symmetry_moves": False}))
+    plain = run_smc(keys, Even(), z0, (t_max,), s.replace(symmetry_moves=False))
     assert np.any((plain.z[..., 0] > 0).sum(1) != 256)
     with pytest.raises(ValueError, match="moves: symmetry_moves needs"):
         run_smc(keys, Even(), z0, (t_max,), s)
@@ -221,7 +221,7 @@ def test_mcmc_chains_take_an_exact_symmetry_after_every_trajectory(s):
     out = S.sample(keys, even_wells, z0, t, s, moves=Negate())
     np.testing.assert_array_equal(out.stats["symmetry_accept"], 1.0)
     np.testing.assert_array_equal((out.z[..., 0] > 0).sum(1), s.num_samples // 2)
-    plain = S.sample(keys, even_wells, z0, t, s.model_copy(update={"symmetry_moves": False}))
+    plain = S.sample(keys, even_wells, z0, t, s.replace(symmetry_moves=False))
     np.testing.assert_array_equal((plain.z[..., 0] > 0).sum(1), s.num_samples)
     assert "symmetry_accept" not in plain.stats
     if s.name == "hmc":                               # a fixed 10 steps + the flip, per iteration

@@ -88,7 +88,7 @@ def test_classify_phase_batches_and_groups():
     reps = true_set_representatives(truth, 4)
     batch = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *[r.params for r in reps])
     got = S.classify_phase(batch, truth, tol=1e-6)
-    assert got.label == [r.label for r in reps]
+    assert got.label.tolist() == [r.label for r in reps]
     assert got.distance.shape == (len(reps),) and got.group.shape == (len(reps), 4)
     for rep, group, orient in zip(reps, got.group, got.orientation):
         counts = Counter((int(g), int(o)) for g, o in zip(group, orient))

@@ -253,3 +253,19 @@ def test_classify_phase_on_a_box_labels_linear_nodes():
     dead = params._replace(w=params.w.at[1].set(jnp.array([0.5, 0.0])), b=params.b.at[1].set(-1.0))
     got = S.classify_phase(dead, truth, tol=1e-6, inputs=box)
     assert got.structure.degenerate == 1 and got.label == NOT_IN_W0
+
+
+def test_the_labels_of_draws_go_to_phase_masses_as_they_are():
+    """classify_phase on draws of batch shape (C, S) gives labels (C, S) that phase_masses takes as they are: the
+    masses are the labels' shares by hand (each chain its own data set), and a list of lists of PhaseLabels (tuples)
+    is read by its nesting."""
+    truth = S.truths.dslt4_pt2(1.0)                     # v = 1: the nodes annihilate, both orientations in W0
+    flipped = S.reverse_orientation(truth, [0, 1, 2])
+    near = jax.tree.map(lambda a, b: jnp.stack([a, b, a])[:, None].repeat(4, 1), truth, flipped)   # chain 1 flipped
+    got = S.classify_phase(near, truth, tol=1e-6)
+    assert got.label.shape == got.name.shape == got.structure.shape == (3, 4) and got.K.shape == (3, 4)
+    pm = S.phase_masses(got.label)
+    phase = {str(n): m for n, m in zip(pm.names, pm.mass)}
+    assert phase == {"+ + +": pytest.approx(2 / 3, abs=1e-12), "- - -": pytest.approx(1 / 3, abs=1e-12)}
+    assert S.phase_masses(got.label.tolist()).mass.tolist() == pm.mass.tolist()
+    np.testing.assert_array_equal(S.radius_rule(near).shape, (3, 4))

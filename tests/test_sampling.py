@@ -12,7 +12,7 @@ import pytest
 import slt_relu
 import slt_relu.sampling as sampling
 from slt_relu.sampling import Draws, register, sample
-from slt_relu.settings import Section
+from slt_relu.workflow.settings import Section
 
 
 class StayPutSettings(Section):
@@ -112,5 +112,5 @@ def test_no_import_cycle():
     assert "slt_relu.sampling.base" in graph["slt_relu.sampling.nuts"]          # the graph sees relative imports
     assert _cycle(graph) is None, "import cycle: " + " -> ".join(_cycle(graph))
     assert _cycle(_import_graph({"slt_relu.sampling.base": {"slt_relu.posterior"}})) is not None
-    # network importing a sampling submodule runs sampling/__init__, whose base imports network
-    assert _cycle(_import_graph({"slt_relu.network": {"slt_relu.sampling.sharding"}})) is not None
+    # _validate importing a sampling submodule runs sampling/__init__, whose base imports _validate
+    assert _cycle(_import_graph({"slt_relu._validate": {"slt_relu.sampling.sharding"}})) is not None

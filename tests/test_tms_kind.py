@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from slt_relu.netcdf import read_tree
-from slt_relu.settings import ConfigError
+from slt_relu.workflow.settings import ConfigError
 from slt_relu.workflow import runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

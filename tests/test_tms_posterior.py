@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from slt_relu.posterior.free_energy_curve import smc_free_energy_curve
-from slt_relu.posterior.llc import LLCSGLDSettings, estimate_llc
+from slt_relu.posterior.llc import LLCSettings, estimate_llc
 from slt_relu.posterior import Prior
 from slt_relu.posterior.target import TemperedTarget
 from slt_relu.pytree import unravel_fn
@@ -51,7 +51,7 @@ def test_sgld_llc_at_a_kgon_matches_the_quadratic_prediction(c, k, n_pos, lam):
     want = float(np.sum(a / (2 * A * (1 - eps * A / 4))))
     assert want == pytest.approx(lam, rel=0.03)
     est = estimate_llc(jax.random.key(2), population, p, DUMMY,
-                       LLCSGLDSettings(num_chains=4, num_steps=8000, num_burnin=2000, step_size=eps,
+                       LLCSettings(num_chains=4, num_steps=8000, num_burnin=2000, step_size=eps,
                                        localization=gamma, n_beta=nb))
     assert abs(est.estimate - want) < 4 * est.se + 0.05 * want
     assert est.accept_prob.min() > 0.95
@@ -67,7 +67,7 @@ def test_sgld_llc_at_the_square_matches_the_sandwich_lambda():
     row = kgon_record(4, 4)
     assert row.lambda_ == 5.5 and row.hessian_positive == row.fisher_rank == 8
     est = estimate_llc(jax.random.key(2), population, refined_kgon(4, 4), DUMMY,
-                       LLCSGLDSettings(num_chains=8, num_steps=20000, num_burnin=5000, step_size=5e-6,
+                       LLCSettings(num_chains=8, num_steps=20000, num_burnin=5000, step_size=5e-6,
                                        localization=1.0, n_beta=1e4))
     assert abs(est.estimate - 5.5) < 4 * est.se + 0.05 * 5.5
     assert est.estimate - 4 * est.se > 4.0
@@ -78,7 +78,7 @@ def test_estimate_llc_and_smc_run_on_the_empirical_loss():
     the prior N(0, 1) on the flat parameters, each a few steps, give finite numbers of the documented shapes."""
     x = sample_inputs(jax.random.key(0), 200, 4)
     est = estimate_llc(jax.random.key(1), empirical_loss, refined_kgon(4, 4), x,
-                       LLCSGLDSettings(num_chains=2, num_steps=300, num_burnin=100, step_size=1e-4))
+                       LLCSettings(num_chains=2, num_steps=300, num_burnin=100, step_size=1e-4))
     assert est.loss_trace.shape == (2, 200) and np.isfinite(est.estimate)
     curve = smc_free_energy_curve(jax.random.key(3), flat_empirical_loss, 12, 200.0,
                                   SMCSettings(num_particles=64, num_mcmc_steps=2, num_leapfrog=4, max_stages=40),

@@ -10,7 +10,7 @@ import pytest
 
 jax.config.update("jax_enable_x64", True)
 
-from slt_relu.posterior.llc import LLCSGLDSettings, estimate_llc  # noqa: E402
+from slt_relu.posterior.llc import LLCSettings, estimate_llc  # noqa: E402
 from slt_relu.tms import TMSParams, flat_empirical_loss, sample_inputs  # noqa: E402
 from slt_relu.tms import training as T  # noqa: E402
 from slt_relu.tms import training_llc as TL  # noqa: E402
@@ -154,7 +154,7 @@ def test_sgld_on_a_quadratic_is_quadratic_llc_within_its_standard_error():
     (eps = 0) is many standard errors away, so the test sees the step's bias."""
     h = jnp.asarray([0.5, 2.0, 8.0, 0.0])
     nb, gamma, eps = 10.0, 1.0, 0.02
-    s = LLCSGLDSettings(num_chains=16, num_steps=6000, num_burnin=400, thin=2, step_size=eps, localization=gamma,
+    s = LLCSettings(num_chains=16, num_steps=6000, num_burnin=400, thin=2, step_size=eps, localization=gamma,
                         n_beta=nb)
     out = estimate_llc(jax.random.PRNGKey(7), _quadratic_loss(h), jnp.zeros(4), jnp.zeros((5, 1)), s)
     exact = TL.quadratic_llc(np.asarray(h), nb, gamma, eps)
@@ -169,7 +169,7 @@ def test_llc_at_checkpoints_is_estimate_llc_at_each_center(adam):
     W, b = ds.W.values[1, :, -2:], ds.b.values[1, :, -2:]
     centers = np.concatenate([W.reshape(4, -1), b.reshape(4, -1)], axis=1)
     keys = jax.vmap(lambda j: jax.random.key_data(jax.random.fold_in(jax.random.PRNGKey(11), j)))(jnp.arange(4))
-    s = LLCSGLDSettings(num_chains=3, num_steps=50, num_burnin=10, thin=2, step_size=1e-4, localization=5.0,
+    s = LLCSettings(num_chains=3, num_steps=50, num_burnin=10, thin=2, step_size=1e-4, localization=5.0,
                         n_beta=40 / math.log(40))
     est, se, acc = TL.llc_at_checkpoints(keys, jnp.asarray(centers), data, s)
     for j in range(4):
@@ -184,7 +184,7 @@ def test_llc_along_training_keys_and_chunks(adam, monkeypatch):
     fold_in(fold_in(key, i), r K + k), in chunks whose last one is padded: chunks of 5 at n = 12 (208 data
     elements, 30 x 12 kept per chain: 3936 // 720) and of 3 at n = 40 (656 data elements: 3936 // 1312)."""
     ds, x, _ = adam
-    s = LLCSGLDSettings(num_chains=2, num_steps=40, num_burnin=10, thin=1, step_size=1e-4, localization=5.0)
+    s = LLCSettings(num_chains=2, num_steps=40, num_burnin=10, thin=1, step_size=1e-4, localization=5.0)
     monkeypatch.setattr(TL, "LLC_CHUNK_ELEMENTS", 3936)
     calls = []
     out = TL.llc_along_training(jax.random.PRNGKey(3), ds, s, progress=lambda d, t: calls.append((d, t)))
@@ -250,9 +250,9 @@ def test_bad_arguments_are_refused_in_one_line(call, match):
 
 def test_bad_llc_settings_and_checkpoints_are_refused(adam):
     ds = adam[0]
-    for settings, match in ((LLCSGLDSettings(n_beta=3.0), r"^settings: expected n_beta = None"),
-                            (LLCSGLDSettings(batch_size=2), r"^settings: expected n_beta = None"),
-                            ("sgld", r"^settings: expected LLCSGLDSettings, got str$")):
+    for settings, match in ((LLCSettings(n_beta=3.0), r"^settings: expected n_beta = None"),
+                            (LLCSettings(batch_size=2), r"^settings: expected n_beta = None"),
+                            ("sgld", r"^settings: expected LLCSettings, got str$")):
         with pytest.raises(ValueError, match=match):
             TL.llc_along_training(jax.random.PRNGKey(0), ds, settings)
     with pytest.raises(ValueError, match=r"^checkpoint: expected an index in \[-4, 3\], got 4$"):

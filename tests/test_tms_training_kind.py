@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from slt_relu.netcdf import read_tree
-from slt_relu.settings import ConfigError
+from slt_relu.workflow.settings import ConfigError
 from slt_relu.workflow import report, runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -106,8 +106,13 @@ def test_bad_settings_are_refused_in_one_line(tmp_path, overrides, match):
 
 def test_memory_is_checked_before_anything_runs(tmp_path):
     from slt_relu.workflow import memory
+    from slt_relu.workflow.config import load
+    from slt_relu.workflow.kind import kinds
+    from slt_relu.workflow.settings import parse
 
-    s = runner.prepare("tms_training", {"llc.num_chains": 64, "llc.num_steps": 1_000_000, "llc.thin": 1}).settings
+    # parsed only (runner.prepare would check it against this machine's memory, which the test must not depend on)
+    overrides = {"llc.num_chains": 64, "llc.num_steps": 1_000_000, "llc.thin": 1}
+    s = parse(kinds()["tms_training"].settings, load(runner.config_path("tms_training"), overrides))
     with pytest.raises(ConfigError, match=r"^llc\.num_chains, llc\.num_steps, llc\.num_burnin, llc\.thin: one "
                                           r"checkpoint's kept SGLD draws needs ~") as err:
         memory.check(s, available=2 ** 30)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from slt_relu.netcdf import read_tree
-from slt_relu.settings import ConfigError
+from slt_relu.workflow.settings import ConfigError
 from slt_relu.workflow import report, runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -58,9 +58,10 @@ def check_the_tiny_run(out):
     assert {p.name for p in out.glob("*.png")} == {"transition.png"}
     # the measurement is bayesian_transition's, number for number (same machine, same program)
     s = runner.prepare("tms_transition_c5", TINY_C5).settings
-    direct = T.bayesian_transition(jax.random.PRNGKey(0), 5, [20, 40], datasets=2, runs=2, settings=s.smc,
+    smc = s.smc.build()                                  # the [smc] table as the library's settings
+    direct = T.bayesian_transition(jax.random.PRNGKey(0), 5, [20, 40], datasets=2, runs=2, settings=smc,
                                    pairs=[("5-gon", "4-gon"), ("5-gon", "4-gon +"), ("5-gon", "4-gon -")], n_boot=50)
-    assert isinstance(s.smc, SMCSettings) and s.smc.num_particles == 64
+    assert isinstance(smc, SMCSettings) and smc.num_particles == 64
     for v in ("run_mass", "log_evidence", "n_crossover", "n_formula", "log_mass_ratio"):
         np.testing.assert_array_equal(ds[v].values, direct[v].values)
     lines = report.headline("tms_transition", m)

@@ -36,7 +36,7 @@ PAGES = "experiments"                               # the pages' folder in docs/
 def headline(name: str, match: str | None = None, results: Path = RESULTS) -> list[str]:
     """The headline lines of results/NAME (``slt-relu show``'s), only those matching ``match`` if given;
     ConfigError when the folder or its numbers are missing."""
-    from slt_relu.settings import ConfigError
+    from slt_relu.workflow.settings import ConfigError
     from slt_relu.workflow import report
 
     manifest, metrics = report.read_folder(results / name)
@@ -69,7 +69,7 @@ class ExperimentHeadline(SphinxDirective):
     option_spec = {"match": directives.unchanged_required}
 
     def run(self):
-        from slt_relu.settings import ConfigError
+        from slt_relu.workflow.settings import ConfigError
 
         name = self.arguments[0]
         for part in ("manifest.json", "metrics.json"):

@@ -26,7 +26,7 @@ from ..fisher import default_rtol, null_accounting
 from ..inputs import UniformBox
 from ..network import from_flat, init_params, num_params, to_flat
 from ..plots import rank_vs_bound_figure, spectrum_figure
-from ..settings import SCALE_BOUND, ConfigError, Section
+from ..workflow.settings import SCALE_BOUND, ConfigError, Section
 from ..truths import Example, m_symmetric
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need, quadrature_points, truth_size, width_keys

@@ -64,7 +64,7 @@ import numpy as np
 from .. import truths
 from ..known_lambda.losses import RegressionLoss, family_lambda, family_loss, regression_statistics
 from ..sampling import SMCSettings
-from ..settings import ConfigError
+from ..workflow.settings import ConfigError
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need
 from .lambda_curve_report import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, dataset, estimand_disagreement,
@@ -195,7 +195,7 @@ def resolve(s: Settings, raw=None) -> Resolved:
             cases.append(Case(c, loss, D, float(lam), int(m), curve, regression=regression))
     if len({c.name for c in s.cases}) != len(s.cases):
         raise ConfigError("cases: expected distinct names, got " + ", ".join(c.name for c in s.cases))
-    return Resolved(s.curve, s.smc, tuple(cases), s.mcmc, s.gibbs, s.sgld)
+    return Resolved(s.curve, None if s.smc is None else s.smc.build(), tuple(cases), s.mcmc, s.gibbs, s.sgld)
 
 
 def _readers(s: Settings, c: CaseSettings) -> list[str]:

@@ -10,10 +10,8 @@ from pydantic import Field, model_validator
 from .. import truths
 from ..posterior.linear_gibbs import MAX_T as GIBBS_MAX_T
 from ..posterior.linear_gibbs import MAX_WIDTH
-from ..sampling import SMCSettings
-from ..sampling.sgld import burnin_below_steps
-from ..settings import SCALE_BOUND, ConfigError, Section
-from ..workflow.schemas import Experiment
+from ..workflow.settings import SCALE_BOUND, ConfigError, Section
+from ..workflow.schemas import Experiment, SMCSection
 
 FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase")
 PHASE_KEYS = ("truth", "width", "phase", "radius")          # dslt_phase's own keys (all needed there, nowhere else)
@@ -104,7 +102,10 @@ class SGLDCurveSettings(Window):
 
     @model_validator(mode="after")
     def _burnin(self):
-        return burnin_below_steps(self)
+        if self.num_burnin >= self.num_steps:
+            raise ValueError(f"num_burnin: expected an integer below num_steps = {self.num_steps}, "
+                             f"got {self.num_burnin}")
+        return self
 
 
 class GibbsSettings(Window):
@@ -174,7 +175,7 @@ class Settings(Experiment):
                                            "population case (not dslt_phase, nor a data case)")
     gibbs: GibbsSettings | None = Field(None, description="when set, the estimator gibbs_tempered_loss on every "
                                         "reduced_rank and deep_linear case")
-    smc: SMCSettings | None = Field(None, description="the SMC runs, for the estimators free_energy, tempered_loss "
+    smc: SMCSection | None = Field(None, description="the SMC runs, for the estimators free_energy, tempered_loss "
                                     "and thermodynamic on every case (a target_ess near 1 gives the stages the fit "
                                     "needs: 0.9 gives 4-10 a decade); without it, [mcmc], [sgld] or [gibbs] reads "
                                     "the cases")

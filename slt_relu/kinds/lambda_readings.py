@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..settings import ConfigError
+from ..workflow.settings import ConfigError
 from .lambda_curve_report import estimate_entry
 from .lambda_curve_settings import LINEAR
 
@@ -100,7 +100,7 @@ def smc_moves(smc, c):
 
     if smc.symmetry_moves and c.settings.family in LINEAR and len(c.loss.widths) > 2:
         return smc, LayerReparametrization(tuple(c.loss.widths))
-    return smc.model_copy(update={"symmetry_moves": False}), None
+    return smc.replace(symmetry_moves=False), None
 
 
 def exact_free_energy(c, run_data=None):

@@ -17,7 +17,7 @@ from ..fisher import null_accounting
 from ..loss import empirical_loss, loss_slice, population_loss, sample_dataset
 from ..network import coordinate_index, coordinate_names, from_flat, num_params, to_flat
 from ..plots import landscape_figure
-from ..settings import SCALE_BOUND, ConfigError, Section
+from ..workflow.settings import SCALE_BOUND, ConfigError, Section
 from ..truths import Example
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need, quadrature_points, truth_size, width_keys

@@ -10,7 +10,6 @@ from typing import NamedTuple
 import numpy as np
 
 from ..known_lambda.losses import MonomialLoss
-from ..sampling import NUTSSettings
 
 
 class Case(NamedTuple):
@@ -89,8 +88,8 @@ def case_result(c: Case, n: int, refine: bool, key) -> dict:
     cs = c.settings
     rows, sweeps, arrays, draws = [], [], {}, []
     k_data, k_sgld, k_nuts = jax.random.split(jax.random.fold_in(key, c.index), 3)
-    g, b = cs.sgld, cs.beta_sweep
-    nuts = NUTSSettings(**b.model_dump(include=set(NUTSSettings.model_fields)))
+    g, b = cs.sgld.build(), cs.beta_sweep
+    nuts = b.build()
     for label, loss, star, data, lam, init in targets(c, n, k_data):
         refined = None
         if refine and cs.model == "two_layer":
@@ -169,7 +168,7 @@ def calibration_result(c: Case, llc, key) -> dict:
     if llc.refine and cs.model == "two_layer":
         star, _ = minimize_loss(loss, star, data)
     # every step kept (thin = 1): the traces show burn-in and drift at full resolution
-    g = cs.sgld.replace(num_steps=cal.num_steps or cs.sgld.num_steps, thin=1,
+    g = cs.sgld.build().replace(num_steps=cal.num_steps or cs.sgld.num_steps, thin=1,
                         num_burnin=cs.sgld.num_burnin if cal.num_burnin is None else cal.num_burnin)
     grid = calibrate_llc(jax.random.fold_in(key, 10_000), loss, star, data, cal.step_sizes, cal.localizations, g)
     return {"label": label, "true_lambda": lam, **grid._asdict()}

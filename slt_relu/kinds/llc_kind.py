@@ -27,21 +27,18 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from .. import truths
-from ..posterior.llc import LLCSGLDSettings
-from ..sampling import NUTSSettings
-from ..settings import SCALE_BOUND, ConfigError, Section, parse
+from ..workflow.settings import SCALE_BOUND, ConfigError, Section, parse
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need, params
-from ..workflow.schemas import TRUTH_SCHEMAS, Experiment
+from ..workflow.schemas import TRUTH_SCHEMAS, Experiment, LLCSection, NUTSSection
 from ..workflow.sweep import Point, fingerprint, run_points
 from .llc_cases import Case, calibration_result, case_result
 
 Method = Literal["sgld", "beta_sweep", "wbic"]
 
 
-class SGLDTable(LLCSGLDSettings):
-    """[llc.sgld]: estimate_llc's settings (posterior.llc.LLCSGLDSettings) with the kind's defaults;
-    passed to estimate_llc as they are."""
+class SGLDTable(LLCSection):
+    """[llc.sgld]: estimate_llc's settings (the schema of posterior.llc.LLCSettings) with the kind's defaults."""
 
     num_steps: int = Field(20000, ge=1, description="SGLD steps per chain")
     num_burnin: int = Field(5000, ge=0, description="first steps dropped")
@@ -50,7 +47,7 @@ class SGLDTable(LLCSGLDSettings):
     localization: float = Field(1.0, ge=0, le=SCALE_BOUND ** 2, description="gamma of exp(-n beta L_n - gamma/2 |w - w*|^2)")
 
 
-class BetaSweepSettings(NUTSSettings):
+class BetaSweepSettings(NUTSSection):
     """[llc.beta_sweep]: NUTS's settings with the sweep's defaults, and the sweep itself."""
 
     num_warmup: int = Field(500, ge=0, description="warm-up iterations per chain")
@@ -96,7 +93,7 @@ class MonomialCase(_Case):
     theta0: float = Field(0.0, ge=0, le=SCALE_BOUND, description="the truth's slope")
 
 
-class LLCSettings(Section):
+class LLCTable(Section):
     n: int = Field(10000, ge=10, le=10_000_000, description="data set size")
     methods: tuple[Method, ...] = Field(("sgld", "beta_sweep"), min_length=1, description="estimators")
     refine: bool = Field(True, description="localise at the minimum of L_n next to the point")
@@ -108,7 +105,7 @@ class LLCSettings(Section):
 
 class Settings(Experiment):
     kind: Literal["learning_coefficient"]
-    llc: LLCSettings
+    llc: LLCTable
     cases: tuple[Annotated[Union[TwoLayerCase, MonomialCase], Field(discriminator="model")], ...] = Field(
         min_length=1, description="the cases ([[cases]])")
     save_draws: bool | None = Field(None, description="write each SGLD estimate's loss traces as ArviZ netCDF "

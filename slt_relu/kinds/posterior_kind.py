@@ -23,6 +23,7 @@ traces.png, phase_diagram.png (two sweep axes), and draws/[compare-]point-NNNNN.
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 from typing import NamedTuple
 
@@ -32,10 +33,10 @@ from ..network import Restriction, make_params
 from ..posterior import Prior, resolve_beta
 from ..posterior.stopping import StoppingRule, until_runs_agree
 from ..sampling import SMCSettings
-from ..settings import ConfigError, parse
+from ..workflow.settings import ConfigError, parse
 from ..workflow.kind import Kind, first_line, register_kind
 from ..workflow.memory import Need, params, truth_size
-from ..workflow.schemas import resolve_setup
+from ..workflow.schemas import SMCSection, resolve_setup
 from ..workflow.sweep import Point, data_indices, expand, fingerprint, flatten_sweep, run_points
 from .posterior_report import analyze, draws_params, headline, point_rule
 from .posterior_settings import ModelSettings, PhasesSettings, PriorSettings, Settings, check_convergence
@@ -125,7 +126,7 @@ def point_spec(s: Settings) -> PointSpec:
         raise ConfigError(f"posterior.{err}") from None
     conv = check_convergence(s)
     return PointSpec(setup.example, setup.inputs, setup.sigma, model, _prior(s.prior), p.n, beta, p.n * beta,
-                     p.datasets, p.chains_per_dataset, p.init_radius, s.sampler, p.trial_filter, p.trial_filter_z,
+                     p.datasets, p.chains_per_dataset, p.init_radius, s.sampler.build(), p.trial_filter, p.trial_filter_z,
                      phases=s.phases, convergence=conv)
 
 
@@ -194,7 +195,7 @@ def _ident(point: Point, seed: int) -> str:
     return fingerprint("posterior", point.index, repr(point.values), p.example.name,
                        np.asarray(to_flat(p.example.truth)).tolist(), repr(p.inputs), p.sigma,
         repr(p.model), p.prior, p.n, p.n_beta, p.datasets, p.chains_per_dataset, p.init_radius,
-        p.sampler.model_dump(), p.data_index, seed, bool(jax.config.read("jax_enable_x64")), jax.__version__,
+        dataclasses.asdict(p.sampler), p.data_index, seed, bool(jax.config.read("jax_enable_x64")), jax.__version__,
         # with [convergence] the phase rule decides how many runs are sampled
         (p.convergence._asdict(), p.phases.model_dump()) if p.convergence else None)
 
@@ -237,7 +238,7 @@ def _grown(points: list, round_: int, size, key) -> list[dict]:
     if size is not None:
         runs, particles = size
         points = [pt._replace(settings=pt.settings._replace(
-            chains_per_dataset=runs, sampler=pt.settings.sampler.model_copy(update={"num_particles": particles})))
+            chains_per_dataset=runs, sampler=pt.settings.sampler.replace(num_particles=particles)))
             for pt in points]
     return sample_program(points, key, round_)
 
@@ -289,7 +290,8 @@ def sample_program(points: list, key, round_: int) -> list[dict]:
 
 
 def _compare_points(r: Resolved) -> list:
-    return [pt._replace(settings=pt.settings._replace(sampler=r.settings.compare, convergence=None)) for pt in r.points]
+    return [pt._replace(settings=pt.settings._replace(sampler=r.settings.compare.build(), convergence=None))
+            for pt in r.points]
 
 
 def run(r: Resolved, key, ctx):
@@ -323,7 +325,7 @@ def memory(s) -> list[Need]:
     D = params(width, n_in)
     runs = p.datasets * p.chains_per_dataset
     out = [Need("posterior.n, posterior.datasets", "the data sets of one sweep point", p.datasets * p.n * (n_in + 1))]
-    if isinstance(sampler, SMCSettings):
+    if isinstance(sampler, SMCSection):
         particles = sampler.num_particles
         if s.convergence.active:                          # the stopping rule may add runs and grow their particles
             runs = p.datasets * max(p.chains_per_dataset, s.convergence.max_chains_per_dataset)

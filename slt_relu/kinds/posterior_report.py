@@ -47,9 +47,8 @@ def _classify_labels(ph, p, params):
 
     sub = jax.tree.map(lambda a: np.asarray(a)[:, ::ph.classify_every], params)
     got = classify_phase(sub, p.example.truth, inputs=p.inputs, n=p.n, sigma=p.sigma, beta=p.beta)
-    C, S = np.shape(sub.c)
-    codes = np.array([str(lab) for lab in got.label], dtype=object).reshape(C, S)
-    return codes, dict(zip(map(str, got.label), got.name))
+    codes = np.vectorize(str, otypes=[object])(got.label)                       # (C, S'), as the draws
+    return codes, dict(zip(map(str, got.label.ravel()), got.name.ravel()))
 
 
 def _where(values: dict) -> str:

@@ -11,9 +11,8 @@ from pydantic import Field, model_validator
 from ..phases import RULES
 from ..posterior import PRIOR_KINDS
 from ..posterior.stopping import StoppingRule
-from ..sampling import HMCSettings, NUTSSettings, SMCSettings
-from ..settings import SCALE_BOUND, ConfigError, Section
-from ..workflow.schemas import TruthExperiment
+from ..workflow.settings import SCALE_BOUND, ConfigError, Section
+from ..workflow.schemas import HMCSection, NUTSSection, SMCSection, TruthExperiment
 
 MIN_RUNS_FOR_CONVERGENCE = 4   # runs per data set: from 2 the spread (so the MC error) is itself uncertain ~2x
 
@@ -72,7 +71,7 @@ class PlotsSettings(Section):
     weight_panels: int = Field(24, ge=1, le=200, description="panels of effective weights")
 
 
-SamplerSettings = Annotated[Union[NUTSSettings, HMCSettings, SMCSettings], Field(discriminator="name",
+SamplerSettings = Annotated[Union[NUTSSection, HMCSection, SMCSection], Field(discriminator="name",
                                                          description="the sampler and its settings")]
 
 
@@ -105,7 +104,7 @@ class Settings(TruthExperiment):
     model: ModelSettings = ModelSettings()
     prior: PriorSettings = PriorSettings()
     posterior: PosteriorSettings = PosteriorSettings()
-    sampler: SamplerSettings = NUTSSettings()
+    sampler: SamplerSettings = NUTSSection()
     compare: SamplerSettings | None = Field(None, description="a second sampler run on the same data sets at "
                                             "every point (e.g. NUTS beside SMC); its masses go in metrics "
                                             "under compare")
@@ -133,13 +132,13 @@ def check_convergence(s) -> StoppingRule | None:
     targets are set (None otherwise); ConfigError when they cannot hold (not SMC, too few runs per data set, a
     mass target without a rule)."""
     conv, p = s.convergence, s.posterior
-    if conv.active and not isinstance(s.sampler, SMCSettings):
+    if conv.active and not isinstance(s.sampler, SMCSection):
         raise ConfigError(f"convergence: the stopping rule adds independent SMC runs; expected sampler.name = "
                           f"\"smc\", got {s.sampler.name!r}")
     if conv.active and p.chains_per_dataset < MIN_RUNS_FOR_CONVERGENCE:
         raise ConfigError(f"posterior.chains_per_dataset: the convergence targets need at least "
                           f"{MIN_RUNS_FOR_CONVERGENCE} independent runs per data set, got {p.chains_per_dataset}")
-    if conv.max_particles is not None and (not isinstance(s.sampler, SMCSettings) or not conv.active):
+    if conv.max_particles is not None and (not isinstance(s.sampler, SMCSection) or not conv.active):
         raise ConfigError("convergence.max_particles: grows the particles of SMC runs under the stopping rule; "
                           "expected sampler.name = \"smc\" and a target (convergence.mass_mcse or "
                           "convergence.log_evidence_mcse)")

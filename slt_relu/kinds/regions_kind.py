@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..settings import SCALE_BOUND, Section
+from ..workflow.settings import SCALE_BOUND, Section
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need
 from ..workflow.schemas import Experiment

@@ -23,7 +23,7 @@ from ..network import num_params, to_flat
 from ..classify import classify_phase
 from ..phases import check_truth, true_set_representatives
 from ..plots import effective_weights_figure, phase_gallery_figure
-from ..settings import ConfigError, Section
+from ..workflow.settings import ConfigError, Section
 from ..symmetry import permute, rescale
 from ..truths import Example
 from ..workflow.kind import Kind, Output, first_line, register_kind

@@ -27,11 +27,10 @@ from typing import Annotated, Literal, NamedTuple
 import numpy as np
 from pydantic import Field
 
-from ..sampling import SMCSettings
-from ..settings import ConfigError, Section
+from ..workflow.settings import ConfigError, Section
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need
-from ..workflow.schemas import Experiment
+from ..workflow.schemas import Experiment, SMCSection
 
 MAX_C = 10                   # the table's cost grows like c^2 rows with a (3c)^2 Hessian each; c = 8 takes ~10 s
 
@@ -73,7 +72,7 @@ class Settings(Experiment):
     kind: Literal["tms"]
     table: TableSettings = TableSettings()
     estimate: EstimateSettings = EstimateSettings()
-    smc: SMCSettings = Field(description="the SMC runs of the local free-energy curves (a target_ess near 1 gives "
+    smc: SMCSection = Field(description="the SMC runs of the local free-energy curves (a target_ess near 1 gives "
                                          "the stages the fit needs: 0.9 gives ~12 a decade)")
 
 
@@ -159,7 +158,7 @@ def run(r: Resolved, key, ctx) -> Output:
         name = f"c = {row['c']} {row['k']}-gon {row['variant']}".rstrip()
         params = refined_kgon(row["c"], row["k"], row["n_positive"])
         try:
-            curve, est, warn = kgon_lambda(jax.random.fold_in(key, i), params, s.smc, prior_std=e.prior_std,
+            curve, est, warn = kgon_lambda(jax.random.fold_in(key, i), params, s.smc.build(), prior_std=e.prior_std,
                                            radius=e.radius, t_max=e.t_max, decades=e.decades, runs=e.runs,
                                            estimator=e.estimator, max_multiplicity=e.max_multiplicity)
         except ValueError as err:               # too few stages in the window: the settings' doing

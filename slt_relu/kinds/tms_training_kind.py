@@ -34,11 +34,11 @@ from typing import Annotated, Literal, NamedTuple
 import numpy as np
 from pydantic import Field
 
-from ..posterior.llc import LLCSGLDSettings
-from ..settings import ConfigError, Section
+from ..posterior.llc import LLCSettings
+from ..workflow.settings import ConfigError, Section
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need
-from ..workflow.schemas import Experiment, require_float64, require_increasing
+from ..workflow.schemas import Experiment, LLCSection, require_float64, require_increasing
 
 MAX_C = 10                   # as the tms kind: the phases' variants grow like 2^(c - k)
 TOP_SEQUENCES = 6            # the most common phase sequences listed per n
@@ -62,8 +62,8 @@ class TrainingSettings(Section):
     init_bias_std: float = Field(0.0, ge=0, le=100, description="b ~ N(0, init_bias_std^2) per entry at step 0")
 
 
-class LLCTable(LLCSGLDSettings):
-    """[llc]: the SGLD estimate at every checkpoint (slt_relu.posterior.llc.LLCSGLDSettings with this kind's
+class LLCTable(LLCSection):
+    """[llc]: the SGLD estimate at every checkpoint (the schema of slt_relu.posterior.llc.LLCSettings with this kind's
     defaults; n beta = n / log n at each n and full-batch gradients, so n_beta and batch_size stay unset)."""
 
     enabled: bool = Field(True, description="estimate the LLC at every checkpoint")
@@ -138,9 +138,9 @@ def run(r: Resolved, key, ctx) -> Output:
     return Output(metrics, ds, {"training": figure(ds, minima, llc.enabled)})
 
 
-def llc_settings(table: LLCTable) -> LLCSGLDSettings:
-    """The [llc] table as llc_along_training's LLCSGLDSettings."""
-    return LLCSGLDSettings(**table.model_dump(include=set(LLCSGLDSettings.model_fields)))
+def llc_settings(table: LLCTable) -> LLCSettings:
+    """The [llc] table as llc_along_training's LLCSettings."""
+    return table.build()
 
 
 def _summary(values) -> dict:

@@ -39,13 +39,13 @@ import time
 from typing import Annotated, Literal, NamedTuple
 
 import numpy as np
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from ..sampling import SMCSettings
-from ..settings import ConfigError, Section
+from ..workflow.settings import ConfigError, Section
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need
-from ..workflow.schemas import Experiment, require_float64, require_increasing
+from ..workflow.schemas import Experiment, SMCSection, require_float64, require_increasing
 
 MAX_C = 10                   # as the tms kind's table: the phases' variants grow like 2^(c - k)
 DEFAULT_NS = (50, 83, 139, 232, 387, 646, 1077, 1797, 2997, 5000)       # 10 log-spaced from 50 to 5,000
@@ -93,7 +93,7 @@ class Settings(Experiment):
     transition: TransitionSettings = TransitionSettings()
     labels: LabelSettings = LabelSettings()
     check: CheckSettings = CheckSettings()
-    smc: SMCSettings = Field(description="the SMC runs at every n (all particles of a run moved together: "
+    smc: SMCSection = Field(description="the SMC runs at every n (all particles of a run moved together: "
                                          "particle_batch = num_particles)")
 
 
@@ -120,13 +120,12 @@ def resolve(s: Settings, raw=None) -> Resolved:
     if s.check.enabled:
         f = s.check.factor
         try:
-            check_smc = SMCSettings(**{**s.smc.model_dump(), "num_particles": f * s.smc.num_particles,
-                                       "num_mcmc_steps": f * s.smc.num_mcmc_steps,
-                                       "particle_batch": f * s.smc.particle_batch})
-        except ValidationError as err:
-            why = err.errors()[0]["msg"].removeprefix("Value error, ")
+            check_smc = s.smc.build().replace(num_particles=f * s.smc.num_particles,
+                                              num_mcmc_steps=f * s.smc.num_mcmc_steps,
+                                              particle_batch=f * s.smc.particle_batch)
+        except (TypeError, ValueError) as err:
             raise ConfigError(f"check.factor: the check's SMC settings ({f} x the particles and moves) are invalid: "
-                              f"{why}") from None
+                              f"{err}") from None
     return Resolved(s, pairs, check_smc)
 
 
@@ -152,7 +151,7 @@ def run(r: Resolved, key, ctx) -> Output:
                                                      for nm in r.pairs[0]))
         bar.update()
 
-    ds = T.bayesian_transition(key, t.c, list(t.ns), datasets=t.datasets, runs=t.runs, settings=s.smc,
+    ds = T.bayesian_transition(key, t.c, list(t.ns), datasets=t.datasets, runs=t.runs, settings=s.smc.build(),
                                prior_std=t.prior_std, beta=t.beta, pairs=list(r.pairs), n_boot=t.n_boot,
                                refine=t.refine, keep_particles=True, progress=progress, **rule)
     bar.close()

@@ -199,5 +199,5 @@ def final_phases(loss: PhaseLoss, particles, t_max: float) -> dict:
     truth = TwoLayer(*(np.asarray(a, np.float64) for a in loss.truth))
     labels = classify_phase(loss.params(z), truth, inputs=loss.inputs, n=max(int(round(t_max)), 1),
                             sigma=loss.sigma).label
-    names, counts = np.unique([str(lab) for lab in labels], return_counts=True)
+    names, counts = np.unique([str(lab) for lab in labels.ravel()], return_counts=True)
     return {str(k): float(c) / len(z) for k, c in zip(names, counts)}

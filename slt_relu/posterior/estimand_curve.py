@@ -124,7 +124,7 @@ def _run(key, target, start, t_chain, eps_chain, data, settings):
     C = t_chain.shape[0]
     scale = jnp.sqrt(eps_chain)
     out = sample(jax.random.split(key, C), _Rescaled(target), start[None, :] / scale[:, None],
-                 broadcast_chains(C, data) + (t_chain, scale), settings.model_copy(update={"step_size": 1.0}))
+                 broadcast_chains(C, data) + (t_chain, scale), settings.replace(step_size=1.0))
     return jnp.asarray(out.z) * scale[:, None, None], np.asarray(out.stats["accept_prob"], np.float64), out.grad_evals
 
 

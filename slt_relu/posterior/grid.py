@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..loss import check_data, check_sigma
+from ..loss import check_data
 from ..network import Restriction, check_count, check_number
 from .prior import Prior
 from .target import tempered_target

@@ -42,11 +42,10 @@ from typing import Callable, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import Field
 
 from .. import diagnostics as dg
 from ..network import check_count, check_finite, check_number, check_params
-from ..settings import SCALE_BOUND
+from .._validate import SCALE_BOUND, setting, settings_fields, settings_type
 from ..pytree import unravel_fn
 from ..sampling import HMCSettings, NUTSSettings, SGLDSettings, broadcast_chains, check_keys, sample
 from ..loss import TwoLayerLoss, two_layer_loss
@@ -54,32 +53,46 @@ from .prior import Prior
 from .target import TemperedTarget, num_data
 
 
-class LLCSGLDSettings(SGLDSettings):
-    """The settings of :func:`estimate_llc`, validated once when made (pydantic, frozen): SGLD's
-    (num_steps, num_burnin, thin, step_size, batch_size) and what the estimator adds, the chains, the
-    localization gamma and n beta.  The learning coefficient kind's [llc.sgld] table is a subclass
-    with its own defaults."""
+@settings_type
+class LLCSettings(SGLDSettings):
+    """The settings of :func:`estimate_llc`: SGLD's (num_steps, num_burnin, thin, step_size, batch_size) and what
+    the estimator adds, the chains, the localization gamma and n beta.  A plain frozen type, checked when made."""
 
-    num_chains: int = Field(4, ge=1, description="chains, vmapped in one program")
-    localization: float = Field(100.0, ge=0, le=SCALE_BOUND ** 2, description="gamma of exp(-n beta L_n - gamma/2 |w - w*|^2)")
-    n_beta: float | None = Field(None, gt=0, le=1e12, description="n beta (default n / log n)")
+    num_chains: int = setting(4, ge=1, description="chains, vmapped in one program")
+    localization: float = setting(100.0, ge=0, le=SCALE_BOUND ** 2, description="gamma of exp(-n beta L_n - gamma/2 "
+                                  "|w - w*|^2)")
+    n_beta: float | None = setting(None, gt=0, le=1e12, description="n beta (default n / log n)")
 
     def sampler(self) -> SGLDSettings:
         """SGLD's own settings: the compiled program's static argument (chains, gamma and n beta are
         arguments of the program, so a calibration grid over gamma compiles once)."""
-        return SGLDSettings(**self.model_dump(include=set(SGLDSettings.model_fields)))
+        return SGLDSettings(**{f.name: getattr(self, f.name) for f in settings_fields(SGLDSettings)})
 
-    def replace(self, **changes):
-        """A copy with ``changes``, validated (pydantic's model_copy does not validate)."""
-        return type(self).model_validate({**self.model_dump(), **changes})
+    @classmethod
+    def of(cls, settings) -> "LLCSettings":
+        """settings as LLCSettings: LLCSettings as they are, SGLDSettings with the estimator's defaults; else
+        TypeError naming the argument."""
+        if isinstance(settings, cls):
+            return settings
+        if isinstance(settings, SGLDSettings):
+            return cls(**{f.name: getattr(settings, f.name) for f in settings_fields(SGLDSettings)})
+        raise TypeError(f"settings: expected slt_relu.LLCSettings (or SGLDSettings), got {type(settings).__name__}")
 
 
 class LLCEstimate(NamedTuple):
-    """estimate: lambda_hat averaged over chains; se: its standard error across chains (std / sqrt(C));
-    per_chain: (C,); loss_trace: (C, T) L_n on all the data at each kept step (also when the
-    steps use mini-batches); init_loss: L_n(w*); n_beta;
-    accept_prob: (C,) mean MALA acceptance of the SGLD proposals; rhat: split R-hat of the loss
-    traces (all chains sample one posterior); warnings: why the estimate may not be trusted."""
+    """The local learning coefficient's estimate and what it rests on (:func:`estimate_llc`).
+
+    Attributes:
+        estimate: lambda_hat averaged over chains.
+        se: its standard error across chains (std / sqrt(C)).
+        per_chain: (C,) each chain's lambda_hat.
+        loss_trace: (C, T) L_n on all the data at each kept step (also when the steps use mini-batches).
+        init_loss: L_n(w*).
+        n_beta: n beta.
+        accept_prob: (C,) mean MALA acceptance of the SGLD proposals.
+        rhat: split R-hat of the loss traces (all chains sample one posterior).
+        warnings: why the estimate may not be trusted.
+    """
 
     estimate: float
     se: float
@@ -92,7 +105,7 @@ class LLCEstimate(NamedTuple):
     warnings: list
 
 
-def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSGLDSettings = LLCSGLDSettings(), *,
+def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSettings = LLCSettings(), *,
                  devices=None) -> LLCEstimate:
     """Local learning coefficient at params_star by SGLD on the localized tempered posterior
     (module docstring), :class:`~slt_relu.posterior.target.TemperedTarget` without a prior:
@@ -105,7 +118,8 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSGLDSet
             parameter pytree and a data pytree whose leaves share a leading axis n.
         params_star: the parameters w* (a pytree) to localise at.
         data: the data pytree.
-        settings: :class:`LLCSGLDSettings`: num_chains chains vmapped in one program; num_steps SGLD
+        settings: :class:`LLCSettings` (or :class:`~slt_relu.SGLDSettings`, with the estimator's defaults for
+            the rest): num_chains chains vmapped in one program; num_steps SGLD
             steps each, the first num_burnin dropped, then every thin-th kept; step_size eps;
             localization gamma; n_beta (default n / log n); batch_size None for full-batch gradients,
             else (<= n) mini-batches drawn with replacement at every step.
@@ -120,9 +134,7 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSGLDSet
         (SGLD).
     """
     key = check_keys(key, "key", batch_ndim=0)
-    if not isinstance(settings, LLCSGLDSettings):
-        raise TypeError(f"settings: expected LLCSGLDSettings, got {type(settings).__name__}")
-    s = settings
+    s = LLCSettings.of(settings)
     n = num_data(data)
     if s.batch_size is not None and s.batch_size > n:
         raise ValueError(f"batch_size: expected None or an integer in [1, n = {n}], got {s.batch_size!r}")
@@ -163,11 +175,21 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSGLDSet
 
 
 def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300):
-    """A nearby local minimum of L_n by L-BFGS (optax, zoom line search) from params: the point to
-    localise at.  lambda_hat = n beta (E[L_n] - L_n(w*)) assumes w* minimises L_n; a true parameter
-    misses the minimiser by O(1/sqrt n), which lowers lambda_hat by n beta (L_n(w*) - L_n(w_hat)),
-    about beta chi^2_k / 2 for k regular directions (0.5 for the generic d = m = 3 truth at
-    n = 10,000).  Returns (params, L_n at them)."""
+    """A nearby local minimum of a loss by L-BFGS (optax, zoom line search) from params: the point to localise at.
+
+    lambda_hat = n beta (E[L_n] - L_n(w*)) assumes w* minimises L_n; a true parameter misses the minimiser by
+    O(1/sqrt n), which lowers lambda_hat by n beta (L_n(w*) - L_n(w_hat)), about beta chi^2_k / 2 for k regular
+    directions.
+
+    Args:
+        loss_fn: L(params, data) -> scalar.
+        params: the start, a parameter pytree.
+        data: loss_fn's data.
+        num_steps: L-BFGS steps, >= 1.
+
+    Returns:
+        (params, value): the minimum (params' structure) and the loss there (not above the start's).
+    """
     num_steps = check_count(num_steps, "num_steps")
     flat0, unravel = unravel_fn(params)
     w, value = _lbfgs(loss_fn, unravel, num_steps, flat0, data)
@@ -200,11 +222,28 @@ def two_layer_loss_for(sigma: float) -> Callable:
     return TwoLayerLoss(float(check_sigma(sigma)))
 
 
-def llc_two_layer(key, params_star, x, y, settings: LLCSGLDSettings = LLCSGLDSettings(), *, sigma: float = 1.0,
+def llc_two_layer(key, params_star, x, y, settings: LLCSettings = LLCSettings(), *, sigma: float = 1.0,
                   free=None, devices=None) -> LLCEstimate:
-    """:func:`estimate_llc` for a TwoLayer at params_star on data (x (n, n_in), y (n,)).
+    """The local learning coefficient of a two-layer network at params_star: :func:`estimate_llc` on its L_n.
 
-    free: optional (D,) bool mask (a Restriction's ``free``): only those coordinates move."""
+        lambda_hat = n_beta (E[L_n(w)] - L_n(w*))
+
+    Args:
+        key: a PRNG key.
+        params_star: the TwoLayer w* to localise at (ideally a minimum of L_n: :func:`minimize_loss`).
+        x: (n, n_in) inputs.
+        y: (n,) outputs.
+        settings: :class:`LLCSettings` (or SGLDSettings).
+        sigma: the noise standard deviation of L_n, > 0.
+        free: optional (D,) bool mask (a Restriction's ``free``): only those coordinates move.
+        devices: to shard the chains over (default jax.local_devices()).
+
+    Returns:
+        :class:`LLCEstimate`.
+
+    References:
+        Lau, Furman, Wang, Murfet, Wei 2023, "The local learning coefficient".
+    """
     check_finite(check_params(params_star), "params_star")
     from ..loss import check_data
 
@@ -287,7 +326,7 @@ class Calibration(NamedTuple):
 
 
 def calibrate_llc(key, loss_fn, params_star, data, step_sizes: Sequence[float], localizations: Sequence[float],
-                  settings: LLCSGLDSettings = LLCSGLDSettings(), *, devices=None) -> Calibration:
+                  settings: LLCSettings = LLCSettings(), *, devices=None) -> Calibration:
     """Run :func:`estimate_llc` on a grid of step sizes and localizations (same key, the other
     settings from ``settings``), to choose settings where lambda_hat stops moving, the MALA acceptance
     is near 1 and the traces are flat; :func:`slt_relu.plots.llc_calibration_figure` draws it.

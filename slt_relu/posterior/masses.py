@@ -62,8 +62,9 @@ def phase_masses(labels, names: Sequence | None = None, dataset=None, log_eviden
     (:func:`run_weights`, the island estimator).
 
     Args:
-        labels: (C, S) per-draw phase labels: ints indexing ``names``, or hashable labels such as
-            strings or PhaseLabels (then names default to the sorted distinct labels).
+        labels: (C, S) per-draw phase labels, an array or nested lists: ints indexing ``names``, or hashable
+            labels such as strings or PhaseLabels (then names default to the sorted distinct labels), e.g.
+            :func:`~slt_relu.classify_phase`'s ``label`` of draws (C, S) as it is.
         names: the P phase names, or None.
         dataset: (C,) data set of each chain (default: each chain its own).
         log_evidence: (C,) each chain's log Z when the chains are independent SMC runs (their
@@ -76,7 +77,7 @@ def phase_masses(labels, names: Sequence | None = None, dataset=None, log_eviden
     References:
         DSLT4: phase masses with error bars across trials.
     """
-    labels = np.asarray(labels, dtype=object if names is None else None)
+    labels = _label_array(labels) if names is None else np.asarray(labels)
     if labels.ndim != 2:
         raise ValueError(f"labels: expected shape (chains, draws), got {labels.shape}")
     C, S = labels.shape
@@ -111,6 +112,24 @@ def phase_masses(labels, names: Sequence | None = None, dataset=None, log_eviden
     mcse = np.sqrt(var) / K
     return PhaseMasses(tuple(str(nm) for nm in names), mass, se, mcse, runs_mcse(per_chain, dataset, weights),
                        per_dataset, per_chain)
+
+
+def _label_array(labels) -> np.ndarray:
+    """labels as an object array: an array as it is, nested lists by their nesting (a label that is a tuple, such
+    as a PhaseLabel, stays one entry)."""
+    if isinstance(labels, np.ndarray):
+        return labels.astype(object)
+    shape, level = [], labels
+    while isinstance(level, list):
+        shape.append(len(level))
+        level = level[0] if level else None
+    out = np.empty(int(np.prod(shape)), object)
+
+    def flat(x):
+        return [v for item in x for v in flat(item)] if isinstance(x, list) else [x]
+    for i, v in enumerate(flat(labels)):
+        out[i] = v
+    return out.reshape(shape)
 
 
 def pool_weights(dataset, log_evidence=None) -> np.ndarray:

@@ -1,8 +1,9 @@
 """Samplers behind one interface: ``sample(keys, potential_gen, init_z, args, settings) -> Draws``,
 many chains vmapped in one compiled program and sharded over the devices.
 
-- ``base``: :class:`Draws`, the settings NUTS and HMC share, hashable callables, the registry and
-  :func:`sample`, which runs the sampler registered for the settings' type;
+- ``settings``: each sampler's settings, plain frozen types checked when made (the type picks the sampler);
+- ``base``: :class:`Draws`, hashable callables, the registry and :func:`sample`, which runs the sampler
+  registered for the settings' type;
 - ``sharding``: the ``chains`` mesh, padding, :func:`run_sharded`;
 - ``nuts``: NUTS with desynchronised chains (or numpyro's kernel in lockstep, ``lockstep``);
 - ``hmc``: HMC with a fixed trajectory; ``sgld``: stochastic gradient Langevin dynamics;
@@ -11,14 +12,14 @@ many chains vmapped in one compiled program and sharded over the devices.
 
 Importing the package registers every sampler.
 """
-from .base import Draws, MCMCSettings, StaticPartial, broadcast_chains, check_keys, register, sample
-from .hmc import HMCSettings
+from .._validate import setting, settings_type
+from . import hmc, nuts, sgld, smc  # noqa: F401  (importing each registers its sampler)
+from .base import Draws, StaticPartial, broadcast_chains, check_keys, register, sample
 from .involution import involution_step, metropolis_hastings
-from .nuts import NUTSSettings, tree_depth
-from .sgld import SGLDSettings
+from .nuts import tree_depth
+from .settings import HMCSettings, MCMCSettings, NUTSSettings, SGLDSettings, SMCSettings
 from .sharding import chain_mesh, pad_chains, run_blocks, run_sharded
-from .smc import SMCSettings
 
 __all__ = ["Draws", "HMCSettings", "MCMCSettings", "NUTSSettings", "SGLDSettings", "SMCSettings", "StaticPartial",
            "broadcast_chains", "chain_mesh", "check_keys", "involution_step", "metropolis_hastings", "pad_chains", "register",
-           "run_blocks", "run_sharded", "sample", "tree_depth"]
+           "run_blocks", "run_sharded", "sample", "setting", "settings_type", "tree_depth"]

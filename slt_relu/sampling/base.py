@@ -17,7 +17,7 @@ desynchronised or in lockstep; ``hmc``; ``sgld``; ``smc``: adaptive tempered SMC
 independent runs of N particles, init_z (C, N, D), its draws the particles, equally weighted after
 the last resampling, and ``log_evidence`` its estimate of log Z); ``slt_relu.sampling`` imports
 them all, so ``sample`` knows every one.  A new sampler is a module with a settings class (a
-:class:`~slt_relu.settings.Section` with a ``name``) and a runner with :data:`Runner`'s signature,
+:func:`~slt_relu.sampling.settings_type` with a ``name``) and a runner with :data:`Runner`'s signature,
 registered the same way.
 """
 from __future__ import annotations
@@ -27,10 +27,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import Field
-
-from ..network import check_finite
-from ..settings import SCALE_BOUND, Section
+from .._validate import check_finite
 
 
 class Draws(NamedTuple):
@@ -91,24 +88,6 @@ def check_keys(keys, name: str = "keys", batch_ndim: int = 1) -> jax.Array:
     if not (k.dtype == jnp.uint32 and k.ndim == batch_ndim + len(raw) and k.shape[batch_ndim:] == raw):
         raise TypeError(f"{name}: expected {want}, got a {k.dtype} array of shape {k.shape}")
     return k
-
-
-# ----------------------------------------------------------------------------------------
-# settings of the MCMC samplers (the schema of the config's [sampler] table too)
-
-
-class MCMCSettings(Section):
-    """The settings NUTS and HMC share (warm-up, draws, thinning, step-size adaptation, symmetry moves)."""
-
-
-    num_warmup: int = Field(1000, ge=0, description="warm-up iterations per chain (adaptation; not kept)")
-    num_samples: int = Field(1000, ge=4, description="kept draws per chain")
-    thin: int = Field(1, ge=1, description="keep every thin-th iteration (num_samples counts kept draws)")
-    target_accept_prob: float = Field(0.8, gt=0, lt=1, description="dual averaging's target acceptance")
-    dense_mass: bool = Field(False, description="adapt a dense inverse mass matrix")
-    step_size: float = Field(1.0, gt=0, le=SCALE_BOUND, description="initial step size")
-    symmetry_moves: bool = Field(False, description="after every trajectory, a Metropolis-Hastings proposal along "
-                                 "the model's symmetries (slt_relu.moves: the orientation flip of every node)")
 
 
 # ----------------------------------------------------------------------------------------

@@ -4,27 +4,9 @@ its warm-up (dual averaging of the step size, Stan's windows for the mass matrix
 """
 from __future__ import annotations
 
-import math
-from typing import Literal
-
-from pydantic import Field
-
-from ..settings import SCALE_BOUND, document_fields
-from .base import Draws, MCMCSettings, register
+from .base import Draws, register
 from .lockstep import run_lockstep
-
-
-@document_fields
-class HMCSettings(MCMCSettings):
-    """HMC settings: numpyro's HMC with a fixed number of leapfrog steps, chains in lockstep.
-
-    References:
-        Neal 2011.
-    """
-
-    name: Literal["hmc"] = "hmc"
-    num_steps: int | None = Field(10, ge=1, description="leapfrog steps (None: trajectory_length / step_size)")
-    trajectory_length: float = Field(2 * math.pi, gt=0, le=SCALE_BOUND, description="used when num_steps is None")
+from .settings import HMCSettings
 
 
 def run_hmc(keys, potential_gen, init_z, args, settings: HMCSettings, *, moves=None, devices=None,

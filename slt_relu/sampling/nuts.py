@@ -44,36 +44,18 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import Field
 
-from ..settings import document_fields
-from .base import Draws, MCMCSettings, StaticPartial, register
+from .base import Draws, StaticPartial, register
 from .lockstep import run_lockstep
 from .sharding import chain_mesh, pad_chains, run_blocks
+from .settings import NUTSSettings
 
 CPU_SLOTS = 16        # default slots per CPU device (benchmarks/bench_posterior.py); accelerators: all chains
-
-
-@document_fields
-class NUTSSettings(MCMCSettings):
-    """NUTS settings: numpyro's algorithm, desynchronised (``schedule="async"``) or numpyro's kernel in lockstep.
-
-    References:
-        Hoffman & Gelman 2014; Betancourt 2017 (the generalised U-turn criterion).
-    """
-
-    name: Literal["nuts"] = "nuts"
-    schedule: Literal["async", "lockstep"] = Field("async", description="async: each chain walks its own tree, "
-                                                   "one leapfrog step per tick; lockstep: numpyro's kernel vmapped")
-    max_tree_depth: int = Field(10, ge=1, le=20, description="NUTS's maximum tree depth")
-    max_delta_energy: float = Field(1000.0, gt=0, description="energy error counted as a divergence")
-    slots: int | None = Field(None, ge=1, description="async: chains ticking at once (default 16 per CPU device, "
-                              "all chains on an accelerator); a finished slot takes the next chain")
 
 
 # ----------------------------------------------------------------------------------------

@@ -15,41 +15,14 @@ draws batch_size points with replacement: the potential is ``potential_gen(batch
 from __future__ import annotations
 
 import time
-from typing import Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import Field, model_validator
 
-from ..settings import SCALE_BOUND, Section, document_fields
 from .base import Draws, StaticPartial, register
 from .sharding import run_sharded
-
-
-@document_fields
-class SGLDSettings(Section):
-    """SGLD settings (the learning coefficient's [llc.sgld] table adds its localization and n beta)."""
-
-    name: Literal["sgld"] = "sgld"
-    num_steps: int = Field(1000, ge=1, description="SGLD steps per chain")
-    num_burnin: int = Field(0, ge=0, description="first steps dropped")
-    thin: int = Field(1, ge=1, description="keep every thin-th step after the burn-in")
-    step_size: float = Field(1e-4, gt=0, le=SCALE_BOUND, description="eps")
-    batch_size: int | None = Field(None, ge=1, description="mini-batch size (None: full-batch gradients)")
-
-    @model_validator(mode="after")
-    def _burnin(self):
-        return burnin_below_steps(self)
-
-
-def burnin_below_steps(settings):
-    """settings (with num_steps and num_burnin), ValueError naming num_burnin unless it is below num_steps: the
-    check of every SGLD settings section."""
-    if settings.num_burnin >= settings.num_steps:
-        raise ValueError(f"num_burnin: expected an integer below num_steps = {settings.num_steps}, "
-                         f"got {settings.num_burnin}")
-    return settings
+from .settings import SGLDSettings
 
 
 def _chain(s: SGLDSettings, potential_gen, z0, key, args):

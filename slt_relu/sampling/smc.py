@@ -50,50 +50,15 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from pydantic import Field, model_validator
 
-from ..settings import SCALE_BOUND, Section, document_fields
 from .base import Draws, StaticPartial, register
 from .sharding import run_sharded
-
-
-@document_fields
-class SMCSettings(Section):
-    """Adaptive tempered SMC settings (module docstring).
-
-    References:
-        Del Moral, Doucet & Jasra 2006; Jasra et al. 2011 (the adaptive schedule); Dau & Chopin 2022
-        (waste-free SMC).
-    """
-
-    name: Literal["smc"] = "smc"
-    num_particles: int = Field(1024, ge=8, description="particles per run")
-    target_ess: float = Field(0.5, gt=0, lt=1, description="ESS fraction that sets each next temperature")
-    num_mcmc_steps: int = Field(5, ge=1, description="HMC moves per stage")
-    num_leapfrog: int = Field(10, ge=1, description="leapfrog steps per HMC move")
-    target_accept_prob: float = Field(0.7, gt=0, lt=1, description="acceptance the step size is tuned towards")
-    step_size: float = Field(0.3, gt=0, le=SCALE_BOUND, description="initial step size (then tuned per stage)")
-    waste_free: bool = Field(False, description="waste-free SMC (Dau & Chopin 2022): resample N / (num_mcmc_steps + "
-                             "1) particles and keep every state of their moves as the next particles")
-    max_stages: int = Field(200, ge=1, le=10_000, description="stages at most (a run that needs more stops "
-                            "short of lambda = 1 and says so)")
-    particle_batch: int = Field(16, ge=1, description="particles moved together (lax.map chunks: the data's "
-                                "intermediates of one chunk stay in cache; speed only)")
-    symmetry_moves: bool = Field(False, description="after every HMC move, a Metropolis-Hastings proposal along "
-                                 "the model's symmetries (slt_relu.moves: the orientation flip of every node of a "
-                                 "two-layer ReLU network; the GL(H) reparametrization of a product of layers)")
-
-    @model_validator(mode="after")
-    def _waste_free(self):
-        if self.waste_free and self.num_particles % (self.num_mcmc_steps + 1):
-            raise ValueError(f"num_particles: expected a multiple of num_mcmc_steps + 1 = {self.num_mcmc_steps + 1} "
-                             f"for waste-free SMC, got {self.num_particles}")
-        return self
+from .settings import SMCSettings
 
 
 class _Run(NamedTuple):

@@ -21,6 +21,7 @@ References:
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Callable
 
@@ -90,7 +91,7 @@ def llc_at_checkpoints(keys, centers, data: SortedInputs, settings):
         keys: (B,) PRNG keys (raw key data).
         centers: (B, D) flat parameters w*.
         data: one data set's :class:`~slt_relu.tms.sorted_loss.SortedInputs`.
-        settings: ``slt_relu.posterior.llc.LLCSGLDSettings`` with n_beta set and batch_size None.
+        settings: ``slt_relu.posterior.llc.LLCSettings`` with n_beta set and batch_size None.
 
     Returns:
         three (B,) numpy arrays, lambda_hat (the chains' mean), its standard error std / sqrt(C) (NaN for C = 1)
@@ -131,8 +132,8 @@ def llc_along_training(key, ds, settings=None, *, progress: Callable | None = No
         key: a PRNG key; the checkpoint (n index i, run r, checkpoint k) uses
             ``fold_in(fold_in(key, i), r K + k)``.
         ds: the Dataset of :func:`~slt_relu.tms.training.train_trajectories` (W, b, inputs; dims n, run, checkpoint).
-        settings: ``slt_relu.posterior.llc.LLCSGLDSettings`` (num_chains, num_steps, num_burnin, thin, step_size,
-            localization; n_beta and batch_size must be None); default LLCSGLDSettings().
+        settings: ``slt_relu.posterior.llc.LLCSettings`` (num_chains, num_steps, num_burnin, thin, step_size,
+            localization; n_beta and batch_size must be None); default LLCSettings().
         progress: called as progress(done, total) after each chunk of checkpoints.
 
     Returns:
@@ -142,12 +143,12 @@ def llc_along_training(key, ds, settings=None, *, progress: Callable | None = No
     References:
         Lau et al. 2023 ("The local learning coefficient"); Chen et al. 2023 (the LLC along training).
     """
-    from ..posterior.llc import LLCSGLDSettings
+    from ..posterior.llc import LLCSettings
     from ..sampling import check_keys
 
-    settings = LLCSGLDSettings() if settings is None else settings
-    if not isinstance(settings, LLCSGLDSettings):
-        raise ValueError(f"settings: expected LLCSGLDSettings, got {type(settings).__name__}")
+    settings = LLCSettings() if settings is None else settings
+    if not isinstance(settings, LLCSettings):
+        raise ValueError(f"settings: expected LLCSettings, got {type(settings).__name__}")
     if settings.n_beta is not None or settings.batch_size is not None:
         raise ValueError("settings: expected n_beta = None (n / log n at each n) and batch_size = None (full batch)")
     _check_dataset(ds)
@@ -185,7 +186,7 @@ def llc_along_training(key, ds, settings=None, *, progress: Callable | None = No
         llc_se=(nrk, se.reshape(N, R, K), {"long_name": "standard error of lambda_hat over the chains"}),
         llc_accept=(nrk, acc.reshape(N, R, K), {"long_name": "mean MALA acceptance of the SGLD proposals"}),
         n_beta=("n", np.asarray([n / math.log(n) for n in ns]), {"long_name": "n beta = n / log n"}))
-    out.attrs.update({f"llc_{k}": v for k, v in settings.model_dump().items()
+    out.attrs.update({f"llc_{k}": v for k, v in dataclasses.asdict(settings).items()
                       if k in ("num_chains", "num_steps", "num_burnin", "thin", "step_size", "localization")})
     return out
 

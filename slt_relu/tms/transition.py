@@ -23,13 +23,9 @@ pooled by their evidence (``slt_relu.posterior.masses.run_weights``, the island 
 Z_r / sum Z_r'), with Monte Carlo errors from the runs' spread (the delete-one-run jackknife,
 ``slt_relu.posterior.masses.runs_mcse``); the spread over K data sets is the data's own variability.
 
-The prior.  N(0, s^2) per coordinate with s = 1 by default: the refined k-gons have columns of length
-1 (k <= 4) to 1.32 (k = 6) and biases from -0.62 (the 6-gon's) to 1/12 (a positive unused one), every
-coordinate within 1.4 s of the origin, so the prior density is smooth and of order one at every k-gon
-(none is cut off or favoured by orders of magnitude: -log phi differs by 2.75 nats between the 6-gon and
-the 5-gon); the asymptotics (n L + lambda log n) do not depend on s, which enters each phase's free
-energy at order one (-log phi(w_alpha) and the prior mass of its flat directions).  A broader s
-lengthens the bridge from the prior and puts more of the low-n mass in the "none" phase.
+The prior.  N(0, s^2) per coordinate with s = 1 by default: every refined k-gon's coordinates lie within
+1.4 s of the origin, so the prior is of order one at each (the asymptotics n L + lambda log n do not
+depend on s, which enters each phase's free energy at order one; docs/experiments/tms_transition.md).
 
 The empirical loss it samples on: ``slt_relu.tms.sorted_loss``; the crossovers and the asymptotic
 formula: ``slt_relu.tms.crossover``; the phase codes: ``slt_relu.tms.phases.phase_codes``.
@@ -41,6 +37,8 @@ References:
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from typing import Sequence
 
@@ -190,7 +188,7 @@ def posterior_phase_masses(key, num_features: int, n: int, *, datasets: int = 4,
          "ess_min": (dkr, sh(ess_min)), "accept_min": (dkr, sh(acc_min))},
         coords=_coords(c, K, R),
         attrs={"n": n, "c": c, "beta": beta, "prior_std": prior_std, "num_particles": N,
-               "settings": settings.model_dump_json(), "length_threshold": float(length_threshold),
+               "settings": json.dumps(dataclasses.asdict(settings), separators=(",", ":")), "length_threshold": float(length_threshold),
                "angle_tol": float(angle_tol), "dead_unused": int(bool(dead_unused)),
                "grad_evals": int(np.sum(draws.grad_evals)), "wall_s": time.time() - start})
     if keep_particles:

@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 
-from ..settings import ConfigError
+from .settings import ConfigError, parse
 from .config import parse_override
 from .kind import kinds
 
@@ -136,7 +136,7 @@ def _list() -> int:
 def _settings(target: str | None, sampler: str | None, markdown: bool) -> int:
     """Every kind's keys (each choice's alternatives in sections of their own), or the keys one config of a
     kind can use: a kind with its default sampler (or --sampler's), a config with the alternatives it picks."""
-    from .. import settings as S
+    from . import settings_tables as S
 
     registry = kinds()
     if target is None:
@@ -173,7 +173,7 @@ def _settings(target: str | None, sampler: str | None, markdown: bool) -> int:
 
 def _settings_config(target: str, registry) -> tuple[str, dict, str]:
     """(kind, {union key: tag}, its path) of a config named on the command line."""
-    from .. import settings as S
+    from . import settings_tables as S
     from .config import read_toml
     from .runner import config_path
 
@@ -188,7 +188,7 @@ def _settings_config(target: str, registry) -> tuple[str, dict, str]:
         raise ConfigError(f"{path}: kind: expected one of {', '.join(repr(k) for k in sorted(registry))}, got {kind!r}")
     schema = registry[kind].settings
     try:
-        parsed = S.parse(schema, data)
+        parsed = parse(schema, data)
     except ConfigError:                      # still show its keys: the alternatives its tables name
         parsed = None
     return kind, S.chosen(schema, parsed, data), target
@@ -196,7 +196,7 @@ def _settings_config(target: str, registry) -> tuple[str, dict, str]:
 
 def _settings_kind(kind: str, sections, markdown: bool, picked=(), why: str = "") -> str:
     """A kind's title, description, the alternatives shown (with why) and its (title, rows) sections."""
-    from .. import settings as S
+    from . import settings_tables as S
 
     code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
     out = [f'## `kind = "{kind}"`' if markdown else f'kind = "{kind}"', kinds()[kind].description]

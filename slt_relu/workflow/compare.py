@@ -27,7 +27,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any, NamedTuple
 
-from ..settings import ConfigError
+from .settings import ConfigError
 from .config import apply_overrides
 
 # (rtol, atol) of a deterministic float per dtype: a result of ~1e3-1e6 operations on inputs of

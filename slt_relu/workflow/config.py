@@ -1,9 +1,9 @@
 """TOML experiment configs: reading the file and ``--set`` overrides.
 
-Every mistake becomes a ``slt_relu.settings.ConfigError`` whose message is one line naming the key
+Every mistake becomes a ``slt_relu.workflow.settings.ConfigError`` whose message is one line naming the key
 (dotted path, e.g. ``landscape.resolution``) and what was expected.  The CLI prints it
 and exits with status 2 before any results folder exists.  The keys themselves are declared
-once per kind as a typed schema (``slt_relu.settings``, ``slt_relu.kinds``).
+once per kind as a typed schema (``slt_relu.workflow.settings``, ``slt_relu.kinds``).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from ..settings import ConfigError
+from .settings import ConfigError
 
 
 def load(path: str | Path, overrides: dict | None = None) -> dict:

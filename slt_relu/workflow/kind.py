@@ -2,7 +2,7 @@
 
 A kind is what a config's ``kind = "..."`` names: a schema and three functions,
 
-    settings: a pydantic model (``slt_relu.settings``; its ``kind`` field is ``Literal[name]``), the
+    settings: a pydantic model (``slt_relu.workflow.settings``; its ``kind`` field is ``Literal[name]``), the
         only place the kind's keys, defaults, bounds and meanings are written;
     resolve(settings, raw) -> resolved: the library objects the run needs (truths, models, priors,
         samplers, sweep points), raising ``ConfigError`` for what the schema cannot check;

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..settings import ConfigError
+from .settings import ConfigError
 from .kind import kinds
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import provenance
 from .kind import kinds
-from ..settings import ConfigError
+from .settings import ConfigError
 
 
 def read_folder(folder: Path) -> tuple[dict, dict]:

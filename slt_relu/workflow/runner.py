@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..settings import ConfigError, parse
+from .settings import ConfigError, parse
 from . import memory, provenance
 from .config import load
 from .kind import kinds

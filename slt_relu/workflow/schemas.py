@@ -1,9 +1,11 @@
-"""Schema pieces every kind shares: the top-level keys, [truth] and [inputs].
+"""Schema pieces every kind shares: the top-level keys, [truth], [inputs], and the samplers' tables.
 
 ``[truth]``: ``name`` picks a registered example (``slt_relu.truths``); its other keys are the
 example's options, typed from the example function's signature (so ``t`` for ``dslt4_pt1``,
 ``m``, ``bias``, ``q``, ``c``, ``width`` for ``m_symmetric``).  ``[inputs]`` overrides the
-example's input distribution; top-level ``sigma`` its noise.
+example's input distribution; top-level ``sigma`` its noise.  The samplers' tables (``[sampler]``,
+``[smc]``, ``[llc.sgld]``, ...) are the schemas of the library's settings types (:func:`~slt_relu.workflow.settings.
+section_of`): ``NUTSSection`` ... ``LLCSection``, whose ``build()`` gives the settings the library takes.
 """
 from __future__ import annotations
 
@@ -14,7 +16,15 @@ from typing import Annotated, Literal, NamedTuple, Union
 from pydantic import AfterValidator, Field, create_model
 
 from .. import truths
-from ..settings import SCALE_BOUND, ConfigError, Section
+from ..posterior.llc import LLCSettings
+from ..sampling import HMCSettings, NUTSSettings, SGLDSettings, SMCSettings
+from .settings import SCALE_BOUND, ConfigError, Section, section_of
+
+NUTSSection = section_of(NUTSSettings, "NUTSSection")
+HMCSection = section_of(HMCSettings, "HMCSection")
+SMCSection = section_of(SMCSettings, "SMCSection")
+SGLDSection = section_of(SGLDSettings, "SGLDSection")
+LLCSection = section_of(LLCSettings, "LLCSection")
 
 DTYPES = ("float64", "float32")
 NAME_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$"       # a plain file name: no separator, no leading dot

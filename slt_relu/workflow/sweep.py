@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
-from ..settings import ConfigError
+from .settings import ConfigError
 from .config import apply_overrides
 
 
