@@ -26,6 +26,7 @@ CURATED = sorted([
     "scaling_generators", "SGLDSettings", "smc_posterior", "SMCPosterior", "SMCSettings", "to_arviz", "to_flat",
     "truths", "TwoLayer", "UniformBox", "per_sample_losses", "bayesian_influence", "susceptibility", "tms",
     "models", "Model", "GaussianLoss", "hessian_spectrum", "hessian_rank", "TemperedTarget", "tempered_target",
+    "NUTSInfo", "HMCInfo", "SGLDInfo", "SMCInfo",
 ], key=str.lower)
 
 

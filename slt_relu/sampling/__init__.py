@@ -2,7 +2,9 @@
 many chains vmapped in one compiled program and sharded over the devices.
 
 - ``base``: :class:`Draws`, the settings NUTS and HMC share, hashable callables, the registry and
-  :func:`sample`, which runs the sampler registered for the settings' type;
+  :func:`sample`, which runs the sampler registered for the settings' type, and the statistics
+  (``Draws.info``, each sampler's NamedTuple: ``NUTSInfo``, ``HMCInfo``, ``SGLDInfo``, ``SMCInfo``)
+  as named arrays for a file and back (:func:`info_dict`, :func:`info_from_dict`);
 - ``sharding``: the ``chains`` mesh, padding, :func:`run_sharded`;
 - ``nuts``: NUTS with desynchronised chains (or numpyro's kernel in lockstep, ``lockstep``);
 - ``hmc``: HMC with a fixed trajectory; ``sgld``: stochastic gradient Langevin dynamics;
@@ -11,14 +13,17 @@ many chains vmapped in one compiled program and sharded over the devices.
 
 Importing the package registers every sampler.
 """
-from .base import Draws, MCMCSettings, StaticPartial, broadcast_chains, check_keys, register, sample
+from .base import (Draws, MCMCSettings, StaticPartial, broadcast_chains, check_keys, info_dict, info_from_dict,
+                   register, sample)
 from .hmc import HMCSettings
 from .involution import involution_step, metropolis_hastings
-from .nuts import NUTSSettings, tree_depth
-from .sgld import SGLDSettings
+from .lockstep import HMCInfo
+from .nuts import NUTSInfo, NUTSSettings, tree_depth
+from .sgld import SGLDInfo, SGLDSettings
 from .sharding import chain_mesh, pad_chains, run_blocks, run_sharded
-from .smc import SMCSettings
+from .smc import SMCInfo, SMCSettings
 
-__all__ = ["Draws", "HMCSettings", "MCMCSettings", "NUTSSettings", "SGLDSettings", "SMCSettings", "StaticPartial",
-           "broadcast_chains", "chain_mesh", "check_keys", "involution_step", "metropolis_hastings", "pad_chains", "register",
-           "run_blocks", "run_sharded", "sample", "tree_depth"]
+__all__ = ["Draws", "HMCInfo", "HMCSettings", "MCMCSettings", "NUTSInfo", "NUTSSettings", "SGLDInfo", "SGLDSettings",
+           "SMCInfo", "SMCSettings", "StaticPartial", "broadcast_chains", "chain_mesh", "check_keys", "info_dict",
+           "info_from_dict", "involution_step", "metropolis_hastings", "pad_chains", "register", "run_blocks",
+           "run_sharded", "sample", "tree_depth"]

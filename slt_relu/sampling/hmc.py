@@ -11,7 +11,7 @@ from pydantic import Field
 
 from ..settings import SCALE_BOUND, document_fields
 from .base import Draws, MCMCSettings, register
-from .lockstep import run_lockstep
+from .lockstep import HMCInfo, run_lockstep
 
 
 @document_fields
@@ -29,9 +29,10 @@ class HMCSettings(MCMCSettings):
 
 def run_hmc(keys, potential_gen, init_z, args, settings: HMCSettings, *, moves=None, devices=None,
             progress=None) -> Draws:
-    """HMC chains in lockstep; see :func:`slt_relu.sampling.sample`.  progress: unused (one compiled
-    call)."""
+    """HMC chains in lockstep; see :func:`slt_relu.sampling.sample`.  Returns
+    :class:`~slt_relu.sampling.Draws` whose ``info`` is an :class:`~slt_relu.sampling.lockstep.HMCInfo`.
+    progress: unused (one compiled call)."""
     return run_lockstep(keys, potential_gen, init_z, args, settings, moves=moves, devices=devices)
 
 
-register(HMCSettings, run_hmc)
+register(HMCSettings, run_hmc, HMCInfo)

@@ -76,6 +76,33 @@ class NUTSSettings(MCMCSettings):
                               "all chains on an accelerator); a finished slot takes the next chain")
 
 
+class NUTSInfo(NamedTuple):
+    """NUTS's statistics, either schedule; C chains, S kept draws each, D unconstrained coordinates.
+
+    Attributes:
+        num_steps: (C, S) leapfrog steps of the trajectory that gave each draw.
+        tree_depth: (C, S) its tree depth, floor(log2 num_steps) + 1 (:func:`tree_depth`).
+        accept_prob: (C, S) the mean of min(1, exp(-delta H)) over the trajectory's states (numpyro's).
+        diverging: (C, S) whether the trajectory diverged (delta H > max_delta_energy).
+        energy: (C, S) the Hamiltonian at the draw, with the momentum it was reached with.
+        step_size: (C,) the step size warm-up adapted.
+        inverse_mass_matrix: (C, D) (dense mass: (C, D, D)) the inverse mass matrix warm-up adapted.
+        warmup_divergences: (C,) divergent trajectories during warm-up.
+        symmetry_accept: (C,) the accepted fraction of the symmetry proposals after warm-up; None without
+            symmetry moves.
+    """
+
+    num_steps: np.ndarray
+    tree_depth: np.ndarray
+    accept_prob: np.ndarray
+    diverging: np.ndarray
+    energy: np.ndarray
+    step_size: np.ndarray
+    inverse_mass_matrix: np.ndarray
+    warmup_divergences: np.ndarray
+    symmetry_accept: np.ndarray | None = None
+
+
 # ----------------------------------------------------------------------------------------
 # the async NUTS state machine (one chain; vmapped and sharded below)
 
@@ -437,13 +464,15 @@ def run_nuts(keys, potential_gen, init_z, args, settings: NUTSSettings, *, moves
     :func:`slt_relu.sampling.sample`.  With fewer slots than chains, a slot whose
     chain has finished starts the next one, so no slot idles while chains wait (on a CPU, where a
     tick costs in proportion to the slots, this removes most of the wait for the slowest chain).
-    progress(done_fraction) is called between compiled calls of ``ticks_per_call`` ticks.  With
-    ``settings.symmetry_moves``, stats gain ``symmetry_accept`` (C,): each chain's accepted fraction
-    of the proposals (after warm-up); their gradient evaluations are counted."""
+    progress(done_fraction) is called between compiled calls of ``ticks_per_call`` ticks.  Returns
+    :class:`~slt_relu.sampling.Draws` whose ``info`` is a :class:`NUTSInfo` (``symmetry_accept``, each
+    chain's accepted fraction of the proposals after warm-up, with ``settings.symmetry_moves``; their
+    gradient evaluations are counted)."""
     s = settings
     if s.schedule == "lockstep":
         draws = run_lockstep(keys, potential_gen, init_z, args, s, moves=moves, devices=devices)
-        return draws._replace(stats={**draws.stats, "tree_depth": tree_depth(draws.stats["num_steps"])})
+        # the kernel's HMCInfo and each trajectory's tree depth
+        return draws._replace(info=NUTSInfo(tree_depth=tree_depth(draws.info.num_steps), **draws.info._asdict()))
     moves = moves if s.symmetry_moves else None
     mesh = chain_mesh(devices)
     nd = mesh.devices.size
@@ -472,12 +501,10 @@ def run_nuts(keys, potential_gen, init_z, args, settings: NUTSSettings, *, moves
             break
     q = jax.tree.map(lambda x: np.asarray(x), q)
     # tasks are laid out device by device: device k holds chains k * per_device ... (k + 1) * per_device - 1
-    stats = {"num_steps": q.steps[:C], "tree_depth": tree_depth(q.steps[:C]), "accept_prob": q.accept[:C],
-             "diverging": q.diverging[:C], "energy": q.energy[:C], "step_size": q.step_size[:C], "inverse_mass_matrix": q.inverse_mass_matrix[:C],
-             "warmup_divergences": q.warmup_divergences[:C]}
-    if moves is not None:
-        stats["symmetry_accept"] = q.symmetry_accept[:C]
-    return Draws(q.z[:C], q.pe[:C], stats, q.grad_evals[:C], None, ticks, time.time() - start)
+    info = NUTSInfo(q.steps[:C], tree_depth(q.steps[:C]), q.accept[:C], q.diverging[:C], q.energy[:C],
+                    q.step_size[:C], q.inverse_mass_matrix[:C], q.warmup_divergences[:C],
+                    None if moves is None else q.symmetry_accept[:C])
+    return Draws(q.z[:C], q.pe[:C], info, q.grad_evals[:C], None, ticks, time.time() - start)
 
 
-register(NUTSSettings, run_nuts)
+register(NUTSSettings, run_nuts, NUTSInfo)
