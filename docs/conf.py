@@ -67,11 +67,15 @@ def _escape(line: str) -> str:
 
 def plain_text_docstring(app, what, name, obj, options, lines):
     out, base, literal, in_sections = [], None, None, False
+    attributes, entry_indent = False, None
     for k, line in enumerate(lines):
         if line.strip() and base is None:
             base = _indent(line)
         if SECTION.match(line):
             in_sections = True
+            attributes, entry_indent = line.strip() == "Attributes:", None
+        elif attributes and line.strip() and entry_indent is None:
+            entry_indent = _indent(line)
         if literal is not None and line.strip() and _indent(line) <= literal:
             literal = None
         starts_block = (not in_sections and literal is None and line.strip() and base is not None
@@ -79,13 +83,17 @@ def plain_text_docstring(app, what, name, obj, options, lines):
         if starts_block:
             out[-1:] = ["", "::", ""]
             literal = base
-        out.append(line if literal is not None else _escape(line))
+        # an Attributes entry's name is napoleon's ``.. attribute::`` argument, which reST does not read: kept as is
+        entry = ATTRIBUTE_NAME.match(line) if attributes and _indent(line) == entry_indent else None
+        head = entry.group() if entry else ""
+        out.append(line if literal is not None else head + _escape(line[len(head):]))
     for k in range(1, len(out)):                 # "Returns: (x, y): ..." names a tuple's parts: not a type
         if out[k - 1].strip() == "Returns:":
             out[k] = RETURNED_TUPLE.sub(r"\1 --", out[k])
     lines[:] = out
 
 
+ATTRIBUTE_NAME = re.compile(r"^\s*\w+(?=:(\s|$))")
 RETURNED_TUPLE = re.compile(r"^(\s*\(\w+(?:, \w+)+\)):(?=\s)")
 
 

@@ -30,7 +30,8 @@ from .posterior.llc import LLCEstimate, LLCSettings, estimate_llc, llc_two_layer
 from .posterior.masses import phase_masses
 from .posterior.observables import bayesian_influence, per_sample_losses, susceptibility
 from .regions import count_linear_regions, functional_dimension
-from .sampling import Draws, HMCSettings, NUTSSettings, SGLDSettings, SMCSettings, sample
+from .sampling import (Draws, HMCInfo, HMCSettings, NUTSInfo, NUTSSettings, SGLDInfo, SGLDSettings, SMCInfo,
+                       SMCSettings, sample)
 from .symmetry import are_equivalent, permute, reduce, rescale, reverse_orientation
 
 __version__ = "0.1.0"
@@ -57,6 +58,7 @@ __all__ = [
     "GridPosterior", "phase_masses",
     # samplers: one interface, many chains sharded over the devices
     "sample", "Draws", "NUTSSettings", "HMCSettings", "SGLDSettings", "SMCSettings",
+    "NUTSInfo", "HMCInfo", "SGLDInfo", "SMCInfo",
     # the learning coefficient: local (Lau et al. 2023), from the free-energy curve, and the known values
     "estimate_llc", "LLCSettings", "LLCEstimate", "minimize_loss", "llc_two_layer", "smc_free_energy_curve", "mcmc_tempered_loss_curve", "linear_gibbs_curve", "fit_learning_coefficient",
     "known_lambda",

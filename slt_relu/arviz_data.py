@@ -65,14 +65,14 @@ def _dataset(data: dict, dims: dict, coords: dict, attrs: dict | None = None):
                            check_conventions=False)
 
 
-def posterior_tree(params, loss, dataset, stats: dict | None = None, *, log_evidence=None, n_beta=None,
+def posterior_tree(params, loss, dataset, info=None, *, log_evidence=None, n_beta=None,
                    potential_energy=None, grad_evals=None, observed=None, attrs: dict | None = None):
     """The ArviZ DataTree of C chains (or SMC runs) of S draws (or particles) each (module docstring).
 
     params: TwoLayer with leaves (C, S, ...) (variables w, b, q, c), or any model's parameters with leaves
     (C, S, ...) (a variable per leaf, named by its path: ``layers_0_w``); loss: (C, S); dataset: (C,) data set of each chain
-    (equally many chains per data set); stats: the sampler's statistics (``Draws.stats``: per draw
-    (C, S), per chain (C, ...), SMC per stage (C, M)); log_evidence: (C,) for SMC; n_beta: (C,);
+    (equally many chains per data set); info: the sampler's statistics (``Draws.info``: per draw
+    (C, S), per chain (C, ...), SMC per stage (C, M)) or None; log_evidence: (C,) for SMC; n_beta: (C,);
     potential_energy: (C, S) U at each draw; grad_evals: (C,); observed: (x (K, n, n_in),
     y (K, n)) or None; attrs: extra attributes of the root (e.g. the sampler's name)."""
     import xarray as xr
@@ -80,8 +80,9 @@ def posterior_tree(params, loss, dataset, stats: dict | None = None, *, log_evid
 
     from .network import TwoLayer
     from .pytree import leaf_names
+    from .sampling import info_dict
 
-    stats = dict(stats or {})
+    stats = {} if info is None else info_dict(info)
     idx = _by_dataset(dataset)
     R, K = idx.shape
     C, S = np.shape(loss)
@@ -207,13 +208,13 @@ def to_arviz(result, *, observed=None):
         return llc_tree(result)
     if isinstance(result, SMCPosterior):
         d = result.draws
-        return posterior_tree(result.params, result.loss, np.arange(len(result.log_evidence)), d.stats,
+        return posterior_tree(result.params, result.loss, np.arange(len(result.log_evidence)), d.info,
                               log_evidence=result.log_evidence, n_beta=result.n_beta, grad_evals=d.grad_evals,
                               observed=observed, attrs={"sampler": "smc"})
     if isinstance(result, PosteriorSamples):
         d = result.draws
         smc = d.log_evidence is not None
-        return posterior_tree(result.params, result.loss, result.dataset, d.stats, log_evidence=d.log_evidence,
+        return posterior_tree(result.params, result.loss, result.dataset, d.info, log_evidence=d.log_evidence,
                               n_beta=result.n_beta, potential_energy=None if smc else d.potential_energy,
                               grad_evals=d.grad_evals, observed=observed, attrs={"sampler": "smc" if smc else "mcmc"})
     raise TypeError(f"result: expected PosteriorSamples, SMCPosterior or LLCEstimate, got {type(result).__name__}")

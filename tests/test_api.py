@@ -28,6 +28,7 @@ CURATED = sorted([
     "models", "Model", "GaussianLoss", "hessian_spectrum", "hessian_rank", "TemperedTarget", "tempered_target",
     "LLCSettings", "LLCEstimate", "minimize_loss", "llc_two_layer", "draw_datasets", "radius_rule", "coordinate_slice",
     "PhaseAssignment",
+    "NUTSInfo", "HMCInfo", "SGLDInfo", "SMCInfo",
 ], key=str.lower)
 
 

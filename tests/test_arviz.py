@@ -35,7 +35,7 @@ def test_nuts_draws_as_arviz_data(nuts_draws, tmp_path):
             np.testing.assert_array_equal(post["w"].sel(dataset=k, chain=r), ps.params.w[c])
             np.testing.assert_array_equal(post["c"].sel(dataset=k, chain=r), ps.params.c[c])
             np.testing.assert_array_equal(post["loss"].sel(dataset=k, chain=r), ps.loss[c])
-            np.testing.assert_array_equal(st["energy"].sel(dataset=k, chain=r), ps.draws.stats["energy"][c])
+            np.testing.assert_array_equal(st["energy"].sel(dataset=k, chain=r), ps.draws.info.energy[c])
             np.testing.assert_array_equal(st["lp"].sel(dataset=k, chain=r), -ps.draws.potential_energy[c])
     steps = st["n_steps"].values
     depth = st["tree_depth"].values

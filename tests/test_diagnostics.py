@@ -161,7 +161,7 @@ def test_nan_diagnostics_warn_as_undefined():
     loss = np.random.default_rng(11).normal(size=(4, 50))
     loss[0] = 2.0
     loss[1, 3] = np.nan
-    diag = analysis.chain_diagnostics(loss, np.array([0, 0, 1, 1]), loss[..., None], {"grad_evals": np.ones(4)})
+    diag = analysis.chain_diagnostics(loss, np.array([0, 0, 1, 1]), loss[..., None], None, np.ones(4))
     assert np.isnan(diag["rhat_loss"]) and np.isnan(diag["ess_bulk_loss"])
     assert any("R-hat of L_n is NaN" in line for line in analysis.sampler_warnings(diag, "t", 200, None))
     pm = analysis.phase_masses(np.tile(np.arange(100) % 2, (2, 1)), ("a", "b"), np.array([0, 0]))

@@ -95,6 +95,7 @@ def test_the_sampler_of_the_guide_is_dispatched_to_and_samples_its_targets():
             exec(block, namespace)
         RWMSettings = namespace["RWMSettings"]
         assert slt_relu.sampling.base._SAMPLERS[RWMSettings].run is namespace["run_rwm"]
+        assert slt_relu.sampling.base._SAMPLERS[RWMSettings].info is namespace["RWMInfo"]
         draws = namespace["draws"]
         assert draws.z.shape == (4, 4000, 2) and draws.potential_energy.shape == (4, 4000)
         ess = np.array([namespace["S"].ess_bulk(draws.z[..., k]) for k in range(2)])
@@ -103,7 +104,8 @@ def test_the_sampler_of_the_guide_is_dispatched_to_and_samples_its_targets():
         np.testing.assert_allclose(draws.z.std(axis=(0, 1)), 0.5, rtol=0.1)
         np.testing.assert_allclose(draws.potential_energy[:, 0],
                                    0.5 * np.sum(((draws.z[:, 0] - [1.0, -2.0]) / 0.5) ** 2, -1), rtol=1e-9)
-        assert np.all((draws.stats["accept_prob"] > 0.3) & (draws.stats["accept_prob"] < 0.9))
+        assert isinstance(draws.info, namespace["RWMInfo"])
+        assert np.all((draws.info.accept_prob > 0.3) & (draws.info.accept_prob < 0.9))
         w = namespace["w"]                            # Example 3.4 at n beta = 1000: near W0 = {w1 + w2 = 1}
         assert w.shape == (4, 2000, 2) and float((w.sum(-1) - 1).std()) < 0.1
         assert abs(float(w.sum(-1).mean()) - 1.0) < 0.1 and float(w.min()) > -0.3

@@ -285,10 +285,10 @@ def test_a_collapsing_run_is_flagged_and_a_healthy_one_holds_the_target_ess():
     t_max = (jnp.full(2, 20.0),)
     pm = analysis.phase_masses(np.zeros((2, 256), int), ("a",), np.array([0, 1]))
     fine = run_smc(keys, _defined, z0, t_max, s)
-    d = evidence.smc_diagnostics(fine.stats, fine.grad_evals)
+    d = evidence.smc_diagnostics(fine.info, fine.grad_evals)
     assert abs(d["ess_min"] - s.target_ess) < 0.02 and d["final_lambda_min"] == 1.0
     assert evidence.smc_warnings(d, "x", pm, 256, fine.log_evidence, np.array([0, 1]), s.target_ess) == []
     stalled = run_smc(keys, _half_defined, z0, t_max, s)
-    d = evidence.smc_diagnostics(stalled.stats, stalled.grad_evals)
+    d = evidence.smc_diagnostics(stalled.info, stalled.grad_evals)
     out = evidence.smc_warnings(d, "x", pm, 256, stalled.log_evidence, np.array([0, 1]), s.target_ess)
     assert d["final_lambda_min"] < 1.0 and any("stopped at lambda" in w for w in out), out

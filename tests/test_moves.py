@@ -75,8 +75,8 @@ def test_a_flip_that_moves_a_fixed_coordinate_is_rejected():
     x, y = draw_datasets(jax.random.split(jax.random.PRNGKey(2), 2), ex.truth, ex.inputs, 200, ex.sigma)
     ps = S.sample_posterior(jax.random.split(jax.random.PRNGKey(3), 2), x, y, 50.0, model=model, sigma=ex.sigma,
                             settings=SMCSettings(num_particles=64, symmetry_moves=True))
-    stages = ps.draws.stats["num_stages"]
-    assert stages.min() >= 1 and np.all(ps.draws.stats["symmetry_accept"] == 0.0)
+    stages = ps.draws.info.num_stages
+    assert stages.min() >= 1 and np.all(ps.draws.info.symmetry_accept == 0.0)
 
 
 def test_a_flip_back_that_misses_z_is_rejected_in_float32():
@@ -134,12 +134,12 @@ def test_an_exact_symmetry_is_always_accepted_and_splits_the_modes_by_count():
     t_max = jnp.full(4, 200.0)
     s = SMCSettings(num_particles=512, waste_free=True, num_mcmc_steps=7, symmetry_moves=True)
     out = run_smc(keys, Even(), z0, (t_max,), s, moves=Negate())
-    stages = out.stats["num_stages"]
+    stages = out.info.num_stages
     for c in range(4):
-        np.testing.assert_array_equal(out.stats["symmetry_accept"][c, :stages[c]], 1.0)
+        np.testing.assert_array_equal(out.info.symmetry_accept[c, :stages[c]], 1.0)
     np.testing.assert_array_equal((out.z[..., 0] > 0).sum(1), 256)
     plain = run_smc(keys, Even(), z0, (t_max,), s.replace(symmetry_moves=False))
-    assert np.any((plain.z[..., 0] > 0).sum(1) != 256)
+    assert np.any((plain.z[..., 0] > 0).sum(1) != 256) and plain.info.symmetry_accept is None
     with pytest.raises(ValueError, match="moves: symmetry_moves needs"):
         run_smc(keys, Even(), z0, (t_max,), s)
 
@@ -158,8 +158,8 @@ def test_inexact_flips_leave_the_posterior_of_example_3_2_unchanged(prior):
     s = SMCSettings(num_particles=1024, waste_free=True, num_mcmc_steps=7, symmetry_moves=True)
     ps = S.sample_posterior(jax.random.split(jax.random.PRNGKey(3), RUNS), jnp.repeat(x, RUNS, 0),
                             jnp.repeat(y, RUNS, 0), nb, model=ex.model, prior=prior, sigma=ex.sigma, settings=s)
-    stages = ps.draws.stats["num_stages"]
-    last = ps.draws.stats["symmetry_accept"][np.arange(RUNS), stages - 1]
+    stages = ps.draws.info.num_stages
+    last = ps.draws.info.symmetry_accept[np.arange(RUNS), stages - 1]
     assert np.all((last > 0.2) & (last < 0.95)), last             # the flip is neither free nor impossible
     g = grid_posterior(x[0], y[0], nb, model=ex.model, prior=prior, sigma=ex.sigma,
                        ranges=[(-4.0, 4.0), (-4.0, 4.0)] if prior.spec("w")[0] == "uniform" else [(-6.0, 6.0)] * 2,
@@ -219,14 +219,15 @@ def test_mcmc_chains_take_an_exact_symmetry_after_every_trajectory(s):
     z0 = jnp.tile(jnp.array([2.0, 0.0]), (C, 1))
     t = (jnp.full(C, 50.0),)
     out = S.sample(keys, even_wells, z0, t, s, moves=Negate())
-    np.testing.assert_array_equal(out.stats["symmetry_accept"], 1.0)
+    np.testing.assert_array_equal(out.info.symmetry_accept, 1.0)
     np.testing.assert_array_equal((out.z[..., 0] > 0).sum(1), s.num_samples // 2)
     plain = S.sample(keys, even_wells, z0, t, s.replace(symmetry_moves=False))
     np.testing.assert_array_equal((plain.z[..., 0] > 0).sum(1), s.num_samples)
-    assert "symmetry_accept" not in plain.stats
+    assert type(out.info) is type(plain.info) is (S.HMCInfo if s.name == "hmc" else S.NUTSInfo)
+    assert plain.info.symmetry_accept is None
     if s.name == "hmc":                               # a fixed 10 steps + the flip, per iteration
         np.testing.assert_array_equal(out.grad_evals, s.num_warmup * 10 + s.num_samples * 11)
-        np.testing.assert_array_equal(out.stats["num_steps"], 10)
+        np.testing.assert_array_equal(out.info.num_steps, 10)
     with pytest.raises(ValueError, match="moves: symmetry_moves needs"):
         S.sample(keys, even_wells, z0, t, s)
 
@@ -252,7 +253,7 @@ def test_inexact_flips_with_a_jacobian_leave_a_nuts_chains_target_unchanged(sche
         out = S.sample(keys, mirrored_wells, z0, args, s, moves=SinhMirror(sign))
         masses[sign] = (out.z[..., 0] > 0).mean(1)
         if sign == 1.0:
-            assert np.all((out.stats["symmetry_accept"] > 0.3) & (out.stats["symmetry_accept"] < 0.7))
+            assert np.all((out.info.symmetry_accept > 0.3) & (out.info.symmetry_accept < 0.7))
     se = masses[1.0].std(ddof=1) / math.sqrt(C)
     assert abs(masses[1.0].mean() - exact) < 5 * se, (masses[1.0].mean(), exact, se)
     assert abs(masses[-1.0].mean() - exact) > 5 * se                 # the control: the check can fail
@@ -271,7 +272,7 @@ def test_nuts_flips_leave_the_posterior_of_example_3_2_unchanged():
     s = S.NUTSSettings(num_warmup=300, num_samples=1000, symmetry_moves=True)
     ps = S.sample_posterior(jax.random.split(jax.random.PRNGKey(3), RUNS), x, y, nb, model=ex.model, prior=prior,
                             sigma=ex.sigma, settings=s, chains_per_dataset=RUNS)
-    accept = ps.draws.stats["symmetry_accept"]
+    accept = ps.draws.info.symmetry_accept
     assert np.all((accept > 0.05) & (accept < 0.95)), accept       # the flip is neither free nor impossible
     g = grid_posterior(x[0], y[0], nb, model=ex.model, prior=prior, sigma=ex.sigma, ranges=[(-4.0, 4.0)] * 2,
                        resolution=1200)

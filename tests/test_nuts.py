@@ -47,24 +47,24 @@ def check_moments(out, mu=MU, scale=SCALE):
 @pytest.mark.parametrize("schedule", ["async", "lockstep"])
 def test_nuts_recovers_each_chains_gaussian(schedule):
     out = run(NUTSSettings(num_warmup=300, num_samples=1500, schedule=schedule))
-    st = out.stats
-    assert out.z.shape == (C, 1500, D) and st["num_steps"].shape == (C, 1500) and out.log_evidence is None
+    info = out.info
+    assert out.z.shape == (C, 1500, D) and info.num_steps.shape == (C, 1500) and out.log_evidence is None
     check_moments(out)
-    assert not st["diverging"].any()
-    assert 0 < st["warmup_divergences"].sum() < 100 * C      # early warm-up, identity mass on a 1:100 target
+    assert not info.diverging.any()
+    assert 0 < info.warmup_divergences.sum() < 100 * C      # early warm-up, identity mass on a 1:100 target
     # the adapted diagonal inverse mass matrix is the target's variance (Welford over the last window): each
     # entry / variance scatters by a factor exp(0.22) about 0.91 (40 fresh seeds; 1 entry in 60 leaves [0.5, 1.5]),
     # so per coordinate the geometric mean over the chains, within a factor 2 (>= 6.4 sd of its spread, 0.09):
     # still far from the identity, the sd or the precision (factors 10 to 10^4 on the scales 10 and 0.1)
-    log_ratio = np.log(st["inverse_mass_matrix"] / SCALE**2)
+    log_ratio = np.log(info.inverse_mass_matrix / SCALE**2)
     assert np.all(np.abs(log_ratio.mean(0)) < np.log(2)), np.exp(log_ratio)
-    assert (out.grad_evals >= st["num_steps"].sum(1)).all()
+    assert (out.grad_evals >= info.num_steps.sum(1)).all()
     # the potential energy of each draw is the target's
     np.testing.assert_allclose(out.potential_energy, 0.5 * np.sum(((out.z - MU[:, None]) / SCALE[:, None]) ** 2, -1),
                                rtol=1e-10)
     # the Hamiltonian at each draw (ArviZ's energy): U plus a kinetic energy of mean D/2 (momenta ~ N(0, M))
-    kinetic = st["energy"] - out.potential_energy
-    assert st["energy"].shape == (C, 1500) and (kinetic >= 0).all()
+    kinetic = info.energy - out.potential_energy
+    assert info.energy.shape == (C, 1500) and (kinetic >= 0).all()
     assert kinetic.mean() == pytest.approx(D / 2, rel=0.1)
 
 
@@ -74,15 +74,15 @@ def test_async_is_numpyros_nuts_and_wastes_less():
     s = NUTSSettings(num_warmup=300, num_samples=2000)
     a = run(s)
     b = run(s.replace(schedule="lockstep"))
-    sa, sb = a.stats, b.stats
+    sa, sb = a.info, b.info
     # each schedule adapts its own step sizes, so these are two independent draws; the tolerances are >= 5 sd of
     # their spread over 40 fresh seeds (where rel 0.1, abs 0.03, a per-chain rtol 0.25 and 5 failed 18 of 40):
     # mean trajectory length, rel diff sd 0.049 (mean -0.015)
-    assert sa["num_steps"].mean() == pytest.approx(sb["num_steps"].mean(), rel=0.3)
-    assert sa["accept_prob"].mean() == pytest.approx(sb["accept_prob"].mean(), abs=0.05)     # sd 0.0085
+    assert sa.num_steps.mean() == pytest.approx(sb.num_steps.mean(), rel=0.3)
+    assert sa.accept_prob.mean() == pytest.approx(sb.accept_prob.mean(), abs=0.05)     # sd 0.0085
     # step sizes: one chain's ratio scatters by a factor exp(0.14); their geometric mean by exp(0.063)
-    assert abs(np.mean(np.log(sa["step_size"] / sb["step_size"]))) < np.log(1.5), sa["step_size"] / sb["step_size"]
-    assert abs(sa["warmup_divergences"].mean() - sb["warmup_divergences"].mean()) < 8      # mean -1.0, sd 1.0
+    assert abs(np.mean(np.log(sa.step_size / sb.step_size))) < np.log(1.5), sa.step_size / sb.step_size
+    assert abs(sa.warmup_divergences.mean() - sb.warmup_divergences.mean()) < 8      # mean -1.0, sd 1.0
     # the tick count is the longest chain's gradient count (async) or the sum of per-iteration maxima
     assert a.ticks == a.grad_evals.max()
     assert a.ticks < 0.8 * b.ticks
@@ -95,7 +95,7 @@ def test_queue_gives_each_chain_the_same_draws(compiles):
     full = run(s.replace(slots=C))
     queued = run(s.replace(slots=2))
     np.testing.assert_allclose(queued.z, full.z, atol=1e-6)
-    np.testing.assert_array_equal(queued.stats["num_steps"], full.stats["num_steps"])
+    np.testing.assert_array_equal(queued.info.num_steps, full.info.num_steps)
     assert queued.ticks >= full.grad_evals.sum() / 2 and full.ticks == full.grad_evals.max()
     # the queue cut into compiled calls of 7 ticks (a chain that finishes on a call's last tick is stored, and
     # the next one started, by the next call): the same program on every call, the same numbers
@@ -123,7 +123,7 @@ def test_same_keys_same_numbers_no_second_compile_and_hmc(compiles):
     other = run(s, keys=jax.random.split(jax.random.PRNGKey(1), C))
     assert not np.allclose(a.z, other.z)
     h = run(HMCSettings(num_warmup=300, num_samples=1500, num_steps=8))
-    assert (h.stats["num_steps"] == 8).all()
+    assert (h.info.num_steps == 8).all()
     check_moments(h)
     compiles()
     run(HMCSettings(num_warmup=300, num_samples=1500, num_steps=8))

@@ -56,7 +56,7 @@ def test_log_evidence_and_posterior_of_the_output_bias_in_closed_form():
     c = ps.params.c.reshape(-1)
     assert abs(c.mean() - b / (1 + 2 * a)) < 4 / math.sqrt((1 + 2 * a) * c.size / 4)
     assert c.std() == pytest.approx(1 / math.sqrt(1 + 2 * a), rel=0.1)
-    assert (ps.draws.stats["final_lambda"] == 1.0).all() and ps.draws.z.shape == (RUNS, 256, 1)
+    assert (ps.draws.info.final_lambda == 1.0).all() and ps.draws.z.shape == (RUNS, 256, 1)
 
 
 @pytest.mark.parametrize("name", ["dslt3_example_3_4", "dslt3_example_3_2"])

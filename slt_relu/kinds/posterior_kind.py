@@ -32,7 +32,7 @@ import numpy as np
 from ..network import Restriction, make_params
 from ..posterior import Prior, resolve_beta
 from ..posterior.stopping import StoppingRule, until_runs_agree
-from ..sampling import SMCSettings
+from ..sampling import SMCSettings, info_dict
 from ..workflow.settings import ConfigError, parse
 from ..workflow.kind import Kind, first_line, register_kind
 from ..workflow.memory import Need, params, truth_size
@@ -282,7 +282,7 @@ def sample_program(points: list, key, round_: int) -> list[dict]:
                "truth_loss": truth_loss[k], "program_ticks": d.ticks, "program_chains": len(ps.dataset)}
         if np.size(xs[k]) + np.size(ys[k]) <= OBSERVED_SMALL:          # small data sets go into the draws' file
             res.update(x=np.asarray(xs[k]), y=np.asarray(ys[k]))
-        res["stats"] = {name: np.asarray(v)[sl] for name, v in d.stats.items()}
+        res["stats"] = {name: v[sl] for name, v in info_dict(d.info).items()}     # posterior_report.point_info
         if d.log_evidence is not None:
             res["log_evidence"] = np.asarray(d.log_evidence)[sl]
         out.append(res)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..phases import rule_labels
 from ..posterior.stopping import MAX_ROUNDS, MIN_EFFECTIVE_RUNS
-from ..sampling import NUTSSettings, SMCSettings
+from ..sampling import NUTSInfo, NUTSSettings, SMCSettings, info_from_dict, tree_depth
 from ..workflow.kind import Output
 from .posterior_figures import posterior_figures
 
@@ -29,6 +29,19 @@ def draws_params(p, flat):
 
     w, n_in = p.model.base.width, p.model.base.n_in
     return jax.tree.map(np.asarray, jax.vmap(jax.vmap(lambda f: from_flat(f, w, n_in)))(jax.numpy.asarray(flat)))
+
+
+def point_info(p, res):
+    """A point's sampler statistics (``Draws.info``: NUTSInfo, HMCInfo or SMCInfo) from its result's named
+    arrays ``res["stats"]`` (``slt_relu.sampling.info_dict``'s, as its checkpoint holds them); p: the point's
+    settings.  Checkpoints written before the statistics were typed may lack NUTS's tree depth (computed from
+    the steps) and hold SMC's symmetry acceptance as zeros without symmetry moves (None, as a run gives it)."""
+    info = info_from_dict(p.sampler, res["stats"])
+    if not p.sampler.symmetry_moves:
+        info = info._replace(symmetry_accept=None)
+    if isinstance(info, NUTSInfo) and info.tree_depth is None:
+        info = info._replace(tree_depth=tree_depth(info.num_steps))
+    return info
 
 
 def point_rule(p, params):
@@ -78,10 +91,10 @@ def _rows(r, points, results) -> tuple[list, list, list]:
             if rule is not None:
                 row["cross_table"] = analysis.cross_table(rule[0][:, ::ph.classify_every], rule[1], classified,
                                                           res["dataset"], res["log_evidence"] if smc else None)
-        stats = dict(res["stats"])
+        info = point_info(p, res)
         where = _where(pt.values)
         if smc:
-            d = evidence.smc_diagnostics(stats, res["grad_evals"], p.sampler.symmetry_moves)
+            d = evidence.smc_diagnostics(info, res["grad_evals"])
             if "grad_evals_replaced" in res:       # runs the stopping rule replaced by runs with more particles
                 d["grad_evals"] += int(res["grad_evals_replaced"])
                 d["grad_evals_replaced"] = int(res["grad_evals_replaced"])
@@ -98,11 +111,10 @@ def _rows(r, points, results) -> tuple[list, list, list]:
                                                          classified.shape[1], where, "classify_phase")
             row.update(evidence.evidence_summary(res, rule, classified))
         else:
-            stats["grad_evals"] = res["grad_evals"]
             free = np.flatnonzero(np.asarray(p.model.free))
             max_steps = 2 ** p.sampler.max_tree_depth - 1 if isinstance(p.sampler, NUTSSettings) else None
-            d = analysis.chain_diagnostics(res["loss"], res["dataset"], np.asarray(res["flat"])[..., free], stats,
-                                           max_steps)
+            d = analysis.chain_diagnostics(res["loss"], res["dataset"], np.asarray(res["flat"])[..., free], info,
+                                           res["grad_evals"], max_steps)
             n_draws = p.datasets * p.chains_per_dataset * p.sampler.num_samples
             warnings += analysis.sampler_warnings(d, where, n_draws, p.sampler.target_accept_prob)
         d.update(program_wall_s=float(res["program_wall_s"]), program_ticks=int(res["program_ticks"]),
@@ -194,7 +206,6 @@ def sweep_draws(save: bool | None, runs: list) -> tuple[dict, dict]:
     runs: [(prefix, points, results, params per point)].  Returns (what metrics.json says of them,
     {name: DataTree})."""
     from ..arviz_data import posterior_tree
-    from ..sampling.nuts import tree_depth
 
     size = sum(np.asarray(res["flat"]).nbytes + np.asarray(res["loss"]).nbytes * 8
                for _, points, results, _ in runs for res in (results[pt.index] for pt in points))
@@ -206,11 +217,9 @@ def sweep_draws(save: bool | None, runs: list) -> tuple[dict, dict]:
     for prefix, points, results, params_per_point in runs:
         for pt, params in zip(points, params_per_point):
             p, res = pt.settings, results[pt.index]
-            stats = dict(res["stats"])
-            if isinstance(p.sampler, NUTSSettings) and "tree_depth" not in stats:      # draws checkpointed before it was kept
-                stats["tree_depth"] = tree_depth(stats["num_steps"])
             C = len(res["dataset"])
-            tree = posterior_tree(params, res["loss"], res["dataset"], stats, log_evidence=res.get("log_evidence"),
+            tree = posterior_tree(params, res["loss"], res["dataset"], point_info(p, res),
+                                  log_evidence=res.get("log_evidence"),
                                   n_beta=np.full(C, p.n_beta), potential_energy=res.get("potential_energy"),
                                   grad_evals=res["grad_evals"],
                                   observed=(res["x"], res["y"]) if "x" in res else None,

@@ -125,7 +125,7 @@ def _run(key, target, start, t_chain, eps_chain, data, settings):
     scale = jnp.sqrt(eps_chain)
     out = sample(jax.random.split(key, C), _Rescaled(target), start[None, :] / scale[:, None],
                  broadcast_chains(C, data) + (t_chain, scale), settings.replace(step_size=1.0))
-    return jnp.asarray(out.z) * scale[:, None, None], np.asarray(out.stats["accept_prob"], np.float64), out.grad_evals
+    return jnp.asarray(out.z) * scale[:, None, None], np.asarray(out.info.accept_prob, np.float64), out.grad_evals
 
 
 def choose_steps(accept, target: float) -> np.ndarray:

@@ -74,19 +74,22 @@ def free_energies(log_z, dataset, masses: PhaseMasses) -> FreeEnergies:
                         fa_mean, fa_se, fa_mcse, rel, rel_se)
 
 
-def smc_diagnostics(stats: dict, grad_evals, symmetry_moves: bool = False) -> dict:
+def smc_diagnostics(info, grad_evals) -> dict:
     """A point's SMC runs: stages, the smallest ESS fraction and acceptance over their stages, the
-    final lambda (1 unless max_stages ran out), gradient evaluations, and with ``symmetry_moves`` the
-    mean acceptance of the symmetry proposals (``slt_relu.moves``) over the runs' stages."""
-    stages = np.asarray(stats["num_stages"])
-    used = np.arange(np.asarray(stats["ess"]).shape[1])[None, :] < stages[:, None]
-    ess = np.where(used, stats["ess"], np.inf)
-    acc = np.where(used, stats["accept_prob"], np.nan)
+    final lambda (1 unless max_stages ran out), gradient evaluations, and where they ran the mean
+    acceptance of the symmetry proposals (``slt_relu.moves``) over the runs' stages.
+
+    info: the runs' statistics (``Draws.info``, a :class:`~slt_relu.sampling.smc.SMCInfo`); grad_evals:
+    (C,) each run's gradient evaluations."""
+    stages = np.asarray(info.num_stages)
+    used = np.arange(np.asarray(info.ess).shape[1])[None, :] < stages[:, None]
+    ess = np.where(used, info.ess, np.inf)
+    acc = np.where(used, info.accept_prob, np.nan)
     out = {"stages": stages.tolist(), "ess_min": float(ess.min()), "accept_prob_mean": float(np.nanmean(acc)),
-           "accept_prob_min": float(np.nanmin(acc)), "final_lambda_min": float(np.min(stats["final_lambda"])),
+           "accept_prob_min": float(np.nanmin(acc)), "final_lambda_min": float(np.min(info.final_lambda)),
            "grad_evals": int(np.sum(grad_evals))}
-    if symmetry_moves:
-        out["symmetry_accept_mean"] = float(np.nanmean(np.where(used, stats["symmetry_accept"], np.nan)))
+    if info.symmetry_accept is not None:
+        out["symmetry_accept_mean"] = float(np.nanmean(np.where(used, info.symmetry_accept, np.nan)))
     return out
 
 

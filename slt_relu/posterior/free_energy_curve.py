@@ -11,7 +11,7 @@ prior's support (K itself where there is no data),
 next order of log(log t + c1) = log log t + c1 / log t - ..., which a fit must carry: without it,
 w1^2 w2^2 (lambda = 1/2, m = 2) over t = 1e3 .. 1e6 comes out 0.518 with m fixed and 0.485 with m
 free).  Tempered SMC computes F at every stage of its bridge from 0 to t_max in one run
-(``slt_relu.sampling.smc``: stats ``log_evidence``, ``mean_slope``), so one run gives the whole
+(``slt_relu.sampling.smc.SMCInfo``: ``log_evidence``, ``mean_slope``), so one run gives the whole
 curve, and three estimators read lambda off it:
 
 - ``"free_energy"``: F(t_k) at the stages;
@@ -108,13 +108,13 @@ class FreeEnergyCurve(NamedTuple):
     def from_smc(cls, draws, t_max) -> "FreeEnergyCurve":
         """The curve of tempered SMC runs (``slt_relu.sampling.sample`` with SMCSettings) whose t_max
         (R,) or scalar is the last argument they were given."""
-        st = draws.stats
-        lam = np.asarray(st["lambda"], float)
-        used = np.arange(lam.shape[1])[None, :] < np.asarray(st["num_stages"])[:, None]
+        info = draws.info
+        lam = np.asarray(info.lambda_, float)
+        used = np.arange(lam.shape[1])[None, :] < np.asarray(info.num_stages)[:, None]
         t = np.where(used, lam * np.broadcast_to(np.asarray(t_max, float), lam.shape[:1])[:, None], np.nan)
-        return cls(t, np.where(used, -np.asarray(st["log_evidence"], float), np.nan),
-                   np.where(used, np.asarray(st["mean_slope"], float), np.nan),
-                   np.asarray(st["prior_mean_slope"], float), int(np.sum(draws.grad_evals)), np.asarray(draws.z))
+        return cls(t, np.where(used, -np.asarray(info.log_evidence, float), np.nan),
+                   np.where(used, np.asarray(info.mean_slope, float), np.nan),
+                   np.asarray(info.prior_mean_slope, float), int(np.sum(draws.grad_evals)), np.asarray(draws.z))
 
     def thermodynamic(self) -> np.ndarray:
         """(R, K) F(t_k) = int_0^t_k E_s[L] ds by thermodynamic integration: the first segment a

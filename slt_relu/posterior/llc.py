@@ -152,7 +152,7 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSetting
     draws = sample(jax.random.split(key, C), target, jnp.broadcast_to(w_star, (C,) + w_star.shape), args,
                    s.sampler(), devices=devices)
     losses = np.asarray(target.losses_at(draws.z, data))                  # L_n at each kept step
-    accept = draws.stats["accept_prob"]
+    accept = draws.info.accept_prob
     per_chain = n_beta * (losses.astype(np.float64).mean(1) - init_loss)
     est = float(per_chain.mean())
     se = float(per_chain.std(ddof=1) / np.sqrt(C)) if C > 1 else float("nan")

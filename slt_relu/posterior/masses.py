@@ -288,12 +288,13 @@ def crossover_bootstrap(xs, trials_a, trials_b, rng: np.random.Generator, n_boot
 # a posterior sweep's points
 
 
-def chain_diagnostics(loss, dataset, coordinates, stats: dict, max_steps: int | None = None) -> dict:
+def chain_diagnostics(loss, dataset, coordinates, info, grad_evals, max_steps: int | None = None) -> dict:
     """Diagnostics of one point's chains, computed within each data set and reported for the worst.
 
     loss: (C, S) L_n of each draw; dataset: (C,); coordinates: (C, S, k) the free coordinates;
-    stats: the sampler's statistics (``Draws.stats`` plus ``grad_evals``); max_steps: NUTS's
-    2^max_tree_depth - 1 (None: no tree depth)."""
+    info: the MCMC sampler's statistics (``Draws.info``: a :class:`~slt_relu.sampling.nuts.NUTSInfo`
+    or :class:`~slt_relu.sampling.lockstep.HMCInfo`), or None; grad_evals: (C,) each chain's gradient
+    evaluations; max_steps: NUTS's 2^max_tree_depth - 1 (None: no tree depth)."""
     coord_rhat = [dg.grouped(dg.rhat, coordinates[..., i], dataset) for i in range(coordinates.shape[-1])]
     out = {"rhat_loss": dg.grouped(dg.rhat, loss, dataset),
            "ess_bulk_loss": dg.grouped(dg.ess_bulk, loss, dataset, worst=min),
@@ -303,20 +304,17 @@ def chain_diagnostics(loss, dataset, coordinates, stats: dict, max_steps: int | 
     if chains.min() >= 2:                   # nested R-hat within each data set, every chain its own start
         nested = lambda x: dg.rhat_nested(x, np.arange(len(x)))
         out["rhat_nested_loss"] = dg.grouped(nested, loss, dataset)
-    if "diverging" in stats:
-        out["divergences"] = int(np.sum(stats["diverging"]))
-        out["warmup_divergences"] = int(np.sum(stats["warmup_divergences"]))
-    if "accept_prob" in stats:
-        out["accept_prob_mean"] = float(np.mean(stats["accept_prob"]))
-    if "symmetry_accept" in stats:                  # the flips between trajectories (slt_relu.moves)
-        out["symmetry_accept_mean"] = float(np.mean(stats["symmetry_accept"]))
-    if "step_size" in stats:
-        out["step_size"] = np.asarray(stats["step_size"]).tolist()
-    if "num_steps" in stats:
-        steps = np.asarray(stats["num_steps"])
+    if info is not None:
+        out["divergences"] = int(np.sum(info.diverging))
+        out["warmup_divergences"] = int(np.sum(info.warmup_divergences))
+        out["accept_prob_mean"] = float(np.mean(info.accept_prob))
+        if info.symmetry_accept is not None:        # the flips between trajectories (slt_relu.moves)
+            out["symmetry_accept_mean"] = float(np.mean(info.symmetry_accept))
+        out["step_size"] = np.asarray(info.step_size).tolist()
+        steps = np.asarray(info.num_steps)
         out["steps_per_draw_mean"] = float(steps.mean())
         out["max_tree_depth_fraction"] = float(np.mean(steps >= max_steps)) if max_steps else 0.0
-    out["grad_evals"] = int(np.sum(stats["grad_evals"]))
+    out["grad_evals"] = int(np.sum(grad_evals))
     return out
 
 

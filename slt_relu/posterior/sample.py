@@ -258,9 +258,9 @@ def smc_posterior(keys, x, y, n_beta, *, model, prior: Prior = Prior(), sigma: f
         raise TypeError(f"settings: expected SMCSettings, got {type(settings).__name__}")
     ps = sample_posterior(keys, x, y, n_beta, model=model, prior=prior, sigma=sigma, settings=settings,
                           devices=devices)
-    st = ps.draws.stats
-    return SMCPosterior(ps.params, ps.loss, ps.draws.log_evidence, st["lambda"], st["ess"], st["accept_prob"],
-                        st["num_stages"], ps.draws, ps.n_beta)
+    info = ps.draws.info
+    return SMCPosterior(ps.params, ps.loss, ps.draws.log_evidence, info.lambda_, info.ess, info.accept_prob,
+                        info.num_stages, ps.draws, ps.n_beta)
 
 
 # ----------------------------------------------------------------------------------------

@@ -30,9 +30,9 @@ runs cannot mend: such a point is flagged as it is.  A point still above a targe
 rounds or at its bounds is reported as not converged.
 
 A point's results are a dict of arrays with a leading chain (run) axis: ``log_evidence`` (R,), ``dataset``
-(R,) (each run's data set), ``flat`` (R, N, D) (the particles), ``grad_evals`` (R,), ``stats`` (a dict of
-(R, ...) arrays), and the program counters ``program_ticks``, ``program_chains``; a sampler of points
-(:func:`until_runs_agree`) returns one per point.
+(R,) (each run's data set), ``flat`` (R, N, D) (the particles), ``grad_evals`` (R,), ``stats`` (the sampler's
+statistics as named (R, ...) arrays, ``slt_relu.sampling.info_dict``), and the program counters
+``program_ticks``, ``program_chains``; a sampler of points (:func:`until_runs_agree`) returns one per point.
 """
 from __future__ import annotations
 

@@ -12,16 +12,20 @@ axis C: each chain its own data set, tempering, localisation).  ``potential_gen`
 must be hashable values (a NamedTuple of functions and numbers, a frozen settings model): they are
 static arguments of ``jax.jit``, so a second call with equal ones reuses the compiled program.
 
-Each sampler module registers its settings type with :func:`register` (``nuts``: NUTS,
-desynchronised or in lockstep; ``hmc``; ``sgld``; ``smc``: adaptive tempered SMC, whose "chains" are
-independent runs of N particles, init_z (C, N, D), its draws the particles, equally weighted after
-the last resampling, and ``log_evidence`` its estimate of log Z); ``slt_relu.sampling`` imports
-them all, so ``sample`` knows every one.  A new sampler is a module with a settings class (a
-:func:`~slt_relu.sampling.settings_type` with a ``name``) and a runner with :data:`Runner`'s signature,
-registered the same way.
+Each sampler module registers its settings type, its runner and the type of its statistics with
+:func:`register` (``nuts``: NUTS, desynchronised or in lockstep, :class:`~slt_relu.sampling.nuts.NUTSInfo`;
+``hmc``: :class:`~slt_relu.sampling.lockstep.HMCInfo`; ``sgld``: :class:`~slt_relu.sampling.sgld.SGLDInfo`;
+``smc``: adaptive tempered SMC, :class:`~slt_relu.sampling.smc.SMCInfo`, whose "chains" are independent runs
+of N particles, init_z (C, N, D), its draws the particles, equally weighted after the last resampling, and
+``log_evidence`` its estimate of log Z); ``slt_relu.sampling`` imports them all, so ``sample`` knows every
+one.  A new sampler is a module with a settings class (a
+:func:`~slt_relu.sampling.settings_type` with a ``name``), a NamedTuple of its statistics (``Draws.info``: arrays with a leading chain axis, None for what
+a run did not produce) and a runner with :data:`Runner`'s signature, registered the same way.
+:func:`info_dict` and :func:`info_from_dict` turn statistics into named arrays for a file and back.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Callable, NamedTuple
 
 import jax
@@ -36,9 +40,11 @@ class Draws(NamedTuple):
     Attributes:
         z: (C, S, D) unconstrained draws.
         potential_energy: (C, S) U at each draw.
-        stats: the sampler's statistics by name, per draw (C, S) or per chain (C, ...) (NUTS:
-            num_steps, tree_depth, accept_prob, diverging, energy (the Hamiltonian at the draw),
-            step_size, inverse_mass_matrix, warmup_divergences; HMC the same but tree_depth).
+        info: the sampler's statistics, a NamedTuple of its own whose arrays lead with the chain
+            axis, per draw (C, S), per chain (C, ...) or per stage (C, M): NUTS's
+            :class:`~slt_relu.sampling.nuts.NUTSInfo`, HMC's :class:`~slt_relu.sampling.lockstep.HMCInfo`,
+            :class:`~slt_relu.sampling.sgld.SGLDInfo`, :class:`~slt_relu.sampling.smc.SMCInfo`; a field
+            the run did not produce (symmetry_accept without symmetry moves) is None.
         grad_evals: (C,) gradient evaluations of each chain, warmup included.
         log_evidence: (C,) log Z where the sampler estimates it (SMC), else None.
         ticks: vmapped gradient evaluations the program ran (the wall-clock work of all chains
@@ -48,7 +54,7 @@ class Draws(NamedTuple):
 
     z: np.ndarray
     potential_energy: np.ndarray
-    stats: dict
+    info: tuple
     grad_evals: np.ndarray
     log_evidence: np.ndarray | None
     ticks: int
@@ -95,24 +101,66 @@ def check_keys(keys, name: str = "keys", batch_ndim: int = 1) -> jax.Array:
 
 
 Runner = Callable[..., Draws]
-"""run(keys (C, 2), potential_gen, init_z, args, settings, *, moves, devices, progress) -> Draws."""
+"""run(keys (C, 2), potential_gen, init_z, args, settings, *, moves, devices, progress) -> Draws, whose
+``info`` is the sampler's registered statistics type."""
 
 
 class Sampler(NamedTuple):
-    """A registered sampler: its runner and whether its initial points are particles per run,
-    init_z (C, N, D) (SMC), or one point per chain, (C, D)."""
+    """A registered sampler: its runner, the NamedTuple type of its statistics (``Draws.info``), and
+    whether its initial points are particles per run, init_z (C, N, D) (SMC), or one point per chain,
+    (C, D)."""
 
     run: Runner
+    info: type
     particles: bool = False
 
 
 _SAMPLERS: dict[type, Sampler] = {}
 
 
-def register(settings_type: type, run: Runner, *, particles: bool = False) -> None:
-    """Make :func:`sample` run ``run`` for settings of ``settings_type`` (called once by each sampler
-    module at import)."""
-    _SAMPLERS[settings_type] = Sampler(run, particles)
+def register(settings_type: type, run: Runner, info: type, *, particles: bool = False) -> None:
+    """Make :func:`sample` run ``run`` for settings of ``settings_type``, returning :class:`Draws`
+    whose ``info`` is an ``info`` (called once by each sampler module at import)."""
+    _SAMPLERS[settings_type] = Sampler(run, info, particles)
+
+
+def _registered(settings) -> Sampler:
+    """The sampler registered for ``settings``' type, else TypeError naming the registered ones."""
+    sampler = _SAMPLERS.get(type(settings))
+    if sampler is None:
+        names = ", ".join(sorted(t.__name__ for t in _SAMPLERS))
+        raise TypeError(f"settings: expected the settings of a registered sampler ({names}), got "
+                        f"{type(settings).__name__}")
+    return sampler
+
+
+def info_dict(info: tuple) -> dict:
+    """A sampler's statistics as named arrays, for a file (a sweep point's checkpoint, ArviZ's
+    ``sample_stats``): every field that is not None, under its name less a trailing underscore
+    (SMCInfo's ``lambda_`` is ``"lambda"``).  :func:`info_from_dict` is its inverse.
+
+    Args:
+        info: a sampler's statistics (``Draws.info``).
+
+    Returns:
+        dict: {name: array}.
+    """
+    return {name.removesuffix("_"): np.asarray(v) for name, v in info._asdict().items() if v is not None}
+
+
+def info_from_dict(settings, stats: Mapping) -> tuple:
+    """The statistics of ``settings``' sampler from their named arrays (:func:`info_dict`'s, e.g. read
+    back from a file); a field without an entry is None.
+
+    Args:
+        settings: the settings the statistics were sampled with (their type names the sampler).
+        stats: {name: array}.
+
+    Returns:
+        NamedTuple: the registered statistics type of the sampler (``Draws.info``).
+    """
+    info = _registered(settings).info
+    return info(*(stats.get(name.removesuffix("_")) for name in info._fields))
 
 
 def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, moves=None, devices=None,
@@ -138,14 +186,10 @@ def sample(keys, potential_gen: Callable, init_z, args: tuple, settings, *, move
         progress: called as progress(fraction) between compiled calls where the sampler has them.
 
     Returns:
-        Draws: z (C, S, D), potential_energy (C, S), the sampler's statistics, gradient counts and,
-        for SMC, log_evidence (C,).
+        Draws: z (C, S, D), potential_energy (C, S), the sampler's statistics (``info``, its registered
+        NamedTuple), gradient counts and, for SMC, log_evidence (C,).
     """
-    sampler = _SAMPLERS.get(type(settings))
-    if sampler is None:
-        names = ", ".join(sorted(t.__name__ for t in _SAMPLERS))
-        raise TypeError(f"settings: expected the settings of a registered sampler ({names}), got "
-                        f"{type(settings).__name__}")
+    sampler = _registered(settings)
     init_z = jnp.asarray(init_z)
     if init_z.ndim != (3 if sampler.particles else 2) or init_z.shape[0] < 1:
         want = "(runs, particles, D)" if sampler.particles else "(chains, D)"

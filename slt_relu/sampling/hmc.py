@@ -5,15 +5,16 @@ its warm-up (dual averaging of the step size, Stan's windows for the mass matrix
 from __future__ import annotations
 
 from .base import Draws, register
-from .lockstep import run_lockstep
+from .lockstep import HMCInfo, run_lockstep
 from .settings import HMCSettings
 
 
 def run_hmc(keys, potential_gen, init_z, args, settings: HMCSettings, *, moves=None, devices=None,
             progress=None) -> Draws:
-    """HMC chains in lockstep; see :func:`slt_relu.sampling.sample`.  progress: unused (one compiled
-    call)."""
+    """HMC chains in lockstep; see :func:`slt_relu.sampling.sample`.  Returns
+    :class:`~slt_relu.sampling.Draws` whose ``info`` is an :class:`~slt_relu.sampling.lockstep.HMCInfo`.
+    progress: unused (one compiled call)."""
     return run_lockstep(keys, potential_gen, init_z, args, settings, moves=moves, devices=devices)
 
 
-register(HMCSettings, run_hmc)
+register(HMCSettings, run_hmc, HMCInfo)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +23,45 @@ from .base import Draws, StaticPartial
 from .sharding import run_sharded
 
 
-def _lockstep_chain(s, potential_gen, moves, z0, key, args):
+class HMCInfo(NamedTuple):
+    """The statistics of numpyro's kernel in lockstep (HMC, and NUTS's ``schedule="lockstep"`` before
+    its tree depth is added, ``slt_relu.sampling.nuts.NUTSInfo``); C chains, S kept draws each, D
+    unconstrained coordinates.
+
+    Attributes:
+        num_steps: (C, S) leapfrog steps of the trajectory that gave each draw.
+        accept_prob: (C, S) its acceptance probability (NUTS: the mean of min(1, exp(-delta H)) over the
+            trajectory's states).
+        diverging: (C, S) whether the trajectory diverged (an energy error above numpyro's bound).
+        energy: (C, S) the Hamiltonian at the draw, with the momentum it was reached with.
+        step_size: (C,) the step size warm-up adapted.
+        inverse_mass_matrix: (C, D) (dense mass: (C, D, D)) the inverse mass matrix warm-up adapted.
+        warmup_divergences: (C,) divergent trajectories during warm-up.
+        symmetry_accept: (C,) the accepted fraction of the symmetry proposals after warm-up; None without
+            symmetry moves.
+    """
+
+    num_steps: np.ndarray
+    accept_prob: np.ndarray
+    diverging: np.ndarray
+    energy: np.ndarray
+    step_size: np.ndarray
+    inverse_mass_matrix: np.ndarray
+    warmup_divergences: np.ndarray
+    symmetry_accept: np.ndarray | None = None
+
+
+class _ChainRun(NamedTuple):
+    """One chain's run: its kept draws (S, D), their potential (S,), its statistics (:class:`HMCInfo`,
+    without the chain axis) and the gradients of every iteration (warm-up included, the flips' too)."""
+
+    z: jax.Array
+    potential_energy: jax.Array
+    info: HMCInfo
+    gradients: jax.Array
+
+
+def _lockstep_chain(s, potential_gen, moves, z0, key, args) -> _ChainRun:
     """One chain of numpyro's own kernel (NUTS or HMC): warm-up, then the kept iterations, each a
     lax.scan; with moves, each kept iteration ends with the symmetry proposal (module docstring)."""
     from numpyro.infer.hmc import hmc
@@ -64,23 +103,22 @@ def _lockstep_chain(s, potential_gen, moves, z0, key, args):
     z, pe, ns, acc, div, energy, flips = (jnp.concatenate([a, b]) for a, b in zip(warm, kept))
     keep = slice(s.num_warmup, total, s.thin)
     ns_kept = ns[keep] - (moves is not None)         # leapfrog steps of the trajectory; ns: gradients
-    return (z[keep], pe[keep], ns_kept, acc[keep], div[keep], energy[keep], state.adapt_state.step_size,
-            state.adapt_state.inverse_mass_matrix, ns, jnp.sum(div[:s.num_warmup]),
-            jnp.mean(flips[s.num_warmup:].astype(z.dtype)))
+    info = HMCInfo(ns_kept, acc[keep], div[keep], energy[keep], state.adapt_state.step_size,
+                   state.adapt_state.inverse_mass_matrix, jnp.sum(div[:s.num_warmup]),
+                   None if moves is None else jnp.mean(flips[s.num_warmup:].astype(z.dtype)))
+    return _ChainRun(z[keep], pe[keep], info, ns)
 
 
 def run_lockstep(keys, potential_gen, init_z, args, settings, *, moves=None, devices=None) -> Draws:
     """NUTS (``schedule="lockstep"``) or HMC chains of numpyro's kernel in lockstep; see
-    :func:`slt_relu.sampling.sample`.  With ``settings.symmetry_moves``, stats gain ``symmetry_accept``
-    (C,), each chain's accepted fraction of the proposals (after warm-up)."""
+    :func:`slt_relu.sampling.sample`.  Returns :class:`~slt_relu.sampling.Draws` whose ``info`` is an
+    :class:`HMCInfo` (``symmetry_accept``, each chain's accepted fraction of the proposals after warm-up,
+    with ``settings.symmetry_moves``)."""
     s = settings
     start = time.time()
     moves = moves if s.symmetry_moves else None
     out = run_sharded(StaticPartial(_lockstep_chain, (s, potential_gen, moves)), (init_z, keys, args), devices=devices)
-    z, pe, ns, acc, div, energy, eps, imm, ns_all, wdiv, flips = (np.asarray(o) for o in out)
-    stats = {"num_steps": ns, "accept_prob": acc, "diverging": div, "energy": energy, "step_size": eps,
-             "inverse_mass_matrix": imm, "warmup_divergences": wdiv}
-    if moves is not None:
-        stats["symmetry_accept"] = flips
+    out = jax.tree.map(np.asarray, out)
     # lockstep: every iteration costs the largest tree among the chains
-    return Draws(z, pe, stats, ns_all.sum(1), None, int(ns_all.max(0).sum()), time.time() - start)
+    return Draws(out.z, out.potential_energy, out.info, out.gradients.sum(1), None, int(out.gradients.max(0).sum()),
+                 time.time() - start)

@@ -15,6 +15,7 @@ draws batch_size points with replacement: the potential is ``potential_gen(batch
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +24,17 @@ import numpy as np
 from .base import Draws, StaticPartial, register
 from .sharding import run_sharded
 from .settings import SGLDSettings
+
+
+class SGLDInfo(NamedTuple):
+    """SGLD's statistics, C chains.
+
+    Attributes:
+        accept_prob: (C,) the mean MALA acceptance of each chain's proposals after the burn-in (module
+            docstring: near 1, the discretisation bias is small).
+    """
+
+    accept_prob: np.ndarray
 
 
 def _chain(s: SGLDSettings, potential_gen, z0, key, args):
@@ -59,8 +71,8 @@ def _chain(s: SGLDSettings, potential_gen, z0, key, args):
 
 def run_sgld(keys, potential_gen, init_z, args, settings: SGLDSettings, *, moves=None, devices=None,
              progress=None) -> Draws:
-    """SGLD chains from init_z; see :func:`slt_relu.sampling.sample`.  stats: accept_prob (C,)
-    the mean MALA acceptance of each chain's proposals after the burn-in.  moves, progress: unused
+    """SGLD chains from init_z; see :func:`slt_relu.sampling.sample`.  Returns
+    :class:`~slt_relu.sampling.Draws` whose ``info`` is an :class:`SGLDInfo`.  moves, progress: unused
     (SGLD has no symmetry proposals; one compiled call)."""
     s = settings
     start = time.time()
@@ -68,7 +80,7 @@ def run_sgld(keys, potential_gen, init_z, args, settings: SGLDSettings, *, moves
                                                        (init_z, keys, args), devices=devices))
     C = z.shape[0]
     grads = np.full(C, s.num_steps + 1)
-    return Draws(z, U, {"accept_prob": accept}, grads, None, s.num_steps + 1, time.time() - start)
+    return Draws(z, U, SGLDInfo(accept), grads, None, s.num_steps + 1, time.time() - start)
 
 
-register(SGLDSettings, run_sgld)
+register(SGLDSettings, run_sgld, SGLDInfo)

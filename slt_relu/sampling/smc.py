@@ -61,7 +61,41 @@ from .sharding import run_sharded
 from .settings import SMCSettings
 
 
+class SMCInfo(NamedTuple):
+    """Adaptive tempered SMC's statistics; C runs, M = max_stages stages (entries past a run's
+    num_stages are 0).
+
+    Attributes:
+        num_stages: (C,) the stages each run took.
+        final_lambda: (C,) its last lambda (1 unless max_stages ran out).
+        lambda_: (C, M) lambda after each stage (the bridge's inverse temperature is lambda t_max).
+        ess: (C, M) the incremental weights' ESS fraction, ESS / N, before the stage's resampling.
+        accept_prob: (C, M) the mean HMC acceptance of the stage's moves.
+        step_size: (C, M) the step size the stage's moves started from (then tuned after each move).
+        symmetry_accept: (C, M) the mean acceptance of the stage's symmetry proposals; None without
+            symmetry moves.
+        log_evidence: (C, M) log Z(lambda t_max) after the stage: the free-energy curve
+            F(t) = -log Z(t) at every stage's t.
+        mean_slope: (C, M) the moved particles' mean S = dU/dt, E_t[S] at the stage's t
+            (thermodynamic integration's integrand).
+        prior_mean_slope: (C,) E[S] over the prior particles.
+    """
+
+    num_stages: np.ndarray
+    final_lambda: np.ndarray
+    lambda_: np.ndarray
+    ess: np.ndarray
+    accept_prob: np.ndarray
+    step_size: np.ndarray
+    symmetry_accept: np.ndarray | None
+    log_evidence: np.ndarray
+    mean_slope: np.ndarray
+    prior_mean_slope: np.ndarray
+
+
 class _Run(NamedTuple):
+    """One run's state in the stage loop, with its histories (M,)."""
+
     key: jax.Array
     z: jax.Array              # (N, D)
     slope: jax.Array          # (N,) S(z) = dU/dt
@@ -79,13 +113,22 @@ class _Run(NamedTuple):
     slope_hist: jax.Array     # the particles' mean S = dU/dt after each stage's moves: E[S] at lambda t_max
 
 
+class _Outcome(NamedTuple):
+    """What one run returns: its final state (particles, log Z, lambda, stages, gradients, histories), U at
+    t_max at its particles (N,), and the mean S over the prior particles."""
+
+    final: _Run
+    potential_energy: jax.Array
+    prior_mean_slope: jax.Array
+
+
 def _value_and_slope(potential_gen, data, t, z):
     """(U(z; t), dU/dt (z; t)) in one forward-mode pass."""
     return jax.jvp(lambda tt: potential_gen(*data, tt)(z), (t,), (jnp.ones_like(t),))
 
 
-def _run(s: SMCSettings, potential_gen, moves, z0, key, args):
-    """One SMC run from the prior particles z0 (N, D): (particles, U at t_max, stats)."""
+def _run(s: SMCSettings, potential_gen, moves, z0, key, args) -> _Outcome:
+    """One SMC run from the prior particles z0 (N, D)."""
     from blackjax.mcmc import hmc
     from blackjax.smc.ess import log_ess
     from blackjax.smc.resampling import systematic
@@ -161,8 +204,7 @@ def _run(s: SMCSettings, potential_gen, moves, z0, key, args):
 
     final = jax.lax.while_loop(lambda r: (r.lam < 1.0) & (r.stage < M), stage, state)
     U = jax.lax.map(lambda q: potential_gen(*data, t_max)(q), final.z, batch_size=s.particle_batch)
-    return (final.z, U, final.log_z, final.lam, final.stage, final.grads, final.lam_hist, final.ess_hist,
-            final.acc_hist, final.step_hist, final.sym_hist, final.log_z_hist, final.slope_hist, jnp.mean(state.slope))
+    return _Outcome(final, U, jnp.mean(state.slope))
 
 
 def run_smc(keys, potential_gen, init_z, args, settings: SMCSettings, *, moves=None, devices=None,
@@ -171,15 +213,9 @@ def run_smc(keys, potential_gen, init_z, args, settings: SMCSettings, *, moves=N
 
     init_z: (C, N, D) prior draws, N = settings.num_particles; the last array of ``args`` is
     each run's t_max (n beta), which the bridge scales from 0.  Returns :class:`Draws` with z
-    (C, N, D) the final particles (equally weighted), log_evidence (C,), and stats: per run
-    ``num_stages``, ``final_lambda`` (1 unless max_stages ran out), and per stage (C, max_stages)
-    ``lambda``, ``ess`` (the incremental weights' ESS fraction before resampling),
-    ``accept_prob`` (mean HMC acceptance of the stage's moves), ``step_size``, ``symmetry_accept`` (the
-    symmetry proposals' acceptance; 0 without them), ``log_evidence`` (log Z(lambda t_max) after the
-    stage: the free-energy curve F(t) = -log Z(t) at every stage's t), ``mean_slope`` (the moved
-    particles' mean S, E_t[S] at the stage's t: thermodynamic integration's integrand), and per run
-    ``prior_mean_slope`` (E[S] over the prior particles).  moves: the involution of the symmetry
-    proposals, move(key, z) -> (z', log |det dz'/dz|) and hashable (``slt_relu.moves``), needed when
+    (C, N, D) the final particles (equally weighted), log_evidence (C,), and ``info`` an
+    :class:`SMCInfo` (per run and per stage).  moves: the involution of the symmetry proposals,
+    move(key, z) -> (z', log |det dz'/dz|) and hashable (``slt_relu.moves``), needed when
     ``settings.symmetry_moves``."""
     init_z = jnp.asarray(init_z)
     if init_z.ndim != 3 or init_z.shape[1] != settings.num_particles:
@@ -191,12 +227,12 @@ def run_smc(keys, potential_gen, init_z, args, settings: SMCSettings, *, moves=N
     start = time.time()
     out = run_sharded(StaticPartial(_run, (settings, potential_gen, moves if settings.symmetry_moves else None)),
                       (init_z, keys, tuple(args)), devices=devices)
-    z, U, log_z, lam, stages, grads, lam_h, ess_h, acc_h, step_h, sym_h, log_z_h, slope_h, slope_0 = (
-        np.asarray(o) for o in out)
-    stats = {"num_stages": stages, "final_lambda": lam, "lambda": lam_h, "ess": ess_h, "accept_prob": acc_h,
-             "step_size": step_h, "symmetry_accept": sym_h, "log_evidence": log_z_h, "mean_slope": slope_h,
-             "prior_mean_slope": slope_0}
-    return Draws(z, U, stats, grads, log_z, int(grads.max() // settings.num_particles), time.time() - start)
+    out = jax.tree.map(np.asarray, out)
+    f = out.final
+    info = SMCInfo(f.stage, f.lam, f.lam_hist, f.ess_hist, f.acc_hist, f.step_hist,
+                   f.sym_hist if settings.symmetry_moves else None, f.log_z_hist, f.slope_hist, out.prior_mean_slope)
+    return Draws(f.z, out.potential_energy, info, f.grads, f.log_z, int(f.grads.max() // settings.num_particles),
+                 time.time() - start)
 
 
-register(SMCSettings, run_smc, particles=True)
+register(SMCSettings, run_smc, SMCInfo, particles=True)

@@ -117,7 +117,7 @@ def llc_at_checkpoints(keys, centers, data: SortedInputs, settings):
     init = np.asarray(jax.vmap(sorted_empirical_loss, (0, None))(centers, data), np.float64)
     per_chain = settings.n_beta * (losses.mean(-1) - init[:, None])
     se = per_chain.std(1, ddof=1) / np.sqrt(C) if C > 1 else np.full(B, np.nan)
-    accept = np.asarray(draws.stats["accept_prob"], np.float64).reshape(B, C).mean(1)
+    accept = np.asarray(draws.info.accept_prob, np.float64).reshape(B, C).mean(1)
     return per_chain.mean(1), se, accept
 
 

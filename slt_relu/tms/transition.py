@@ -175,16 +175,16 @@ def posterior_phase_masses(key, num_features: int, n: int, *, datasets: int = 4,
     loss = np.asarray(sorted_empirical_losses(z, batched), np.float64)                               # (K R, N)
     variables = _mass_variables(codes.reshape(K, R, N), lz, c, loss.reshape(K, R, N))
 
-    st = draws.stats
-    stages = np.asarray(st["num_stages"])
-    used = np.arange(np.asarray(st["ess"]).shape[1])[None, :] < stages[:, None]
-    ess_min = np.where(used, st["ess"], np.inf).min(1)
-    acc_min = np.where(used, st["accept_prob"], np.inf).min(1)
+    info = draws.info
+    stages = np.asarray(info.num_stages)
+    used = np.arange(np.asarray(info.ess).shape[1])[None, :] < stages[:, None]
+    ess_min = np.where(used, info.ess, np.inf).min(1)
+    acc_min = np.where(used, info.accept_prob, np.inf).min(1)
     dkr = ("dataset", "run")
     sh = lambda a: np.asarray(a).reshape(K, R)
     out = xr.Dataset(
         {**variables,
-         "num_stages": (dkr, sh(stages)), "final_lambda": (dkr, sh(st["final_lambda"])),
+         "num_stages": (dkr, sh(stages)), "final_lambda": (dkr, sh(info.final_lambda)),
          "ess_min": (dkr, sh(ess_min)), "accept_min": (dkr, sh(acc_min))},
         coords=_coords(c, K, R),
         attrs={"n": n, "c": c, "beta": beta, "prior_std": prior_std, "num_particles": N,
