@@ -18,6 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .inputs import check_inputs, expectation_rule
+from .models.base import check_model
+from .models.likelihood import GaussianLoss, check_regression_data
 from .network import (TwoLayer, check_count, check_finite, check_number, check_params, coordinate_index,
                       forward, forward_columns, from_flat, to_flat)
 
@@ -107,22 +109,28 @@ def gaussian_nll(resid: jax.Array, sigma) -> jax.Array:
     return jnp.mean(resid**2) / (2.0 * sigma**2) + jnp.log(sigma * jnp.sqrt(2.0 * jnp.pi))
 
 
-def empirical_loss(params: TwoLayer, x: jax.Array, y: jax.Array, sigma=1.0) -> jax.Array:
+def empirical_loss(params, x: jax.Array, y: jax.Array, sigma=1.0, *, model=None) -> jax.Array:
     """The empirical loss L_n(w), the mean negative log likelihood of Gaussian regression.
 
         L_n(w) = mean_k (y_k - f(x_k, w))^2 / (2 sigma^2) + log(sigma sqrt(2 pi))
 
-    Jitted; vmap over params for a batch.
+    (summed over the outputs of a model with several.)  Jitted; vmap over params for a batch.
 
     Args:
-        params: TwoLayer w.
+        params: TwoLayer w, or the parameters of ``model``.
         x: (n, n_in) inputs.
-        y: (n,) outputs.
+        y: (n,) outputs ((n, n_out) for a model with several).
         sigma: the noise standard deviation, > 0.
+        model: any :class:`~slt_relu.models.Model` (its :class:`~slt_relu.models.GaussianLoss`), or None for a
+            TwoLayer.
 
     Returns:
         () L_n(w), a scalar.
     """
+    if model is not None:
+        check_model(model)
+        x, y = check_regression_data(model, model.structure.check(params), x, y)
+        return GaussianLoss(model, float(check_sigma(sigma)))(params, (x, y))
     check_params(params)
     x, y = jnp.asarray(x), jnp.asarray(y)
     if x.ndim != 2 or y.shape != x.shape[:1]:

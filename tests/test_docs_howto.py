@@ -1,5 +1,5 @@
-"""The how-to guides cannot go stale: the code of "Add an experiment kind" and "Add a sampler" (docs/howto/) runs
-here as the pages show it, and every `slt-relu` command line of the guides parses with the command line's parser."""
+"""The how-to guides cannot go stale: the code of "Bring your own network", "Add an experiment kind" and "Add a
+sampler" (docs/howto/) runs here as the pages show it, and every `slt-relu` command line of the guides parses with the command line's parser."""
 import contextlib
 import io
 import json
@@ -193,3 +193,27 @@ def test_the_command_line_check_finds_a_stale_command():
     subcommands = set(next(a for a in parser._actions if a.dest == "command").choices)
     assert [verdict(parser, subcommands, argv, whole) is None for argv, whole in command_lines(text)] == \
         [True, False, True, False]
+
+
+# ----------------------------------------------------------------------------------------
+# Bring your own network
+
+
+def test_the_own_network_guide_runs_and_says_what_it_prints():
+    """The page's code, block after block in one namespace: the model three ways, its posterior by NUTS and SMC,
+    lambda, and the ranks the page states (exact: the Fisher rank D - d = 10 at generic weights, a hand count;
+    the Hessian of L_n off its minimum full); the sampler numbers it quotes within their Monte Carlo errors."""
+    namespace = {}
+    for block in blocks("your_own_network.md", "python"):
+        exec(block, namespace)
+    model, params, x, sigma = namespace["model"], namespace["params"], namespace["x"], namespace["sigma"]
+    assert model.num_params == namespace["eqx_model"].num_params == namespace["flax_model"].num_params == 13
+    assert model.coordinate_names()[:3] == ["b1[0]", "b1[1]", "b1[2]"]
+    S = namespace["S"]
+    assert int(S.fisher_rank(params, x, sigma, model=model)) == 10
+    assert S.hessian_rank(namespace["loss"], params, (x, namespace["y"])) == 13
+    nuts, smc, est = namespace["nuts"], namespace["smc"], namespace["est"]
+    assert nuts.params["w1"].shape == (4, 300, 3, 2)
+    se_z = smc.log_evidence.std(ddof=1) / np.sqrt(len(smc.log_evidence))
+    assert abs(smc.log_evidence.mean() - (-71.7)) < 5 * se_z + 0.05           # the page's -71.7 (rounded)
+    assert abs(float(nuts.loss.mean()) - 0.73) < 0.02 and abs(est.estimate - 1.9) < 5 * est.se + 0.05

@@ -202,6 +202,11 @@ def test_models_compose_with_the_rest_of_the_api(reference):
     np.testing.assert_allclose(two.ravel(t), S.to_flat(t), rtol=0)                # the design's flat order
     x, y = reference["x"], reference["y"]
     np.testing.assert_allclose(two.scaling_generators(t), S.scaling_generators(t), rtol=0)
+    # L_n of any model is the two-layer L_n for the two-layer model (the same sum in another order: rtol 1e-12)
+    assert float(S.empirical_loss(t, x, y, SIGMA, model=two)) == pytest.approx(float(S.empirical_loss(t, x, y, SIGMA)),
+                                                                              rel=1e-12)
+    with pytest.raises(ValueError, match=r"^y: expected one output per input"):
+        S.empirical_loss(t, x, y[:-1], SIGMA, model=two)
     ell = S.per_sample_losses(jax.tree.map(lambda a: jnp.stack([a, a]), t), x, y, SIGMA, model=two)
     np.testing.assert_allclose(ell, S.per_sample_losses(jax.tree.map(lambda a: jnp.stack([a, a]), t), x, y, SIGMA),
                                rtol=1e-12)
