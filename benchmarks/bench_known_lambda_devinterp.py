@@ -158,7 +158,7 @@ def jax_estimate(case: dict, z: dict, seed: int):
     first = time.time() - start
     start = time.time()
     est = estimate_llc(jax.random.PRNGKey(seed + 1), loss, params, d, settings)
-    return np.asarray(est.per_chain), first, time.time() - start
+    return np.asarray(est.details.per_chain), first, time.time() - start
 
 
 def suite_estimates() -> dict:

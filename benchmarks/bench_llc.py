@@ -137,12 +137,12 @@ def main():
     print(f"first call (compilation{' or the persistent cache' if args.cache_dir else ''} + sampling): {first:.2f} s")
     start = time.time()
     est = jax_run(args.chains)
-    rows.append(("slt_relu.estimate_llc (JAX)", time.time() - start, est.estimate, est.se, args.chains))
+    rows.append(("slt_relu.estimate_llc (JAX)", time.time() - start, est.lambda_, est.se, args.chains))
     if args.jax_chains:
         jax_run(args.jax_chains)
         start = time.time()
         big = jax_run(args.jax_chains)
-        rows.append((f"slt_relu.estimate_llc, {args.jax_chains} chains", time.time() - start, big.estimate, big.se,
+        rows.append((f"slt_relu.estimate_llc, {args.jax_chains} chains", time.time() - start, big.lambda_, big.se,
                      args.jax_chains))
     print(f"{'sampler':40s} {'chains':>6s} {'wall s':>9s} {'steps/s':>10s} {'lambda_hat':>16s}")
     for name, wall, mean, se, chains in rows:

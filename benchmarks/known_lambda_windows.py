@@ -83,24 +83,26 @@ def _curve(key, c, t_max, runs, settings):
 
 def _reading(fit, lam, m) -> str:
     """lambda for the m the window prefers (identified, or '?' with the preferred m), and at the exact m."""
-    at = fit.lambda_by_m[m]
-    preferred = next(k for k, v in fit.lambda_by_m.items() if v == fit.lambda_)   # the same fit, bit for bit
-    return (f"{fit.lambda_:.4f} +- {fit.lambda_se:.4f} m {fit.m if fit.m is not None else f'? (prefers {preferred})'}"
+    d = fit.details
+    at = d.lambda_by_m[m]
+    preferred = next(k for k, v in d.lambda_by_m.items() if v == fit.lambda_)     # the same fit, bit for bit
+    return (f"{fit.lambda_:.4f} +- {fit.se:.4f} m {fit.m if fit.m is not None else f'? (prefers {preferred})'}"
             f" | at m {m}: {at:.4f} "
-            f"+- {fit.lambda_se_by_m[m]:.4f} ({100 * (at / lam - 1):+.1f} %, z {(at - lam) / fit.lambda_se_by_m[m]:+.1f})")
+            f"+- {d.lambda_se_by_m[m]:.4f} ({100 * (at / lam - 1):+.1f} %, z {(at - lam) / d.lambda_se_by_m[m]:+.1f})")
 
 
 def _exact_curve_fit(k, t_max, decades):
     """The rule on the quadrature's F and t E_t[K] (central differences in log t), 4 runs with 1e-4 noise."""
     from slt_relu.posterior.exact_free_energy import normal_crossing_free_energy
-    from slt_relu.posterior.free_energy_curve import FreeEnergyCurve, fit_learning_coefficient
+    from slt_relu.posterior.free_energy_curve import fit_learning_coefficient
+    from slt_relu.posterior.learning_coefficient import TemperedCurve
 
     t = np.logspace(math.log10(t_max) - decades - 0.5, math.log10(t_max), 80)
     F = functools.partial(normal_crossing_free_energy, k)
     slope = (F(t * math.exp(1e-4)) - F(t * math.exp(-1e-4))) / 2e-4
     rng = np.random.default_rng(0)
     noise = lambda: 1e-4 * rng.normal(size=(4, len(t)))
-    curve = FreeEnergyCurve(np.tile(t, (4, 1)), F(t) + noise(), (slope + noise()) / t, np.zeros(4), 0)
+    curve = TemperedCurve(np.tile(t, (4, 1)), F(t) + noise(), (slope + noise()) / t, np.zeros(4), 0)
     return fit_learning_coefficient(curve, "free_energy", decades=decades)
 
 
@@ -131,13 +133,13 @@ def part_windows(args, settings):
                         f"{_reading(fit, c.lambda_exact, c.m_exact)}")
                 if spec["family"] == "normal_crossing":
                     k = tuple(spec["k"])
-                    chk = check_free_energy(curve, functools.partial(normal_crossing_free_energy, k), *fit.t_range)
+                    chk = check_free_energy(curve, functools.partial(normal_crossing_free_energy, k), *fit.window)
                     bound = student.ppf(1 - 0.01 / (2 * len(chk.t)), args.runs - 1)
                     exact_fit = _exact_curve_fit(k, t_max, decades)
                     lam, m = normal_crossing(k)
                     line += (f" | quadrature |z| {np.max(np.abs(chk.z)):.1f} (bound {bound:.1f}) | exact curve's "
                              f"reading: m {exact_fit.m if exact_fit.m is not None else '?'}, at m {m}: "
-                             f"{100 * (exact_fit.lambda_by_m[m] / float(lam) - 1):+.1f} %")
+                             f"{100 * (exact_fit.details.lambda_by_m[m] / float(lam) - 1):+.1f} %")
                 print(line + f" | {curve.grad_evals:.2e} gradients, {time.time() - start:.0f} s", flush=True)
 
 
@@ -249,7 +251,7 @@ def part_power(args, settings):
 
 def _up_to(curve, t_hi):
     """The curve's stages up to t_hi, with a last stage at t_hi itself (F and E_t[L] interpolated linearly in log t)."""
-    from slt_relu.posterior.free_energy_curve import FreeEnergyCurve
+    from slt_relu.posterior.learning_coefficient import TemperedCurve
 
     t, F, L = (np.full_like(curve.t, np.nan) for _ in range(3))
     for r in range(len(curve.t)):
@@ -259,7 +261,7 @@ def _up_to(curve, t_hi):
         inside = np.isfinite(curve.t[r])
         at = lambda y: np.interp(math.log(t_hi), np.log(curve.t[r, inside]), y[r, inside])
         t[r, k], F[r, k], L[r, k] = t_hi, at(curve.free_energy), at(curve.mean_loss)
-    return FreeEnergyCurve(t, F, L, curve.prior_mean_loss, curve.grad_evals)
+    return TemperedCurve(t, F, L, curve.prior_mean_loss, curve.grad_evals)
 
 
 def part_data_windows(args, settings):
@@ -280,11 +282,11 @@ def part_data_windows(args, settings):
             cells = []
             for b in beta_max:
                 fit = fit_learning_coefficient(_up_to(curve, 1e5 * b), "free_energy", loss_min=None, decades=3.0)
-                ok = abs(fit.lambda_ - c.lambda_exact) <= min(3 * fit.lambda_se, 0.05 * c.lambda_exact)
+                ok = abs(fit.lambda_ - c.lambda_exact) <= min(3 * fit.se, 0.05 * c.lambda_exact)
                 passed[b] += ok
-                cells.append(f"beta <= {b:g}: {fit.lambda_:.3f} +- {fit.lambda_se:.3f} "
+                cells.append(f"beta <= {b:g}: {fit.lambda_:.3f} +- {fit.se:.3f} "
                              f"({100 * (fit.lambda_ / c.lambda_exact - 1):+.1f} %{', within' if ok else ''}; at m "
-                             f"{c.m_exact} {100 * (fit.lambda_by_m[c.m_exact] / c.lambda_exact - 1):+.1f} %)")
+                             f"{c.m_exact} {100 * (fit.details.lambda_by_m[c.m_exact] / c.lambda_exact - 1):+.1f} %)")
             total += 1
             print(f"  seed {seed} {spec['name']:20s} " + " | ".join(cells) + f" | {time.time() - start:.0f} s", flush=True)
     print("  within 3 standard errors and 5 %: " + ", ".join(f"beta <= {b:g}: {k} of {total}" for b, k in passed.items()))

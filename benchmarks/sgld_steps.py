@@ -60,9 +60,10 @@ def main() -> None:
         rows = []
         for steps in (a.steps, a.steps * a.factor):
             start = time.time()
-            curve, _, kappa = sgld_tempered_loss_curve(jax.random.key(2), loss, loss.true_point(), T[-1],
-                                                       decades=math.log10(T[-1] / T[0]), temperatures=len(T),
-                                                       chains=8, num_steps=steps, num_burnin=steps // 6, thin=10)
+            sgld = sgld_tempered_loss_curve(jax.random.key(2), loss, loss.true_point(), T[-1],
+                                            decades=math.log10(T[-1] / T[0]), temperatures=len(T), chains=8,
+                                            num_steps=steps, num_burnin=steps // 6, thin=10)
+            curve, kappa = sgld.curve, sgld.step_scale
             tk = curve.t * curve.mean_loss
             rows.append((tk.mean(0), tk.std(0, ddof=1) / math.sqrt(len(tk)), kappa, time.time() - start))
         for g, t in enumerate(T):

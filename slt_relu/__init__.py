@@ -3,7 +3,7 @@
 The top-level namespace holds the names a researcher reaches for first (``__all__``, grouped below);
 the public names fixed by docs/design.md are among them, each documented with its formula, shapes
 and paper.  Everything else is importable from the module that defines it, e.g.
-``slt_relu.regions.kmeans``, ``slt_relu.sampling.pad_chains``, ``slt_relu.posterior.llc.wbic``;
+``slt_relu.regions.kmeans``, ``slt_relu.sampling.pad_chains``, ``slt_relu.posterior.beta_sweep.wbic``;
 the modules and subpackages are attributes of the package (``slt_relu.sampling``,
 ``slt_relu.posterior``; ``slt_relu.plots`` is imported on first use, since it imports matplotlib).
 """
@@ -25,8 +25,9 @@ from .posterior import (GridPosterior, PosteriorSamples, Prior, SMCPosterior, Te
                         grid_posterior, sample_posterior, smc_posterior, tempered_target)
 from .posterior.estimand_curve import mcmc_tempered_loss_curve
 from .posterior.free_energy_curve import fit_learning_coefficient, smc_free_energy_curve
+from .posterior.learning_coefficient import LambdaEstimate, TemperedCurve
 from .posterior.linear_gibbs import linear_gibbs_curve
-from .posterior.llc import LLCEstimate, LLCSettings, estimate_llc, llc_two_layer, minimize_loss
+from .posterior.llc import LLCSettings, estimate_llc, llc_two_layer, minimize_loss
 from .posterior.masses import phase_masses
 from .posterior.observables import bayesian_influence, per_sample_losses, susceptibility
 from .regions import count_linear_regions, functional_dimension
@@ -59,9 +60,10 @@ __all__ = [
     # samplers: one interface, many chains sharded over the devices
     "sample", "Draws", "NUTSSettings", "HMCSettings", "SGLDSettings", "SMCSettings",
     "NUTSInfo", "HMCInfo", "SGLDInfo", "SMCInfo",
-    # the learning coefficient: local (Lau et al. 2023), from the free-energy curve, and the known values
-    "estimate_llc", "LLCSettings", "LLCEstimate", "minimize_loss", "llc_two_layer", "smc_free_energy_curve", "mcmc_tempered_loss_curve", "linear_gibbs_curve", "fit_learning_coefficient",
-    "known_lambda",
+    # the learning coefficient: curve builders -> TemperedCurve, readers -> LambdaEstimate (local: Lau et al. 2023;
+    # the asymptotic fit of lambda and m), and the known values
+    "TemperedCurve", "LambdaEstimate", "smc_free_energy_curve", "mcmc_tempered_loss_curve", "linear_gibbs_curve",
+    "fit_learning_coefficient", "estimate_llc", "LLCSettings", "minimize_loss", "llc_two_layer", "known_lambda",
     # the local posterior's observables: Bayesian influence functions and susceptibilities (Kreer et al. 2025)
     "per_sample_losses", "bayesian_influence", "susceptibility",
     # a second model family: the toy model of superposition (Chen et al. 2023), its own namespace slt_relu.tms

@@ -166,21 +166,23 @@ def posterior_tree(params, loss, dataset, info=None, *, log_evidence=None, n_bet
 
 
 def llc_tree(est, attrs: dict | None = None):
-    """The ArviZ DataTree of an :class:`~slt_relu.posterior.llc.LLCEstimate`: posterior ``loss`` (chain, draw),
-    the L_n trace of each SGLD chain; sample_stats ``acceptance_rate`` (MALA's) and ``llc`` per chain;
-    the estimate, its standard error, L_n(w*), n beta and R-hat as attributes."""
+    """The ArviZ DataTree of a local SGLD estimate (a :class:`~slt_relu.posterior.learning_coefficient.LambdaEstimate`
+    of :func:`~slt_relu.posterior.llc.estimate_llc`, details :class:`~slt_relu.posterior.llc.LocalSGLD`):
+    posterior ``loss`` (chain, draw), the L_n trace of each SGLD chain; sample_stats ``acceptance_rate`` (MALA's)
+    and ``llc`` per chain; the estimate, its standard error, L_n(w*), n beta and R-hat as attributes."""
     import xarray as xr
     from arviz_base import make_attrs
 
-    trace = np.asarray(est.loss_trace)
+    d = est.details
+    trace = np.asarray(d.loss_trace)
     C, T = trace.shape
     coords = {"chain": np.arange(C), "draw": np.arange(T)}
     post = _dataset({"loss": trace}, {"loss": ["chain", "draw"]}, coords)
-    ss = _dataset({"acceptance_rate": np.asarray(est.accept_prob), "llc": np.asarray(est.per_chain)},
+    ss = _dataset({"acceptance_rate": np.asarray(d.accept_prob), "llc": np.asarray(d.per_chain)},
                   {"acceptance_rate": ["chain"], "llc": ["chain"]}, coords)
     tree = xr.DataTree.from_dict({"posterior": post, "sample_stats": ss})
-    tree.attrs = make_attrs({"library": "slt_relu", "llc_estimate": float(est.estimate), "llc_se": float(est.se),
-                             "init_loss": float(est.init_loss), "n_beta": float(est.n_beta), "rhat": float(est.rhat),
+    tree.attrs = make_attrs({"library": "slt_relu", "llc_estimate": float(est.lambda_), "llc_se": float(est.se),
+                             "init_loss": float(d.init_loss), "n_beta": float(d.n_beta), "rhat": float(d.rhat),
                              **(attrs or {})})
     return tree
 
@@ -194,17 +196,19 @@ def to_arviz(result, *, observed=None):
     Args:
         result: :class:`~slt_relu.posterior.PosteriorSamples` (NUTS, HMC or SMC through
             ``sample_posterior``), :class:`~slt_relu.posterior.SMCPosterior` (each run its own data
-            set) or :class:`~slt_relu.posterior.llc.LLCEstimate`.
+            set) or a local SGLD estimate (the :class:`~slt_relu.posterior.learning_coefficient.LambdaEstimate`
+            of :func:`~slt_relu.posterior.llc.estimate_llc`).
         observed: (x (K, n, n_in), y (K, n)) the data sets, stored as ``observed_data`` when small.
 
     Returns:
         xarray.DataTree with groups ``posterior``, ``sample_stats``, ``constant_data`` (and
         ``observed_data``).
     """
-    from .posterior.llc import LLCEstimate
     from .posterior import PosteriorSamples, SMCPosterior
+    from .posterior.learning_coefficient import LambdaEstimate
+    from .posterior.llc import LocalSGLD
 
-    if isinstance(result, LLCEstimate):
+    if isinstance(result, LambdaEstimate) and isinstance(result.details, LocalSGLD):
         return llc_tree(result)
     if isinstance(result, SMCPosterior):
         d = result.draws
@@ -217,7 +221,8 @@ def to_arviz(result, *, observed=None):
         return posterior_tree(result.params, result.loss, result.dataset, d.info, log_evidence=d.log_evidence,
                               n_beta=result.n_beta, potential_energy=None if smc else d.potential_energy,
                               grad_evals=d.grad_evals, observed=observed, attrs={"sampler": "smc" if smc else "mcmc"})
-    raise TypeError(f"result: expected PosteriorSamples, SMCPosterior or LLCEstimate, got {type(result).__name__}")
+    what = f"a LambdaEstimate of {result.method}" if isinstance(result, LambdaEstimate) else type(result).__name__
+    raise TypeError(f"result: expected PosteriorSamples, SMCPosterior or estimate_llc's LambdaEstimate, got {what}")
 
 
 def save_draws(tree, path) -> Path:

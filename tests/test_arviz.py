@@ -79,9 +79,12 @@ def test_smc_particles_and_llc_traces_as_arviz_data(tmp_path):
     est = S.estimate_llc(jax.random.PRNGKey(4), two_layer_loss_for(1.0), ex.truth, (x[0], y[0]),
                          LLCSettings(num_chains=3, num_steps=40, num_burnin=10, step_size=1e-4))
     tree = load_draws(save_draws(S.to_arviz(est), tmp_path / "llc.nc"))
-    np.testing.assert_array_equal(tree["posterior"]["loss"].values, est.loss_trace)
-    np.testing.assert_array_equal(tree["sample_stats"]["llc"].values, est.per_chain)
-    np.testing.assert_array_equal(tree["sample_stats"]["acceptance_rate"].values, est.accept_prob)
-    assert tree.attrs["llc_estimate"] == pytest.approx(est.estimate)
-    with pytest.raises(TypeError, match="result: expected PosteriorSamples, SMCPosterior or LLCEstimate"):
+    np.testing.assert_array_equal(tree["posterior"]["loss"].values, est.details.loss_trace)
+    np.testing.assert_array_equal(tree["sample_stats"]["llc"].values, est.details.per_chain)
+    np.testing.assert_array_equal(tree["sample_stats"]["acceptance_rate"].values, est.details.accept_prob)
+    assert tree.attrs["llc_estimate"] == pytest.approx(est.lambda_)
+    with pytest.raises(TypeError, match="result: expected PosteriorSamples, SMCPosterior or estimate_llc's "
+                                        "LambdaEstimate, got a LambdaEstimate of beta_sweep"):
+        S.to_arviz(est._replace(method="beta_sweep", details=None))
+    with pytest.raises(TypeError, match="result: expected PosteriorSamples, SMCPosterior or estimate_llc's"):
         S.to_arviz(ex.truth)

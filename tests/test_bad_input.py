@@ -9,9 +9,10 @@ from slt_relu.loss import empirical_loss_columns, gaussian_nll
 from slt_relu.mlp import train_mlp
 from slt_relu.phases import radius_rule
 from slt_relu.posterior import draw_datasets
+from slt_relu.posterior.beta_sweep import beta_sweep_curve, wbic
+from slt_relu.posterior.estimand_curve import tempered_loss_curve
 from slt_relu.posterior.llc import (LLCSettings, calibrate_llc, llc_two_layer, minimize_loss,
-                                    normal_crossing_expectation, rlct_from_beta_sweep, tempered_losses,
-                                    two_layer_loss_for, wbic)
+                                    normal_crossing_expectation, two_layer_loss_for)
 from slt_relu.regions import count_regions_box_exact, count_regions_grid, count_regions_segment, kmeans
 
 TRUTH = S.truths.m_symmetric(3)
@@ -115,11 +116,11 @@ def test_temperatures_must_be_positive_and_finite(bad):
     with pytest.raises((ValueError, TypeError), match=r"^n_beta: expected a (finite )?number"):     # one line
         LLCSettings(n_beta=bad)
     if bad != 0.0:                                                      # n beta = 0 samples the prior
-        with pytest.raises(ValueError, match="n_betas: expected a finite number >= 0"):
-            tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), bad)
+        with pytest.raises(ValueError, match="t: expected a finite number >= 0"):
+            tempered_loss_curve(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), bad)
     if np.ndim(bad) == 0:
         with pytest.raises(ValueError, match="betas: expected at least two positive finite numbers"):
-            rlct_from_beta_sweep(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), betas=[1.0, bad])
+            beta_sweep_curve(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), betas=[1.0, bad])
 
 
 def test_n_beta_shape_and_other_scales():
@@ -132,9 +133,9 @@ def test_n_beta_shape_and_other_scales():
     with pytest.raises(ValueError, match=r"^localization: expected a finite number in \[0, 1e\+08\], got nan$"):
         LLCSettings(localization=float("nan"))
     with pytest.raises(ValueError, match="prior_std: expected a positive finite number"):
-        tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], prior_std=0.0)
-    with pytest.raises(ValueError, match="chains_per_beta: expected a positive integer"):
-        tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], chains_per_beta=0)
+        tempered_loss_curve(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], prior_std=0.0)
+    with pytest.raises(ValueError, match="chains: expected a positive integer"):
+        tempered_loss_curve(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], chains=0)
     with pytest.raises(ValueError, match="num_steps: expected a positive integer"):
         minimize_loss(LOSS, jnp.ones(1), jnp.zeros(3), num_steps=0)
     with pytest.raises(ValueError, match="step_sizes, localizations: expected at least one of each"):
@@ -150,7 +151,7 @@ def test_settings_must_be_a_settings_class(settings):
     with pytest.raises(TypeError, match="settings: expected SMCSettings, got"):
         S.smc_posterior(KEYS, XK, YK, 10.0, model=EX.model, settings=settings)
     with pytest.raises(TypeError, match="settings: expected NUTSSettings or HMCSettings, got"):
-        tempered_losses(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], settings=settings)
+        tempered_loss_curve(jax.random.PRNGKey(0), LOSS, jnp.ones(1), jnp.zeros(3), [1.0], settings=settings)
     if not isinstance(settings, S.SGLDSettings):                          # sample runs SGLD too
         with pytest.raises(TypeError, match="settings: expected the settings of a registered sampler .*, got"):
             S.sample(KEYS, None, jnp.zeros((1, 2)), (), settings)
@@ -171,7 +172,7 @@ def test_single_keys_and_typed_keys():
         with pytest.raises(TypeError, match="key: expected a PRNG key"):
             S.estimate_llc(key, LOSS, jnp.ones(1), jnp.zeros(3))
         with pytest.raises(TypeError, match="key: expected a PRNG key"):
-            tempered_losses(key, LOSS, jnp.ones(1), jnp.zeros(3), [1.0])
+            tempered_loss_curve(key, LOSS, jnp.ones(1), jnp.zeros(3), [1.0])
     from slt_relu.sampling import check_keys
 
     typed = jax.random.split(jax.random.key(0), 3)                        # typed keys: their key data

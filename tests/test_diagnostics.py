@@ -180,7 +180,7 @@ def test_llc_warns_when_the_loss_traces_give_a_nan_rhat():
     flat = lambda w, d: 0.0 * jnp.sum(w) + jnp.mean(d)
     est = estimate_llc(jax.random.PRNGKey(0), flat, jnp.ones(2), jnp.zeros(5),
                        LLCSettings(num_chains=2, num_steps=40, num_burnin=8, step_size=1e-3))
-    assert np.isnan(est.rhat)
+    assert np.isnan(est.details.rhat)
     assert any("split R-hat of the loss traces is NaN" in w for w in est.warnings), est.warnings
 
 

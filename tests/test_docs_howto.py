@@ -216,4 +216,4 @@ def test_the_own_network_guide_runs_and_says_what_it_prints():
     assert nuts.params["w1"].shape == (4, 300, 3, 2)
     se_z = smc.log_evidence.std(ddof=1) / np.sqrt(len(smc.log_evidence))
     assert abs(smc.log_evidence.mean() - (-71.7)) < 5 * se_z + 0.05           # the page's -71.7 (rounded)
-    assert abs(float(nuts.loss.mean()) - 0.73) < 0.02 and abs(est.estimate - 1.9) < 5 * est.se + 0.05
+    assert abs(float(nuts.loss.mean()) - 0.73) < 0.02 and abs(est.lambda_ - 1.9) < 5 * est.se + 0.05

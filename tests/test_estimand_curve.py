@@ -33,6 +33,8 @@ def curve():
 def test_the_curve_is_t_e_k_of_each_chain_at_log_spaced_temperatures(curve):
     np.testing.assert_allclose(curve.t, np.broadcast_to([10.0, 100.0, 1e3, 1e4, 1e5], (6, 5)), rtol=1e-12)
     assert curve.mean_loss.shape == (6, 5) and np.isnan(curve.free_energy).all() and curve.grad_evals > 0
+    assert curve.draw_loss.shape == (6, 5, 400) and curve.particles is None        # each chain's 400 draws at each t
+    np.testing.assert_allclose(curve.draw_loss.mean(-1), curve.mean_loss, rtol=1e-12)
     tk = curve.t * curve.mean_loss
     mean, se = tk.mean(0), tk.std(0, ddof=1) / math.sqrt(6)
     exact = np.array([expected_tk(t, 0.5) for t in curve.t[0]])
@@ -46,7 +48,7 @@ def test_the_tempered_loss_rule_reads_lambda_off_it(curve):
     """On the last three decades (t = 100 .. 1e5) lambda = d / 2 = 1; the prior pulls t E_t[K] down by 3 % at
     t = 100 and 0.3 % at 1e3 (the closed form), which the tolerance's 0.01 carries."""
     fit = fit_learning_coefficient(curve, "tempered_loss", decades=3.0, points=4, min_stages=4, max_multiplicity=1)
-    assert abs(fit.lambda_ - 1.0) < 4 * fit.lambda_se + 0.01 and fit.num_runs == 6
+    assert abs(fit.lambda_ - 1.0) < 4 * fit.se + 0.01 and fit.details.num_runs == 6
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -78,11 +80,13 @@ def test_sgld_reaches_its_own_stationary_law_with_the_step_step_scale_over_t():
     the chains' t distribution); with step_scale = 1 that law's Euler bias is +74 % to +124 % over the exact
     posterior's (eps A / 4 up to 0.66), far outside the errors, so the test sees whether the step really is
     step_scale / t at every t."""
-    curve, accept, kappa = sgld_tempered_loss_curve(jax.random.PRNGKey(1), LOSS, np.zeros(2), 1e5, decades=4.0,
-                                                    temperatures=5, chains=8, prior_std=0.5, step_scale=1.0,
-                                                    num_steps=3000, num_burnin=200, thin=2)
+    sgld = sgld_tempered_loss_curve(jax.random.PRNGKey(1), LOSS, np.zeros(2), 1e5, decades=4.0, temperatures=5,
+                                    chains=8, prior_std=0.5, step_scale=1.0, num_steps=3000, num_burnin=200, thin=2)
+    curve, accept, kappa = sgld.curve, sgld.accept_prob, sgld.step_scale
     np.testing.assert_allclose(curve.t, np.broadcast_to([10.0, 100.0, 1e3, 1e4, 1e5], (8, 5)), rtol=1e-12)
     assert curve.mean_loss.shape == accept.shape == (8, 5) and np.isnan(curve.free_energy).all()
+    assert curve.draw_loss.shape == (8, 5, 1400)                     # (3000 - 200) / 2 kept steps of every chain
+    np.testing.assert_allclose(curve.draw_loss.mean(-1), curve.mean_loss, rtol=1e-12)
     assert curve.grad_evals == 40 * 3001
     tk = curve.t * curve.mean_loss
     mean, se = tk.mean(0), tk.std(0, ddof=1) / math.sqrt(8)
@@ -100,12 +104,12 @@ def test_sgld_with_steps_chosen_by_the_pilots_acceptance_reads_lambda():
     t = 100, in the tolerance as for NUTS, and the chosen step's bias)."""
     from slt_relu.posterior.estimand_curve import STEP_LADDER
 
-    curve, accept, kappa = sgld_tempered_loss_curve(jax.random.PRNGKey(2), LOSS, np.zeros(2), 1e5, decades=3.0,
-                                                    temperatures=4, chains=6, prior_std=0.5, num_steps=6000,
-                                                    num_burnin=1000, thin=5)
+    sgld = sgld_tempered_loss_curve(jax.random.PRNGKey(2), LOSS, np.zeros(2), 1e5, decades=3.0, temperatures=4,
+                                    chains=6, prior_std=0.5, num_steps=6000, num_burnin=1000, thin=5)
+    curve, accept, kappa = sgld.curve, sgld.accept_prob, sgld.step_scale
     assert set(kappa) <= set(STEP_LADDER) and len(set(kappa[1:])) == 1 and 1e-3 <= kappa[-1] <= 0.1
     fit = fit_learning_coefficient(curve, "tempered_loss", decades=3.0, points=4, min_stages=4, max_multiplicity=1)
-    assert abs(fit.lambda_ - 1.0) < 4 * fit.lambda_se + 0.01 + 2.2 * kappa.max() / 4 and accept.min() > 0.99
+    assert abs(fit.lambda_ - 1.0) < 4 * fit.se + 0.01 + 2.2 * kappa.max() / 4 and accept.min() > 0.99
 
 
 @pytest.mark.parametrize("widths, rank", [((3, 2, 3), 0), ((3, 2, 4), 2), ((2, 3, 3, 2), 1), ((4, 5, 2, 3, 4), 2)])

@@ -161,13 +161,27 @@ def test_free_energy_slopes_recover_lambda():
     L = np.array([[1.40, 1.4001], [1.42, 1.4203], [1.41, 1.4102]])                  # (K, P)
     c = np.array([[1.0, -2.0], [0.5, 0.0], [3.0, 1.0]])
     F = nb[:, None, None] * L + lam * np.log(nb)[:, None, None] + c                  # (B, K, P)
-    slope, se, G = evidence.free_energy_slopes(nb, F, np.broadcast_to(L, F.shape))
+    out = evidence.free_energy_slopes(nb, F, np.broadcast_to(L, F.shape))
+    slope, se = np.array([e.lambda_ for e in out.lambdas]), np.array([e.se for e in out.lambdas])
     np.testing.assert_allclose(slope, lam, rtol=1e-9)
     np.testing.assert_allclose(se, 0.0, atol=1e-9)
-    np.testing.assert_allclose(G, lam * np.log(nb)[:, None, None] + c, rtol=1e-9)
+    np.testing.assert_allclose(out.excess, lam * np.log(nb)[:, None, None] + c, rtol=1e-9)
+    for e, want in zip(out.lambdas, lam):                  # each phase's estimate: its data sets' slopes, the window
+        np.testing.assert_allclose(e.details.per_dataset, want, rtol=1e-9)
+        assert e.window == (1e3, 1e5) and e.m is None and e.m_reason and e.method == "phase_free_energy_slope"
     noise = np.random.default_rng(0).normal(0, 0.2, F.shape)
-    slope, se, _ = evidence.free_energy_slopes(nb, F + noise, np.broadcast_to(L, F.shape))
+    out = evidence.free_energy_slopes(nb, F + noise, np.broadcast_to(L, F.shape))
+    slope, se = np.array([e.lambda_ for e in out.lambdas]), np.array([e.se for e in out.lambdas])
     assert np.all(np.abs(slope - lam) < 4 * se) and np.all(se > 0)
+    # each data set's slope is the least-squares slope of G against log(n beta), as numpy's polyfit has it
+    G = out.excess
+    by_hand = np.polyfit(np.log(nb), G.reshape(len(nb), -1), 1)[0].reshape(3, 2)
+    np.testing.assert_allclose(np.stack([e.details.per_dataset for e in out.lambdas], 1), by_hand, rtol=1e-9)
+    # a data set with a phase's F infinite (no particles there) makes that phase's slope NaN, not the others'
+    F[2, 1, 0] = np.inf
+    out = evidence.free_energy_slopes(nb, F, np.broadcast_to(L, F.shape))
+    assert np.isnan(out.lambdas[0].lambda_) and np.isnan(out.lambdas[0].details.per_dataset[1])
+    assert np.isfinite(out.lambdas[0].details.per_dataset[[0, 2]]).all() and out.lambdas[1].lambda_ == pytest.approx(lam[1])
 
 
 def _row(v, a, b):

@@ -136,13 +136,13 @@ def test_bad_gaussian_arguments_are_refused(call, match):
 def test_check_free_energy_takes_each_runs_own_exact_free_energy():
     """One exact F per run (each run its own data set): each run's residual is against its own, the grid's exact
     values are (R, G); a sequence of the wrong length, or neither a function nor a sequence, is refused in one line."""
-    from slt_relu.posterior.free_energy_curve import FreeEnergyCurve
+    from slt_relu.posterior.learning_coefficient import TemperedCurve
 
     t = np.tile(np.logspace(0, 3, 40), (2, 1))
     gs = [np.array([0.01, 0.0]), np.array([0.0, -0.02])]
     exact = [functools.partial(gaussian_free_energy, H2, gradient=g) for g in gs]
     offsets = np.array([[0.1], [-0.1]])
-    curve = FreeEnergyCurve(t, np.array([F(row) for F, row in zip(exact, t)]) + offsets, np.ones_like(t), np.zeros(2), 0)
+    curve = TemperedCurve(t, np.array([F(row) for F, row in zip(exact, t)]) + offsets, np.ones_like(t), np.zeros(2), 0)
     chk = check_free_energy(curve, exact, 1.0, 1e3, points=8)
     assert chk.exact.shape == (2, 8)
     np.testing.assert_allclose(chk.residual, np.broadcast_to(offsets, (2, 8)), atol=1e-12)

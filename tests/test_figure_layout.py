@@ -460,8 +460,8 @@ def _llc(which):
         return llc_cases_figure(rows, title="Learning coefficient")
     if which == "llc_known_values/beta_sweep":
         betas = np.array([0.0723, 0.108, 0.163, 0.217, 0.326])
-        sweeps = [(name, SimpleNamespace(betas=betas, expected_nl=410 + lam / betas + rng.normal(size=5),
-                                         se=np.full(5, 0.5), slope=lam * 1.02, slope_se=0.06, intercept=410.0), lam)
+        sweeps = [{"name": name, "true_lambda": lam, "betas": betas, "expected_nl": 410 + lam / betas + rng.normal(size=5),
+                   "expected_nl_se": np.full(5, 0.5), "estimate": lam * 1.02, "se": 0.06, "intercept": 410.0}
                   for name, lam, _ in LLC_KNOWN]
         return beta_sweep_figure(sweeps, n=10000)
     steps, gammas = np.array([3e-5, 1e-4, 3e-4]), np.array([1.0, 3.0, 30.0, 100.0])

@@ -14,8 +14,8 @@ from scipy.stats import t as student_t
 
 from slt_relu.known_lambda import normal_crossing
 from slt_relu.posterior.exact_free_energy import check_free_energy, normal_crossing_free_energy
-from slt_relu.posterior.free_energy_curve import (FreeEnergyCurve, fit_learning_coefficient, smc_free_energy_curve,
-                                                 stack_curves)
+from slt_relu.posterior.free_energy_curve import fit_learning_coefficient, smc_free_energy_curve
+from slt_relu.posterior.learning_coefficient import TemperedCurve, stack_curves
 from slt_relu.sampling import SMCSettings
 
 
@@ -44,7 +44,7 @@ def _noisy_curves(exact, runs, noise, seed):
         ts.append(t)
         Fs.append(F + noise * np.cumsum(rng.normal(size=t.size)) / 10)
         Ls.append(L * (1 + noise * rng.normal(size=t.size)))
-    return FreeEnergyCurve(np.array(ts), np.array(Fs), np.array(Ls), np.zeros(runs), 0)
+    return TemperedCurve(np.array(ts), np.array(Fs), np.array(Ls), np.zeros(runs), 0)
 
 
 @pytest.mark.parametrize("exact, lam, m", [(_exact_square, 0.5, 1), (_exact_cross, 0.5, 2)])
@@ -54,16 +54,16 @@ def test_the_fit_on_exact_curves(exact, lam, m):
     curve = _noisy_curves(exact, 2, 0.0, 0)
     for estimator in ("free_energy", "tempered_loss", "thermodynamic"):
         fit = fit_learning_coefficient(curve, estimator)
-        assert fit.lambda_by_m[m] == pytest.approx(lam, rel=0.01 if m == 2 else 1e-3), estimator
-        assert fit.t_range == pytest.approx((1e4 * fit.t_range[1] / 1e7, fit.t_range[1]))
+        assert fit.details.lambda_by_m[m] == pytest.approx(lam, rel=0.01 if m == 2 else 1e-3), estimator
+        assert fit.window == pytest.approx((1e4 * fit.window[1] / 1e7, fit.window[1]))
 
 
 def test_the_fit_with_noise_recovers_lambda_within_its_standard_error():
     curve = _noisy_curves(_exact_square, 8, 0.01, 1)
     fit = fit_learning_coefficient(curve, "tempered_loss")
     assert fit.m == 1
-    assert abs(fit.lambda_ - 0.5) < 3 * fit.lambda_se + 1e-3       # 1e-3: the t^-1 terms the form leaves out
-    assert 0 < fit.lambda_se < 0.01
+    assert abs(fit.lambda_ - 0.5) < 3 * fit.se + 1e-3       # 1e-3: the t^-1 terms the form leaves out
+    assert 0 < fit.se < 0.01
 
 
 SETTINGS = SMCSettings(num_particles=2048, num_mcmc_steps=7, waste_free=True, target_ess=0.9, max_stages=1000)
@@ -95,8 +95,8 @@ def test_smc_free_energy_curves_give_the_known_lambda(loss, dim, k, kind):
     for estimator in ("free_energy", "tempered_loss", "thermodynamic"):
         fit = fit_learning_coefficient(curve, estimator, decades=5)
         assert fit.m in (None, m), (estimator, fit)
-        value = fit.lambda_ if fit.m is not None else fit.lambda_by_m[m]
-        assert abs(value - float(lam)) < 4 * fit.lambda_se + 0.01 * float(lam), (estimator, fit)
+        value = fit.lambda_ if fit.m is not None else fit.details.lambda_by_m[m]
+        assert abs(value - float(lam)) < 4 * fit.se + 0.01 * float(lam), (estimator, fit)
         assert abs(value - float(lam)) < 0.05 * float(lam), (estimator, fit)
     assert fit_learning_coefficient(curve, "tempered_loss", decades=5).m in (None, m)      # never a wrong m
 
@@ -116,8 +116,8 @@ def test_bad_arguments_are_named():
 def test_curves_of_different_lengths_stack_with_nan_padding():
     """Two curves, (2 runs, 3 stages) and (1 run, 4 stages): one (2, 2, 4) array, each curve's numbers in its
     corner and NaN elsewhere (a hand count of the cells)."""
-    a = FreeEnergyCurve(np.arange(6.0).reshape(2, 3), -np.arange(6.0).reshape(2, 3), np.ones((2, 3)), np.ones(2), 0)
-    b = FreeEnergyCurve(np.arange(4.0)[None], np.zeros((1, 4)), np.ones((1, 4)), np.ones(1), 0)
+    a = TemperedCurve(np.arange(6.0).reshape(2, 3), -np.arange(6.0).reshape(2, 3), np.ones((2, 3)), np.ones(2), 0)
+    b = TemperedCurve(np.arange(4.0)[None], np.zeros((1, 4)), np.ones((1, 4)), np.ones(1), 0)
     t = stack_curves([a, b], "t")
     assert t.shape == (2, 2, 4)
     np.testing.assert_array_equal(t[0, :, :3], a.t)
@@ -258,20 +258,21 @@ def test_m_one_needs_m_two_to_fit_worse_by_four():
     def curve(noise):
         slope = 0.25 + noise * rng.normal(size=(8, len(t)))
         F = 0.25 * np.log(t) + np.cumsum(noise * rng.normal(size=(8, len(t))), 1) * 0.01
-        return FreeEnergyCurve(np.tile(t, (8, 1)), F, slope / t, np.zeros(8), 0)
+        return TemperedCurve(np.tile(t, (8, 1)), F, slope / t, np.zeros(8), 0)
 
     quiet = fit_learning_coefficient(curve(1e-4), "tempered_loss", decades=5)
-    assert quiet.m == 1 and quiet.chi2_by_m[2] - quiet.chi2_by_m[1] >= 4
+    assert quiet.m == 1 and quiet.details.chi2_by_m[2] - quiet.details.chi2_by_m[1] >= 4
     noisy = fit_learning_coefficient(curve(0.05), "tempered_loss", decades=5)
-    gap = noisy.chi2_by_m[2] - noisy.chi2_by_m[1]
-    assert gap < 4 and noisy.m is None and "larger m fit as well" in noisy.reason, (gap, noisy.reason)
-    assert math.isclose(noisy.lambda_by_m[1], 0.25, abs_tol=0.05)
+    gap = noisy.details.chi2_by_m[2] - noisy.details.chi2_by_m[1]
+    assert gap < 4 and noisy.m is None and "larger m fit as well" in noisy.m_reason, (gap, noisy.m_reason)
+    assert math.isclose(noisy.details.lambda_by_m[1], 0.25, abs_tol=0.05)
     # lambda's standard error: over runs where m is identified; with the choice of m where it is not
-    assert quiet.m_candidates == (1,) and quiet.lambda_se == quiet.lambda_se_runs == quiet.lambda_se_by_m[1]
-    assert noisy.m_candidates == (1, 2) and noisy.lambda_se_runs == noisy.lambda_se_by_m[1]
-    spread = noisy.lambda_by_m[2] - noisy.lambda_by_m[1]       # lambda if m were 2, against the reported m = 1's
-    assert math.isclose(noisy.lambda_se, math.sqrt(noisy.lambda_se_runs ** 2 + spread ** 2 / 2), rel_tol=1e-12)
-    assert noisy.lambda_se > noisy.lambda_se_runs
+    q, d = quiet.details, noisy.details
+    assert q.m_candidates == (1,) and quiet.se == q.lambda_se_runs == q.lambda_se_by_m[1]
+    assert d.m_candidates == (1, 2) and d.lambda_se_runs == d.lambda_se_by_m[1]
+    spread = d.lambda_by_m[2] - d.lambda_by_m[1]       # lambda if m were 2, against the reported m = 1's
+    assert math.isclose(noisy.se, math.sqrt(d.lambda_se_runs ** 2 + spread ** 2 / 2), rel_tol=1e-12)
+    assert noisy.se > d.lambda_se_runs
 
 
 def _regular_data_curves(runs, seed):
@@ -298,7 +299,7 @@ def _regular_data_curves(runs, seed):
         Fs.append([F(S, g, x) for x in t])
         Ls.append([(F(S, g, x * np.exp(1e-5)) - F(S, g, x * np.exp(-1e-5))) / 2e-5 / x for x in t])
         Lstar.append(-0.5 * g @ np.linalg.solve(S, g))
-    return FreeEnergyCurve(np.tile(t, (runs, 1)), np.array(Fs), np.array(Ls), np.zeros(runs), 0), np.array(Lstar)
+    return TemperedCurve(np.tile(t, (runs, 1)), np.array(Fs), np.array(Ls), np.zeros(runs), 0), np.array(Lstar)
 
 
 @pytest.mark.parametrize("estimator", ["free_energy", "tempered_loss"])
@@ -311,8 +312,8 @@ def test_a_data_sets_curve_carries_the_regular_directions_1_over_t(estimator):
     curve, exact_lstar = _regular_data_curves(4, 0)
     fit = fit_learning_coefficient(curve, estimator, loss_min=None, decades=3.0)
     assert fit.lambda_ == pytest.approx(2.0, abs=5e-4)
-    assert fit.lambda_by_m[1] == fit.lambda_
-    assert np.asarray(fit.run_loss_min) == pytest.approx(exact_lstar, rel=1e-3)
+    assert fit.details.lambda_by_m[1] == fit.lambda_
+    assert np.asarray(fit.details.run_loss_min) == pytest.approx(exact_lstar, rel=1e-3)
 
 
 def test_the_fit_needs_points_for_every_candidate_on_each_half():
@@ -321,8 +322,8 @@ def test_the_fit_needs_points_for_every_candidate_on_each_half():
     curve = _regular_data_curves(2, 1)[0]
     with pytest.raises(ValueError, match=r"points: expected at least 10 .* got 8"):
         fit_learning_coefficient(curve, "tempered_loss", loss_min=None, decades=3.0, points=8)
-    assert fit_learning_coefficient(curve, "tempered_loss", loss_min=None, decades=3.0, points=10).num_runs == 2
-    assert fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0, decades=3.0, points=6).num_runs == 2
+    assert fit_learning_coefficient(curve, "tempered_loss", loss_min=None, decades=3.0, points=10).details.num_runs == 2
+    assert fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0, decades=3.0, points=6).details.num_runs == 2
     with pytest.raises(ValueError, match=r"points: expected at least 6 .* got 5"):
         fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0, decades=3.0, points=5)
 
@@ -339,11 +340,12 @@ def test_where_the_windows_halves_disagree_on_m_lambdas_error_carries_both():
     exact = np.where(t < 1e6, 0.5, 0.5 - 1.0 / lt + 1.0 / np.log(1e6))
     slope = exact + 1e-4 * np.random.default_rng(0).normal(size=(8, len(t)))
     F = np.cumsum(np.concatenate([np.zeros((8, 1)), 0.5 * (slope[:, 1:] + slope[:, :-1]) * np.diff(lt)], 1), 1)
-    fit = fit_learning_coefficient(FreeEnergyCurve(np.tile(t, (8, 1)), F, slope / t, np.zeros(8), 0), "tempered_loss",
+    fit = fit_learning_coefficient(TemperedCurve(np.tile(t, (8, 1)), F, slope / t, np.zeros(8), 0), "tempered_loss",
                                    decades=8)
-    assert fit.m is None and fit.m_candidates == (1, 2), (fit.m_candidates, fit.reason)
-    chosen = 1 if fit.lambda_ == fit.lambda_by_m[1] else 2
-    assert fit.lambda_ == fit.lambda_by_m[chosen] and fit.lambda_se_runs == fit.lambda_se_by_m[chosen] < 1e-4
-    spread = fit.lambda_by_m[2] - fit.lambda_by_m[1]
+    d = fit.details
+    assert fit.m is None and d.m_candidates == (1, 2), (d.m_candidates, fit.m_reason)
+    chosen = 1 if fit.lambda_ == d.lambda_by_m[1] else 2
+    assert fit.lambda_ == d.lambda_by_m[chosen] and d.lambda_se_runs == d.lambda_se_by_m[chosen] < 1e-4
+    spread = d.lambda_by_m[2] - d.lambda_by_m[1]
     assert abs(spread) > 0.02
-    assert math.isclose(fit.lambda_se, math.sqrt(fit.lambda_se_runs ** 2 + spread ** 2 / 2), rel_tol=1e-12)
+    assert math.isclose(fit.se, math.sqrt(d.lambda_se_runs ** 2 + spread ** 2 / 2), rel_tol=1e-12)

@@ -400,8 +400,8 @@ def test_smc_free_energy_of_a_regular_data_case_matches_its_closed_form():
     # lambda = d / 2 within 10 % at m = 1
     fit = fit_learning_coefficient(curve, "tempered_loss", loss_min=None, decades=2.0)
     lstar = np.array([-0.5 * g[r] @ np.linalg.solve(S[r], g[r]) for r in range(runs)])
-    assert np.allclose(fit.run_loss_min, lstar, rtol=0.15), (fit.run_loss_min, lstar)
-    assert fit.lambda_by_m[1] == pytest.approx(1.5, rel=0.1)
+    assert np.allclose(fit.details.run_loss_min, lstar, rtol=0.15), (fit.details.run_loss_min, lstar)
+    assert fit.details.lambda_by_m[1] == pytest.approx(1.5, rel=0.1)
 
 
 def test_smc_free_energy_curve_refuses_mismatched_run_data():

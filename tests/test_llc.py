@@ -1,6 +1,6 @@
 """Learning coefficient estimators against closed forms: SGLD on quadratics (with the Euler step's
 variance factor), on a normal crossing against exact quadrature, the NUTS beta sweep on a regular
-linear model, WBIC, and the warnings."""
+linear model, WBIC, and the warnings; the one estimate type they return (slt_relu.LambdaEstimate)."""
 import math
 
 import jax
@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import slt_relu as S
-from slt_relu.posterior.llc import (LLCSettings as SG, estimate_llc, llc_two_layer, minimize_loss,
-                                    normal_crossing_expectation, rlct_from_beta_sweep, tempered_losses,
-                                    two_layer_loss_for, wbic)
+from slt_relu.posterior.beta_sweep import WBIC, beta_sweep_curve, beta_sweep_lambda, wbic
+from slt_relu.posterior.estimand_curve import tempered_loss_curve
+from slt_relu.posterior.llc import (LLCSettings as SG, LocalSGLD, estimate_llc, llc_two_layer, minimize_loss,
+                                    normal_crossing_expectation, two_layer_loss_for)
 from slt_relu.sampling import NUTSSettings as SamplerSettings, SGLDSettings
 
 DUMMY = jnp.zeros((10,))
@@ -32,14 +33,15 @@ def test_sgld_on_a_quadratic_matches_the_discrete_stationary_law(gamma):
                           n_beta=n_beta))
     A = n_beta * np.asarray(a) + gamma
     want = float(np.sum(n_beta * np.asarray(a) / (2 * A * (1 - eps * A / 4))))
-    assert est.estimate == pytest.approx(want, abs=4 * est.se + 0.01 * want)
-    assert est.loss_trace.shape == (8, 16000) and est.per_chain.shape == (8,)
-    assert est.accept_prob.min() > 0.9 and est.warnings == []
+    assert est.lambda_ == pytest.approx(want, abs=4 * est.se + 0.01 * want)
+    d = est.details
+    assert d.loss_trace.shape == (8, 16000) and d.per_chain.shape == (8,)
+    assert d.accept_prob.min() > 0.9 and est.warnings == ()
     # a large step: the MALA acceptance drops and the estimate inflates by 1 / (1 - eps A / 4)
     big = estimate_llc(jax.random.PRNGKey(0), quadratic(a), jnp.ones(3), DUMMY,
                        SG(num_chains=4, num_steps=4000, num_burnin=1000, step_size=1e-3, localization=gamma,
                           n_beta=n_beta))
-    assert big.accept_prob.mean() < est.accept_prob.mean() and big.estimate > est.estimate
+    assert big.details.accept_prob.mean() < d.accept_prob.mean() and big.lambda_ > est.lambda_
 
 
 def test_sgld_at_a_normal_crossing_matches_exact_quadrature():
@@ -58,7 +60,25 @@ def test_sgld_at_a_normal_crossing_matches_exact_quadrature():
                           localization=gamma, n_beta=n_beta))
     # k = 5, + 0.03: se is the spread of 16 heavy-tailed chains (kurtosis 8.5), itself uncertain by 34%; over 200
     # fresh seeds the estimate's error has sd 0.013 (mean +0.002), and 3 se + 0.01 failed 1 of them: now ~3e-7
-    assert est.estimate == pytest.approx(exact, abs=5 * est.se + 0.03)
+    assert est.lambda_ == pytest.approx(exact, abs=5 * est.se + 0.03)
+
+
+def test_the_local_estimate_is_the_one_estimate_type():
+    """estimate_llc returns slt_relu.LambdaEstimate: lambda_hat = n beta (mean L_n - L_n(w*)) averaged over the
+    chains (each chain's from its own trace), its standard error sd / sqrt(C), no m (one t reads none, and says
+    so), the method, the window (n beta, n beta), the warnings as a tuple, and its details (LocalSGLD)."""
+    loss = quadratic(jnp.array([1.0, 2.0]))
+    est = estimate_llc(jax.random.PRNGKey(3), loss, jnp.ones(2), DUMMY,
+                       SG(num_chains=3, num_steps=300, num_burnin=100, step_size=1e-4, localization=1.0, n_beta=50.0))
+    assert isinstance(est, S.LambdaEstimate) and isinstance(est.details, LocalSGLD)
+    d = est.details
+    assert d.n_beta == 50.0 and est.window == (50.0, 50.0) and est.method == "local_sgld"
+    assert est.m is None and "one t" in est.m_reason and isinstance(est.warnings, tuple)
+    assert d.init_loss == float(loss(jnp.ones(2), DUMMY)) == 0.0
+    np.testing.assert_allclose(d.per_chain, 50.0 * (d.loss_trace.mean(1) - d.init_loss), rtol=1e-12)
+    assert est.lambda_ == pytest.approx(d.per_chain.mean(), rel=1e-12)
+    assert est.se == pytest.approx(d.per_chain.std(ddof=1) / np.sqrt(3), rel=1e-12)
+    assert d.loss_trace.shape == (3, 200) and d.accept_prob.shape == (3,)
 
 
 def test_llc_of_a_regular_two_layer_truth_and_restricted_models():
@@ -69,19 +89,19 @@ def test_llc_of_a_regular_two_layer_truth_and_restricted_models():
     free[3 * 2 + 3] = True                                           # q[0]
     settings = SG(num_chains=8, num_steps=6000, num_burnin=1000, step_size=1e-3, localization=1.0)
     est = llc_two_layer(jax.random.PRNGKey(1), truth, x, y, settings, free=free)
-    assert est.estimate == pytest.approx(0.5, abs=4 * est.se + 0.03)
+    assert est.lambda_ == pytest.approx(0.5, abs=4 * est.se + 0.03)
     again = llc_two_layer(jax.random.PRNGKey(1), truth, x, y, settings, free=free)
-    np.testing.assert_array_equal(est.loss_trace, again.loss_trace)
+    np.testing.assert_array_equal(est.details.loss_trace, again.details.loss_trace)
 
 
 def test_warnings_for_a_point_that_is_no_minimum_and_a_huge_step():
     loss = lambda w, d: jnp.sum((w - 1.0) ** 2) + 0.0 * jnp.sum(d)
     est = estimate_llc(jax.random.PRNGKey(0), loss, jnp.zeros(2), DUMMY,
                        SG(num_chains=2, num_steps=2000, step_size=1e-4, localization=0.0, n_beta=100.0))
-    assert est.estimate < 0 and any("negative estimate" in w for w in est.warnings)
+    assert est.lambda_ < 0 and any("negative estimate" in w for w in est.warnings)
     est = estimate_llc(jax.random.PRNGKey(0), quadratic(jnp.ones(2)), jnp.ones(2), DUMMY,
                        SG(num_chains=2, num_steps=500, step_size=1e-3, localization=0.0, n_beta=1000.0))
-    assert any("MALA acceptance" in w for w in est.warnings) and est.estimate > 1.2     # true value 1
+    assert any("MALA acceptance" in w for w in est.warnings) and est.lambda_ > 1.2     # true value 1
 
 
 def test_minibatch_gradients():
@@ -96,8 +116,8 @@ def test_minibatch_gradients():
     mini = estimate_llc(jax.random.PRNGKey(2), loss, w_hat, (x, y), settings.replace(batch_size=400))
     # + 0.1 (was 0.05): se from 8 chains is itself uncertain by 31%; over 20 fresh seeds the estimate's error has
     # sd 0.030 (mean +0.022, the Euler step's inflation): about 2e-7, and still far from lambda = 1/2 or 2
-    assert full.estimate == pytest.approx(1.0, abs=4 * full.se + 0.1)
-    assert mini.estimate == pytest.approx(1.0, abs=4 * mini.se + 0.25)
+    assert full.lambda_ == pytest.approx(1.0, abs=4 * full.se + 0.1)
+    assert mini.lambda_ == pytest.approx(1.0, abs=4 * mini.se + 0.25)
 
 
 def test_beta_sweep_and_wbic_on_a_regular_model():
@@ -109,20 +129,65 @@ def test_beta_sweep_and_wbic_on_a_regular_model():
     y = x @ jnp.array([0.5, -1.0]) + jax.random.normal(jax.random.PRNGKey(1), (n,))
     loss = lambda w, d: jnp.mean((d[1] - d[0] @ w) ** 2) / 2 + 0.5 * jnp.log(2 * jnp.pi)
     s = SamplerSettings(num_warmup=300, num_samples=1500)
-    bs = rlct_from_beta_sweep(jax.random.PRNGKey(2), loss, jnp.zeros(2), (x, y), settings=s, chains_per_beta=4)
-    assert bs.slope == pytest.approx(1.0, abs=3 * bs.slope_se + 0.05)
-    assert bs.losses.shape == (5, 4, 1500) and np.all(np.diff(bs.expected_nl) < 0)   # hotter -> higher loss
+    curve = beta_sweep_curve(jax.random.PRNGKey(2), loss, jnp.zeros(2), (x, y), settings=s, chains=4)
+    bs = beta_sweep_lambda(curve)
+    assert bs.lambda_ == pytest.approx(1.0, abs=3 * bs.se + 0.05)
+    assert curve.draw_loss.shape == (4, 5, 1500) and np.all(np.diff(bs.details.mean_loss) < 0)   # hotter: higher
+    np.testing.assert_allclose(curve.t[0], n * np.array([2 / 3, 1, 1.5, 2, 3]) / math.log(n), rtol=1e-15)
     w_hat = jnp.linalg.lstsq(x, y)[0]
     nl_hat = n * float(loss(w_hat, (x, y)))
-    assert bs.intercept == pytest.approx(nl_hat, abs=1.0)
+    assert n * bs.details.loss_min == pytest.approx(nl_hat, abs=1.0)
     # 20 chains: the beta sweep's compiled program (5 betas x 4 chains, the same settings and shapes) runs WBIC's one
     # beta too, instead of compiling one for 4 chains
-    value, se = wbic(jax.random.PRNGKey(3), loss, jnp.zeros(2), (x, y), settings=s, chains_per_beta=20)
-    assert value == pytest.approx(nl_hat + math.log(n), abs=4 * se + 0.3)
+    w = wbic(jax.random.PRNGKey(3), loss, jnp.zeros(2), (x, y), settings=s, chains=20)
+    assert isinstance(w, WBIC) and w.n_beta == pytest.approx(n / math.log(n), rel=1e-15)
+    assert w.value == pytest.approx(nl_hat + math.log(n), abs=4 * w.se + 0.3)
     with pytest.raises(ValueError, match="betas: expected at least two positive finite numbers"):
-        rlct_from_beta_sweep(jax.random.PRNGKey(2), loss, jnp.zeros(2), (x, y), betas=[0.1])
-    assert tempered_losses(jax.random.PRNGKey(2), loss, jnp.zeros(2), (x, y), [10.0, 20.0], chains_per_beta=2,
-                           settings=SamplerSettings(num_warmup=20, num_samples=10)).shape == (2, 2, 10)
+        beta_sweep_curve(jax.random.PRNGKey(2), loss, jnp.zeros(2), (x, y), betas=[0.1])
+    small = tempered_loss_curve(jax.random.PRNGKey(2), loss, jnp.zeros(2), (x, y), [10.0, 20.0], chains=2,
+                                settings=SamplerSettings(num_warmup=20, num_samples=10))
+    assert small.draw_loss.shape == (2, 2, 10) and small.mean_loss.shape == small.t.shape == (2, 2)
+
+
+def test_the_beta_sweeps_slope_is_the_weighted_least_squares_of_its_curve():
+    """The slope reading by hand: E_t[L] pooled over each t's draws, its Monte Carlo standard error (ESS-based,
+    slt_relu.diagnostics.mcse_mean), and the weighted least-squares line against 1 / t in its normal equations,
+    which is the slope of E_beta[n L_n] = n E_t[L] against 1 / beta = n / t (Watanabe 2013's form) to rounding
+    (1e-9: the line's cancellation costs about three of float64's digits); the estimate's fields."""
+    from slt_relu.diagnostics import mcse_mean
+
+    rng = np.random.default_rng(0)
+    t = np.array([50.0, 80.0, 120.0, 200.0])
+    draws = 1.0 + 2.0 / t[None, :, None] + 0.05 * rng.normal(size=(3, 4, 40))          # (chains, t, draws)
+    curve = S.TemperedCurve(np.tile(t, (3, 1)), np.full((3, 4), np.nan), draws.mean(-1), np.full(3, np.nan), 0,
+                            None, draws)
+    est = beta_sweep_lambda(curve)
+    mean = np.array([draws[:, k].mean() for k in range(4)])
+    se = np.array([mcse_mean(draws[:, k]) for k in range(4)])
+
+    def normal_equations(x, v, v_se):
+        """v ~ a + b x with weights 1 / v_se^2 (the slope fitter the beta sweep had): (b, se(b), a)."""
+        A, w = np.stack([np.ones_like(x), x], 1), 1 / v_se ** 2
+        cov = np.linalg.inv(A.T @ (w[:, None] * A))
+        a, b = cov @ (A.T @ (w * v))
+        return b, np.sqrt(cov[1, 1]), a
+
+    b, b_se, a = normal_equations(1 / t, mean, se)
+    assert est.lambda_ == pytest.approx(b, rel=1e-9) and est.se == pytest.approx(b_se, rel=1e-9)
+    n = 1000.0                                               # E_beta[n L_n] against 1 / beta = n / t: the same line
+    b_n, b_n_se, a_n = normal_equations(n / t, n * mean, n * se)
+    assert est.lambda_ == pytest.approx(b_n, rel=1e-9) and est.se == pytest.approx(b_n_se, rel=1e-9)
+    assert n * a == pytest.approx(a_n, rel=1e-9)
+    d = est.details
+    np.testing.assert_allclose(d.mean_loss, mean, rtol=1e-12)
+    np.testing.assert_allclose(d.mean_loss_se, se, rtol=1e-12)
+    assert d.loss_min == pytest.approx(a, rel=1e-9) and est.window == (50.0, 200.0) and est.m is None
+    assert est.method == "beta_sweep" and est.m_reason and est.warnings == ()
+    # without the draws, the runs' spread is the error; runs that do not share their t are refused
+    spread = beta_sweep_lambda(curve._replace(draw_loss=None))
+    np.testing.assert_allclose(spread.details.mean_loss_se, curve.mean_loss.std(0, ddof=1) / np.sqrt(3), rtol=1e-12)
+    with pytest.raises(ValueError, match="curve: expected runs that share two or more positive finite t"):
+        beta_sweep_lambda(curve._replace(t=curve.t * np.array([[1.0], [1.0], [1.1]])))
 
 
 def test_localized_beta_sweep_matches_the_gaussian_closed_form():
@@ -134,25 +199,27 @@ def test_localized_beta_sweep_matches_the_gaussian_closed_form():
     loss = lambda z, d: 0.5 * jnp.sum(a * z ** 2) + 0.0 * jnp.mean(d)
     betas = np.array([0.1, 0.2, 0.4])
     s = SamplerSettings(num_warmup=300, num_samples=2000)
-    bs = rlct_from_beta_sweep(jax.random.PRNGKey(0), loss, jnp.zeros(3), jnp.zeros(n), betas=betas, settings=s,
-                              localization=gamma)
+    curve = beta_sweep_curve(jax.random.PRNGKey(0), loss, jnp.zeros(3), jnp.zeros(n), betas=betas, settings=s,
+                             localization=gamma)
+    bs = beta_sweep_lambda(curve)
     exact = np.array([float(jnp.sum(n * a / (2 * (n * b * a + gamma)))) for b in betas])
+    nl, nl_se = n * bs.details.mean_loss, n * bs.details.mean_loss_se
     # k = 5: Bonferroni over the suite's statistical checks keeps all false alarms below 1e-4 (ESS-based errors)
-    assert np.all(np.abs(bs.expected_nl - exact) < 5 * bs.se), (bs.expected_nl, exact, bs.se)
-    assert bs.slope == pytest.approx(np.polyfit(1 / betas, exact, 1)[0], abs=5 * bs.slope_se)     # k = 5: as above
+    assert np.all(np.abs(nl - exact) < 5 * nl_se), (nl, exact, nl_se)
+    assert bs.lambda_ == pytest.approx(np.polyfit(1 / betas, exact, 1)[0], abs=5 * bs.se)     # k = 5: as above
     with pytest.raises(ValueError, match="localization: expected a finite number >= 0"):
-        tempered_losses(jax.random.PRNGKey(1), loss, jnp.zeros(3), jnp.zeros(n), [1.0], localization=-1.0)
+        tempered_loss_curve(jax.random.PRNGKey(1), loss, jnp.zeros(3), jnp.zeros(n), [1.0], localization=-1.0)
 
 
 def test_second_calls_compile_nothing(compiles):
     """The hot paths are compiled once per (loss, settings, shapes): a second call of
-    tempered_losses, estimate_llc and minimize_loss with equal arguments compiles no program
+    tempered_loss_curve, estimate_llc and minimize_loss with equal arguments compiles no program
     (each builds its potential anew; they are equal by value)."""
     truth = S.truths.dslt4_pt2(2.0)
     x, y = S.sample_dataset(jax.random.PRNGKey(2), truth, S.UniformBox(1.0, 2), 200, 1.0)
     s = SamplerSettings(num_warmup=10, num_samples=10)
-    calls = [lambda: tempered_losses(jax.random.PRNGKey(0), two_layer_loss_for(1.0), truth, (x, y), [10.0, 20.0],
-                                     chains_per_beta=2, settings=s),
+    calls = [lambda: tempered_loss_curve(jax.random.PRNGKey(0), two_layer_loss_for(1.0), truth, (x, y), [10.0, 20.0],
+                                         chains=2, settings=s).draw_loss,
              lambda: estimate_llc(jax.random.PRNGKey(0), two_layer_loss_for(1.0), truth, (x, y),
                                   SG(num_chains=2, num_steps=20, step_size=1e-5)),
              lambda: minimize_loss(two_layer_loss_for(1.0), truth, (x, y), num_steps=5)]
@@ -201,7 +268,7 @@ def test_bad_arguments():
     with pytest.raises(TypeError, match=r"^settings: expected slt_relu.LLCSettings \(or SGLDSettings\), got NUTSSettings$"):
         estimate_llc(jax.random.PRNGKey(0), quadratic(1.0), jnp.ones(1), DUMMY, SamplerSettings())
     plain = estimate_llc(jax.random.PRNGKey(0), quadratic(1.0), jnp.ones(1), DUMMY, SGLDSettings(num_steps=20))
-    assert plain.loss_trace.shape == (SG().num_chains, 20)             # the estimator's defaults: 4 chains
+    assert plain.details.loss_trace.shape == (SG().num_chains, 20)     # the estimator's defaults: 4 chains
     with pytest.raises(ValueError, match=r"^step_size: expected"):
         SG().replace(step_size=0.0)
     with pytest.raises(ValueError, match="data: expected arrays with one common leading"):
@@ -239,5 +306,5 @@ def test_losses_at_the_draws_are_chunked_never_draws_x_n():
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss                  # kB on Linux
     est = estimate_llc(jax.random.PRNGKey(2), loss, jnp.array([0.5], f32), (x, y),
                        SG(num_chains=C, num_steps=T, step_size=1e-5, localization=1.0, batch_size=10))
-    assert est.loss_trace.shape == (C, T) and np.all(np.isfinite(est.loss_trace))
+    assert est.details.loss_trace.shape == (C, T) and np.all(np.isfinite(est.details.loss_trace))
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 1e6

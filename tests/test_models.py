@@ -86,7 +86,7 @@ def check_the_network(model, params, ref):
     assert nuts.loss.mean() == pytest.approx(smc.loss.mean(), abs=0.02)
     # the local learning coefficient at the truth: the family's estimand, within their standard errors
     est = S.estimate_llc(jax.random.PRNGKey(4), S.GaussianLoss(model, SIGMA), params, (x, ys[0]), LLC)
-    assert agrees((est.estimate, est.se), (ref["llc"].estimate, ref["llc"].se)), (est, ref["llc"])
+    assert agrees((est.lambda_, est.se), (ref["llc"].lambda_, ref["llc"].se)), (est, ref["llc"])
     return smc, nuts, est
 
 
@@ -191,7 +191,7 @@ def test_a_new_model_family(reference):
                           settings=SMC)
     assert smc.params.a.shape == (2, SMC.num_particles, 2) and np.all(np.isfinite(smc.log_evidence))
     est = S.estimate_llc(jax.random.PRNGKey(6), S.GaussianLoss(model, SIGMA), params, (x, y), LLC)
-    assert 0 < est.estimate < model.num_params / 2 + 4 * est.se
+    assert 0 < est.lambda_ < model.num_params / 2 + 4 * est.se
 
 
 def test_models_compose_with_the_rest_of_the_api(reference):

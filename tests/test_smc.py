@@ -11,7 +11,8 @@ import pytest
 import slt_relu as S
 from slt_relu.diagnostics import mcse_mean
 from slt_relu.phases import radius_rule
-from slt_relu.posterior.llc import tempered_losses, two_layer_loss_for
+from slt_relu.posterior.estimand_curve import tempered_loss_curve
+from slt_relu.posterior.llc import two_layer_loss_for
 from slt_relu.posterior.masses import phase_masses
 from slt_relu.posterior.evidence import logmeanexp
 from slt_relu.posterior import draw_datasets, grid_posterior, sample_posterior, tempered_target
@@ -131,8 +132,8 @@ def test_smc_weights_separated_modes_where_nuts_reports_its_starting_points():
 
 def test_log_evidence_against_thermodynamic_integration():
     """log Z = -int_0^{n beta} E_t[L_n] dt (E_t under phi exp(-t L_n)), the integral by the trapezoid rule
-    over NUTS's E_t[L_n] at 33 temperatures (slt_relu.posterior.llc.tempered_losses), against SMC's estimate, on the
-    generic one-node network f = q relu(w x + b) + c (D = 4)."""
+    over NUTS's E_t[L_n] at 33 temperatures (slt_relu.posterior.estimand_curve.tempered_loss_curve), against SMC's
+    estimate, on the generic one-node network f = q relu(w x + b) + c (D = 4)."""
     truth = S.make_params([[1.0]], -0.3, 1.2, 0.1)
     model = S.Restriction.full(truth)
     n = 300
@@ -140,8 +141,9 @@ def test_log_evidence_against_thermodynamic_integration():
     nb = n / math.log(n)
     ps = runs_on(8, x, y, nb, model, SMCSettings(num_particles=1024, waste_free=True, num_mcmc_steps=7))
     ts = nb * np.linspace(0.0, 1.0, 33) ** 4
-    losses = tempered_losses(jax.random.PRNGKey(9), two_layer_loss_for(1.0), truth, (x[0], y[0]), ts,
-                             chains_per_beta=4, settings=S.NUTSSettings(num_warmup=200, num_samples=400))
+    curve = tempered_loss_curve(jax.random.PRNGKey(9), two_layer_loss_for(1.0), truth, (x[0], y[0]), ts, chains=4,
+                                settings=S.NUTSSettings(num_warmup=200, num_samples=400))
+    losses = curve.draw_loss.transpose(1, 0, 2)                                  # (temperatures, chains, draws)
     mean_L = losses.reshape(len(ts), -1).mean(1)
 
     def trapezoid_weights(every):

@@ -106,11 +106,22 @@ def test_points_with_4_and_8_runs_combine_and_their_metrics_are_each_points_own(
         pts = rows[j::2]
         F = np.array([[r["free_energy"]["phase_per_trial"][nm] for nm in PHASES] for r in pts]).transpose(0, 2, 1)
         L = np.array([[r["min_loss_per_trial"][nm] for nm in PHASES] for r in pts]).transpose(0, 2, 1)
-        slope, se, _ = evidence.free_energy_slopes([r["n_beta"] for r in pts], F, L)
+        want = evidence.free_energy_slopes([r["n_beta"] for r in pts], F, L)
         got = sr.lambda_along_beta(ds, sweep)[j]
-        assert got["values"] == {"truth.t": t} and np.all(np.isfinite(list(got["lambda"].values())))
-        np.testing.assert_allclose(list(got["lambda"].values()), slope, rtol=1e-12)
-        np.testing.assert_allclose(list(got["lambda_se"].values()), se, rtol=1e-12)
+        assert isinstance(got, sr.PhaseLambdas) and tuple(got.lambdas) == PHASES
+        assert got.values == {"truth.t": t} and np.all(np.isfinite([e.lambda_ for e in got.lambdas.values()]))
+        np.testing.assert_allclose([e.lambda_ for e in got.lambdas.values()], [e.lambda_ for e in want.lambdas],
+                                   rtol=1e-12)
+        np.testing.assert_allclose([e.se for e in got.lambdas.values()], [e.se for e in want.lambdas], rtol=1e-12)
+        np.testing.assert_allclose(got.n_beta, [r["n_beta"] for r in pts], rtol=1e-12)
+        np.testing.assert_allclose(got.excess[PHASES[0]], want.excess[:, :, 0].mean(1), rtol=1e-12)
+        # metrics.json's entry (the posterior kind converts in one place): the keys and numbers it always had
+        from slt_relu.kinds.posterior_report import lambda_entry
+
+        entry = lambda_entry(got)
+        assert list(entry) == ["values", "n_beta", "lambda", "lambda_se", "excess", "excess_se"]
+        assert entry["lambda"] == {nm: e.lambda_ for nm, e in got.lambdas.items()}
+        assert entry["excess"][PHASES[0]] == got.excess[PHASES[0]].tolist()
 
 
 def test_samplers_with_different_runs_combine(tmp_path):

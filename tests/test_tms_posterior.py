@@ -53,8 +53,8 @@ def test_sgld_llc_at_a_kgon_matches_the_quadratic_prediction(c, k, n_pos, lam):
     est = estimate_llc(jax.random.key(2), population, p, DUMMY,
                        LLCSettings(num_chains=4, num_steps=8000, num_burnin=2000, step_size=eps,
                                        localization=gamma, n_beta=nb))
-    assert abs(est.estimate - want) < 4 * est.se + 0.05 * want
-    assert est.accept_prob.min() > 0.95
+    assert abs(est.lambda_ - want) < 4 * est.se + 0.05 * want
+    assert est.details.accept_prob.min() > 0.95
 
 
 def test_sgld_llc_at_the_square_matches_the_sandwich_lambda():
@@ -69,8 +69,8 @@ def test_sgld_llc_at_the_square_matches_the_sandwich_lambda():
     est = estimate_llc(jax.random.key(2), population, refined_kgon(4, 4), DUMMY,
                        LLCSettings(num_chains=8, num_steps=20000, num_burnin=5000, step_size=5e-6,
                                        localization=1.0, n_beta=1e4))
-    assert abs(est.estimate - 5.5) < 4 * est.se + 0.05 * 5.5
-    assert est.estimate - 4 * est.se > 4.0
+    assert abs(est.lambda_ - 5.5) < 4 * est.se + 0.05 * 5.5
+    assert est.lambda_ - 4 * est.se > 4.0
 
 
 def test_estimate_llc_and_smc_run_on_the_empirical_loss():
@@ -79,7 +79,7 @@ def test_estimate_llc_and_smc_run_on_the_empirical_loss():
     x = sample_inputs(jax.random.key(0), 200, 4)
     est = estimate_llc(jax.random.key(1), empirical_loss, refined_kgon(4, 4), x,
                        LLCSettings(num_chains=2, num_steps=300, num_burnin=100, step_size=1e-4))
-    assert est.loss_trace.shape == (2, 200) and np.isfinite(est.estimate)
+    assert est.details.loss_trace.shape == (2, 200) and np.isfinite(est.lambda_)
     curve = smc_free_energy_curve(jax.random.key(3), flat_empirical_loss, 12, 200.0,
                                   SMCSettings(num_particles=64, num_mcmc_steps=2, num_leapfrog=4, max_stages=40),
                                   num_runs=2, data=x)

@@ -159,7 +159,7 @@ def test_sgld_on_a_quadratic_is_quadratic_llc_within_its_standard_error():
     out = estimate_llc(jax.random.PRNGKey(7), _quadratic_loss(h), jnp.zeros(4), jnp.zeros((5, 1)), s)
     exact = TL.quadratic_llc(np.asarray(h), nb, gamma, eps)
     continuous = TL.quadratic_llc(np.asarray(h), nb, gamma, 0.0)
-    assert abs(out.estimate - exact) < 4 * out.se, (out.estimate, out.se, exact)
+    assert abs(out.lambda_ - exact) < 4 * out.se, (out.lambda_, out.se, exact)
     assert abs(continuous - exact) > 6 * out.se
 
 
@@ -174,9 +174,9 @@ def test_llc_at_checkpoints_is_estimate_llc_at_each_center(adam):
     est, se, acc = TL.llc_at_checkpoints(keys, jnp.asarray(centers), data, s)
     for j in range(4):
         ref = estimate_llc(keys[j], sorted_empirical_loss, jnp.asarray(centers[j]), data, s)
-        assert est[j] == pytest.approx(ref.estimate, rel=1e-9, abs=1e-9)
+        assert est[j] == pytest.approx(ref.lambda_, rel=1e-9, abs=1e-9)
         assert se[j] == pytest.approx(ref.se, rel=1e-9, abs=1e-9)
-        assert acc[j] == pytest.approx(float(np.mean(ref.accept_prob)), rel=1e-9)
+        assert acc[j] == pytest.approx(float(np.mean(ref.details.accept_prob)), rel=1e-9)
 
 
 def test_llc_along_training_keys_and_chunks(adam, monkeypatch):

@@ -256,7 +256,7 @@ def run(r: Resolved, key, ctx) -> Output:
         warnings += estimand_disagreement(c.settings.name, estimators)
         source = next(iter(shown))
         row = {"name": c.settings.name, "family": c.settings.family, "num_params": c.num_params, "n": c.settings.n,
-               "lambda_exact": c.lambda_exact, "m_exact": c.m_exact, "t_range": list(fits[0].t_range),
+               "lambda_exact": c.lambda_exact, "m_exact": c.m_exact, "t_range": list(fits[0].window),
                "grad_evals": 0 if r.smc is None else curve.grad_evals, "estimators": estimators, "curve": source}
         if c.phase is not None:
             row["phase"] = phase_check(c, curve, cv, warnings)
@@ -264,11 +264,11 @@ def run(r: Resolved, key, ctx) -> Output:
             row["symmetry_moves"] = moves is not None
             exact = exact_free_energy(c, run_data)
             if exact is not None:
-                row["exact_check"] = exact_free_energy_check(c.settings.name, exact, curve, fits[0].t_range, warnings)
+                row["exact_check"] = exact_free_energy_check(c.settings.name, exact, curve, fits[0].window, warnings)
         if c.settings.reference is not None:
             row["reference"] = c.settings.reference.model_dump()
         rows.append(row)
-        curves.append(shown[source]._replace(particles=None))
+        curves.append(shown[source]._replace(particles=None, draw_loss=None))
     from ..plots import lambda_curve_figure
 
     fig = lambda_curve_figure(rows, curves)

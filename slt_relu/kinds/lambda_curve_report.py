@@ -11,15 +11,17 @@ GIBBS_ESTIMATOR = "gibbs_tempered_loss"
 ESTIMAND_READINGS = ("tempered_loss", GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR)   # the readings of t E_t[L]
 
 
-def estimate_entry(fit) -> dict:
-    """An estimator's entry of a case's metrics from its :class:`LambdaFit`."""
-    return {"lambda": fit.lambda_, "lambda_se": fit.lambda_se, "lambda_se_runs": fit.lambda_se_runs, "m": fit.m,
-            "m_candidates": list(fit.m_candidates),
-            "lambda_by_m": {str(k): v for k, v in fit.lambda_by_m.items()},
-            "lambda_se_by_m": {str(k): v for k, v in fit.lambda_se_by_m.items()},
-            "chi2_by_m": {str(k): v for k, v in fit.chi2_by_m.items()},
-            "residual_p": fit.residual_p, "reason": fit.reason, "t_range": list(fit.t_range), "loss_min": fit.loss_min,
-            "run_loss_min": list(fit.run_loss_min)}
+def estimate_entry(est) -> dict:
+    """An estimator's entry of a case's metrics from its asymptotic fit (a ``LambdaEstimate`` of
+    ``fit_learning_coefficient``, details ``AsymptoticFit``)."""
+    d = est.details
+    return {"lambda": est.lambda_, "lambda_se": est.se, "lambda_se_runs": d.lambda_se_runs, "m": est.m,
+            "m_candidates": list(d.m_candidates),
+            "lambda_by_m": {str(k): v for k, v in d.lambda_by_m.items()},
+            "lambda_se_by_m": {str(k): v for k, v in d.lambda_se_by_m.items()},
+            "chi2_by_m": {str(k): v for k, v in d.chi2_by_m.items()},
+            "residual_p": d.residual_p, "reason": est.m_reason, "t_range": list(est.window), "loss_min": d.loss_min,
+            "run_loss_min": list(d.run_loss_min)}
 
 
 def estimand_disagreement(name: str, estimators: dict) -> list[str]:
@@ -114,7 +116,8 @@ def dataset(rows, curves):
     """Estimates along (case, estimator), curves along (case, run, stage) NaN-padded."""
     import xarray as xr
 
-    from ..posterior.free_energy_curve import ESTIMATORS, stack_curves
+    from ..posterior.free_energy_curve import ESTIMATORS
+    from ..posterior.learning_coefficient import stack_curves
 
     names = [e for e in ESTIMATORS + (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR) if any(e in row["estimators"] for row in rows)]
     value = lambda row, e, key: row["estimators"].get(e, {}).get(key)

@@ -45,10 +45,11 @@ def sgld_reading(key, c, sg, warnings: list):
 
     cv = c.curve
     t_max, decades = sg.window(cv)
-    curve, accept, step_scale = sgld_tempered_loss_curve(
+    sgld = sgld_tempered_loss_curve(
         key, c.loss, c.loss.true_point(), t_max, decades=decades, temperatures=sg.temperatures,
         chains=sg.chains, prior_std=cv.prior_std, accept_target=sg.accept_target, pilot_steps=sg.pilot_steps,
         num_steps=sg.num_steps, num_burnin=sg.num_burnin, thin=sg.thin)
+    curve, accept = sgld.curve, sgld.accept_prob
     finite = np.all(np.isfinite(curve.mean_loss), axis=1)             # a run: chain r at every t
     if not finite.all():
         if finite.sum() < 2:
@@ -56,9 +57,7 @@ def sgld_reading(key, c, sg, warnings: list):
                               f"(a chain without a finite mean loss): expected a smaller step (sgld.accept_target)")
         warnings.append(f"{c.settings.name}: {int(np.sum(~finite))} of SGLD's {finite.size} runs diverged at some t (a "
                         f"chain without a finite mean loss) and are left out of its fit (sgld.accept_target)")
-        curve = curve._replace(t=curve.t[finite], free_energy=curve.free_energy[finite],
-                               mean_loss=curve.mean_loss[finite], prior_mean_loss=curve.prior_mean_loss[finite])
-        accept = accept[finite]
+        curve, accept = curve.select_runs(finite), accept[finite]
     fit = fit_learning_coefficient(curve, "tempered_loss", loss_min=0.0, decades=decades, points=sg.temperatures,
                                    max_multiplicity=cv.max_multiplicity, min_stages=sg.temperatures)
     low = float(np.min(accept))
@@ -67,7 +66,7 @@ def sgld_reading(key, c, sg, warnings: list):
         warnings.append(f"{c.settings.name}: SGLD's mean MALA acceptance falls to {low:.3f} (at t = {where:.3g}): "
                         f"its step's bias may not be small (sgld.accept_target)")
     return curve, {**estimate_entry(fit), "grad_evals": curve.grad_evals, "accept_prob_min": low,
-                   "step_scale": [float(k) for k in step_scale]}, fit
+                   "step_scale": [float(k) for k in sgld.step_scale]}, fit
 
 
 def gibbs_reading(key, c, gs, run_data):

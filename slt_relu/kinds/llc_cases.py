@@ -80,13 +80,15 @@ def targets(c: Case, n: int, key):
 
 
 def case_result(c: Case, n: int, refine: bool, key) -> dict:
-    """One case: its rows, its beta sweeps and its arrays."""
+    """One case: its rows, its arrays and its SGLD estimates' traces (the kind's metrics rows, from the typed
+    results of ``slt_relu.posterior.llc`` and ``slt_relu.posterior.beta_sweep``)."""
     import jax
 
-    from ..posterior.llc import estimate_llc, minimize_loss, normal_crossing_expectation, rlct_from_beta_sweep, wbic
+    from ..posterior.beta_sweep import beta_sweep_curve, beta_sweep_lambda, wbic
+    from ..posterior.llc import estimate_llc, minimize_loss, normal_crossing_expectation
 
     cs = c.settings
-    rows, sweeps, arrays, draws = [], [], {}, []
+    rows, arrays, draws = [], {}, []
     k_data, k_sgld, k_nuts = jax.random.split(jax.random.fold_in(key, c.index), 3)
     g, b = cs.sgld.build(), cs.beta_sweep
     nuts = b.build()
@@ -98,41 +100,50 @@ def case_result(c: Case, n: int, refine: bool, key) -> dict:
             refined = {"loss_at_point": before, "loss_at_minimum": after}
         if "sgld" in c.methods:
             est = estimate_llc(k_sgld, loss, star, data, g)
+            d = est.details
             exact = None
             if cs.model == "monomial" and not cs.theta0 and len(cs.exponents) <= 3:
-                exact = normal_crossing_expectation(cs.exponents, est.n_beta, g.localization)
-            rows.append({"name": label, "true_lambda": lam, "estimate": est.estimate, "se": est.se, "method": "sgld",
-                         "exact_finite_n": exact, "refined": refined, "per_chain": est.per_chain,
-                         "accept_prob": float(np.mean(est.accept_prob)), "rhat": est.rhat,
-                         "rhat_nested": _rhat_nested(est.loss_trace), "n_beta": est.n_beta,
+                exact = normal_crossing_expectation(cs.exponents, d.n_beta, g.localization)
+            rows.append({"name": label, "true_lambda": lam, "estimate": est.lambda_, "se": est.se, "method": "sgld",
+                         "exact_finite_n": exact, "refined": refined, "per_chain": d.per_chain,
+                         "accept_prob": float(np.mean(d.accept_prob)), "rhat": d.rhat,
+                         "rhat_nested": _rhat_nested(d.loss_trace), "n_beta": d.n_beta,
                          "step_size": g.step_size, "localization": g.localization, "num_steps": g.num_steps,
-                         "warnings": est.warnings})
-            arrays[f"{label} sgld trace"] = est.n_beta * (est.loss_trace.mean(0) - est.init_loss)
-            draws.append({"label": label, **est._asdict()})
+                         "warnings": list(est.warnings)})
+            arrays[f"{label} sgld trace"] = d.n_beta * (d.loss_trace.mean(0) - d.init_loss)
+            draws.append({"label": label, "estimate": est.lambda_, "se": est.se, "warnings": list(est.warnings),
+                          **d._asdict()})
         if "beta_sweep" in c.methods:
-            bs = rlct_from_beta_sweep(k_nuts, loss, star if b.localization else init, data,
-                                      betas=np.asarray(b.factors) / math.log(n), chains_per_beta=b.chains_per_beta,
-                                      prior_std=b.prior_std, localization=b.localization, settings=nuts)
-            rhats = [_rhat(chains) for chains in bs.losses]
-            nested = [_rhat_nested(chains) for chains in bs.losses]
-            bad = [f"{beta:.3g}" for beta, r in zip(bs.betas, rhats) if r is not None and r > 1.05]
-            undefined = [f"{beta:.3g}" for beta, r in zip(bs.betas, rhats) if r is not None and np.isnan(r)]
-            warns = [f"R-hat of L_n above 1.05 at beta {', '.join(bad)} (NUTS chains disagree: E_beta[n L_n] is "
-                     "doubtful)"] if bad else []
-            if undefined:                           # NaN > 1.05 is False: said apart
-                warns.append(f"R-hat of L_n is NaN at beta {', '.join(undefined)}: undefined (non-finite or "
-                             "constant L_n)")
-            rows.append({"name": label, "true_lambda": lam, "estimate": bs.slope, "se": bs.slope_se,
-                         "method": "beta_sweep", "localization": b.localization, "betas": bs.betas,
-                         "expected_nl": bs.expected_nl, "expected_nl_se": bs.se, "intercept": bs.intercept,
-                         "rhat": rhats, "rhat_nested": nested, "warnings": warns})
-            sweeps.append({"label": label, "lambda": lam, **{k: v for k, v in bs._asdict().items() if k != "losses"}})
+            betas = np.asarray(b.factors) / math.log(n)
+            curve = beta_sweep_curve(k_nuts, loss, star if b.localization else init, data, betas=betas,
+                                     chains=b.chains_per_beta, prior_std=b.prior_std, localization=b.localization,
+                                     settings=nuts)
+            rows.append(beta_sweep_row(label, lam, b.localization, n, betas, curve, beta_sweep_lambda(curve)))
         if "wbic" in c.methods:
-            v, se = wbic(k_nuts, loss, init, data, chains_per_beta=b.chains_per_beta, prior_std=b.prior_std,
-                         settings=nuts)
+            w = wbic(k_nuts, loss, init, data, chains=b.chains_per_beta, prior_std=b.prior_std, settings=nuts)
             rows.append({"name": label, "true_lambda": lam, "estimate": None, "se": None, "method": "wbic",
-                         "wbic": v, "wbic_se": se})
-    return {"rows": rows, "sweeps": sweeps, "arrays": arrays, "draws": draws}
+                         "wbic": w.value, "wbic_se": w.se})
+    return {"rows": rows, "arrays": arrays, "draws": draws}
+
+
+def beta_sweep_row(label: str, lam, localization: float, n: int, betas, curve, est) -> dict:
+    """A beta sweep's metrics row from its curve and slope reading, in E_beta[n L_n] = n E_t[L_n] against 1 / beta
+    (``expected_nl``, ``expected_nl_se``, ``intercept`` n L*), with each beta's R-hat and nested R-hat of L_n over
+    the chains and their warnings."""
+    d = est.details
+    chains_at = [curve.draw_loss[:, k] for k in range(len(betas))]              # (chains, S) at each beta
+    rhats = [_rhat(chains) for chains in chains_at]
+    nested = [_rhat_nested(chains) for chains in chains_at]
+    bad = [f"{beta:.3g}" for beta, r in zip(betas, rhats) if r is not None and r > 1.05]
+    undefined = [f"{beta:.3g}" for beta, r in zip(betas, rhats) if r is not None and np.isnan(r)]
+    warns = [f"R-hat of L_n above 1.05 at beta {', '.join(bad)} (NUTS chains disagree: E_beta[n L_n] is "
+             "doubtful)"] if bad else []
+    if undefined:                           # NaN > 1.05 is False: said apart
+        warns.append(f"R-hat of L_n is NaN at beta {', '.join(undefined)}: undefined (non-finite or constant L_n)")
+    return {"name": label, "true_lambda": lam, "estimate": est.lambda_, "se": est.se, "method": "beta_sweep",
+            "localization": localization, "betas": betas, "expected_nl": n * d.mean_loss,
+            "expected_nl_se": n * d.mean_loss_se, "intercept": n * d.loss_min, "rhat": rhats, "rhat_nested": nested,
+            "warnings": warns}
 
 
 def _rhat(trace) -> float | None:

@@ -188,7 +188,7 @@ def _ident(pt: Point, s: Settings, seed: int) -> str:
 
 
 def run(r: Resolved, key, ctx):
-    from ..posterior.llc import BetaSweep, Calibration
+    from ..posterior.llc import Calibration
     from ..plots import beta_sweep_figure, llc_calibration_figure, llc_cases_figure
 
     s = r.settings
@@ -196,15 +196,13 @@ def run(r: Resolved, key, ctx):
                         checkpoints=ctx.checkpoints, progress=ctx.progress, label="cases", layout=ctx.layout)
     if ctx.layout[0]:                                   # not process 0: its cases are checkpointed, done
         return None
-    rows, sweeps, traces, draws = [], [], {}, []
+    rows, traces, draws = [], {}, []
     for pt in r.points:
         res = report.results[pt.index]
         if "calibration" in res:
             continue
         rows += res["rows"]
         draws += [(pt.index, k, d) for k, d in enumerate(res.get("draws", []))]
-        sweeps += [(sw["label"], BetaSweep(**{k: sw.get(k) for k in BetaSweep._fields}), sw["lambda"])
-                   for sw in res["sweeps"]]
         traces.update(res["arrays"])
     warnings = [f"{row['name']} ({row['method']}): {w}" for row in rows for w in row.get("warnings", [])]
     for row in rows:
@@ -214,6 +212,7 @@ def run(r: Resolved, key, ctx):
     metrics["draws"], draw_trees = _draws(s.save_draws, draws)
     figures = {"llc": llc_cases_figure([row for row in rows if row["estimate"] is not None],
                                        title="Learning coefficient")}
+    sweeps = [row for row in rows if row["method"] == "beta_sweep"]
     if sweeps:
         figures["beta_sweep"] = beta_sweep_figure(sweeps, n=s.llc.n)
     grid = None
@@ -264,7 +263,8 @@ def _draws(save: bool | None, draws: list) -> tuple[dict, dict]:
     """Each SGLD estimate's loss traces as ArviZ data (slt_relu.arviz_data.llc_tree), draws/case-NN-K.nc,
     when asked or when they take at most 50 MB: (what metrics.json says of them, {name: DataTree})."""
     from ..arviz_data import llc_tree
-    from ..posterior.llc import LLCEstimate
+    from ..posterior.learning_coefficient import LambdaEstimate
+    from ..posterior.llc import NO_M, LocalSGLD
     from .posterior_report import SAVE_DRAWS_MB
 
     mb = sum(np.asarray(d["loss_trace"]).nbytes for _, _, d in draws) / 2**20
@@ -273,8 +273,10 @@ def _draws(save: bool | None, draws: list) -> tuple[dict, dict]:
                else f"about {mb:.0f} MB > {SAVE_DRAWS_MB} MB; set save_draws = true")
         return {"saved": False, "why": why}, {}
     trees = {}
-    for index, k, d in draws:
-        est = LLCEstimate(**{f: d[f] for f in LLCEstimate._fields})
+    for index, k, d in draws:                   # the estimate again, from its checkpointed numbers
+        nb = float(d["n_beta"])
+        est = LambdaEstimate(d["estimate"], d["se"], None, NO_M, "local_sgld", (nb, nb), tuple(d["warnings"]),
+                             LocalSGLD(**{f: d[f] for f in LocalSGLD._fields}))
         trees[f"case-{index:02d}-{k}"] = llc_tree(est, {"case": d["label"]})
     return {"saved": True, "files": [f"draws/{name}.nc" for name in trees], "megabytes": round(mb, 1)}, trees
 

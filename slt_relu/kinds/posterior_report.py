@@ -155,6 +155,16 @@ def convergence_warnings(c: dict, where: str) -> list[str]:
             f"({need})" + (": " + "; ".join(parts) if parts else "")]
 
 
+def lambda_entry(p) -> dict:
+    """metrics.json's entry of the phases' lambdas at one value of the other sweep axes (a ``PhaseLambdas`` of
+    ``slt_relu.posterior.sweep_results.lambda_along_beta``): values, n_beta, lambda and lambda_se by phase, excess and
+    excess_se by phase along n beta."""
+    return {"values": p.values, "n_beta": np.asarray(p.n_beta).tolist(),
+            "lambda": {nm: e.lambda_ for nm, e in p.lambdas.items()}, "lambda_se": {nm: e.se for nm, e in p.lambdas.items()},
+            "excess": {nm: np.asarray(v).tolist() for nm, v in p.excess.items()},
+            "excess_se": {nm: np.asarray(v).tolist() for nm, v in p.excess_se.items()}}
+
+
 def analyze(r, results: dict, compare_points: list | None = None, compare: dict | None = None):
     """A posterior sweep's Output (``slt_relu.kinds.kind``) from its points' results (and the [compare]
     sampler's on the same data sets): metrics.json, results.nc (the sweep as one Dataset,
@@ -182,7 +192,7 @@ def analyze(r, results: dict, compare_points: list | None = None, compare: dict 
     metrics["sampler_totals"] = {"grad_evals": sum(row["diagnostics"]["grad_evals"] for row in rows),
                                  "draws": int(sum(np.size(results[pt.index]["loss"]) for pt in r.points))}
     if "posterior.beta" in r.sweep and "free_energy" in metrics:
-        metrics["lambda_from_free_energy"] = lambda_along_beta(ds, r.sweep)
+        metrics["lambda_from_free_energy"] = [lambda_entry(p) for p in lambda_along_beta(ds, r.sweep)]
     runs = [("", r.points, results, params_per_point)]
     cds = None
     if compare is not None:

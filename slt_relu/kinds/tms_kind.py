@@ -158,20 +158,36 @@ def run(r: Resolved, key, ctx) -> Output:
         name = f"c = {row['c']} {row['k']}-gon {row['variant']}".rstrip()
         params = refined_kgon(row["c"], row["k"], row["n_positive"])
         try:
-            curve, est, warn = kgon_lambda(jax.random.fold_in(key, i), params, s.smc.build(), prior_std=e.prior_std,
-                                           radius=e.radius, t_max=e.t_max, decades=e.decades, runs=e.runs,
-                                           estimator=e.estimator, max_multiplicity=e.max_multiplicity)
+            est = kgon_lambda(jax.random.fold_in(key, i), params, s.smc.build(), prior_std=e.prior_std,
+                              radius=e.radius, t_max=e.t_max, decades=e.decades, runs=e.runs,
+                              estimator=e.estimator, max_multiplicity=e.max_multiplicity)
         except ValueError as err:               # too few stages in the window: the settings' doing
             raise ConfigError(f"{name}: {err}; see smc.target_ess, estimate.decades") from None
-        row.update(est)
+        row.update(_estimate_entry(est))
         row["verdict"], row["z"] = verdict(row["lambda"], row["lambda_se"], row["lambda_exact"])
-        warnings += [f"{name}: {w}" for w in warn]
-        curves.append(curve)
+        warnings += [f"{name}: {w}" for w in est.warnings]
+        curves.append(est.details.curve)
     estimated = [rows[i] for i in chosen]
     metrics = {"kgons": rows, "region": {"prior_std": e.prior_std, "radius": e.radius, "t_max": e.t_max,
                                          "decades": e.decades, "runs": e.runs},
                "warnings": warnings}
     return Output(metrics, _dataset(rows, chosen, curves), _figures(rows, estimated, curves))
+
+
+def _estimate_entry(est) -> dict:
+    """A k-gon row's ``lambda``, ``lambda_se`` and ``fit`` from :func:`~slt_relu.tms.local_lambda.kgon_lambda`'s
+    estimate (its details: the window's halves, every estimator's reading, the region's check)."""
+    d = est.details
+    half = lambda h, key: None if h is None else getattr(h, key)
+    return {"lambda": est.lambda_, "lambda_se": est.se,
+            "fit": {"estimator": d.estimator, "t_range": list(est.window), "m": est.m, "reason": est.m_reason,
+                    "lambda_lower_half": half(d.lower_half, "lambda_"), "lambda_lower_half_se": half(d.lower_half, "se"),
+                    "lambda_upper_half": half(d.upper_half, "lambda_"), "lambda_upper_half_se": half(d.upper_half, "se"),
+                    "drift_z": d.drift_z,
+                    "estimators": {name: {"lambda": f.lambda_, "lambda_se": f.se, "m": f.m, "reason": f.m_reason}
+                                   for name, f in d.by_estimator.items()},
+                    "grad_evals": d.curve.grad_evals, "region_min_loss": d.region_min_loss,
+                    "num_params": d.num_params, "pinned": d.pinned, "folded": d.folded}}
 
 
 def _figures(rows, estimated, curves) -> dict:
@@ -211,7 +227,7 @@ def _dataset(rows, chosen, curves):
                 "variant": ("row", [row["variant"] for row in rows]),
                 "critical_kind": ("row", [row["kind"] for row in rows])})
     if curves:
-        from ..posterior.free_energy_curve import stack_curves
+        from ..posterior.learning_coefficient import stack_curves
 
         dims = ("estimated", "run", "stage")
         ds = ds.assign({"t": (dims, stack_curves(curves, "t")),

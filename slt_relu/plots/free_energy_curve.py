@@ -31,7 +31,7 @@ def lambda_curve_figure(rows: list, curves: list):
     Args:
         rows: the kind's metrics rows (name, lambda_exact, m_exact, estimators: {name: {lambda, lambda_se, m,
             optionally lambda_by_m, lambda_se_by_m}}, optionally reference: {name, estimate, se}).
-        curves: their :class:`slt_relu.posterior.free_energy_curve.FreeEnergyCurve`, one per row.
+        curves: their :class:`slt_relu.TemperedCurve`, one per row.
 
     Returns:
         the Figure.

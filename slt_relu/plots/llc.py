@@ -51,15 +51,27 @@ def llc_cases_figure(rows, *, title: str, ax=None):
     return fig
 
 
-def beta_sweep_figure(sweeps, *, n: int):
-    """E_beta[n L_n] against 1/beta per case with the weighted least-squares line (slope = lambda)."""
-    fig, axes, nrows = panel_grid(len(sweeps), 3.6, 3.4)
-    for ax, (label, bs, lam) in zip(axes.flat, sweeps):
-        t = 1 / np.asarray(bs.betas)
-        v = np.asarray(bs.expected_nl) - bs.intercept
-        ax.errorbar(t, v, yerr=2 * np.asarray(bs.se), fmt="o", capsize=3, color="C0", label="E_beta[n L_n] +- 2 se")
+def beta_sweep_figure(rows, *, n: int):
+    """E_beta[n L_n] against 1/beta per case with the weighted least-squares line (slope = lambda):
+    E_beta[n L_n] = n E_t[L_n] at t = n beta, ``slt_relu.posterior.beta_sweep``.
+
+    Args:
+        rows: one per case: the ``learning_coefficient`` kind's beta_sweep rows (name, true_lambda (a number or
+            not), estimate and se (the slope), betas (B,), expected_nl (B,), expected_nl_se (B,), intercept).
+        n: the data sets' size.
+
+    Returns:
+        the Figure.
+    """
+    fig, axes, nrows = panel_grid(len(rows), 3.6, 3.4)
+    for ax, row in zip(axes.flat, rows):
+        lam, slope, slope_se = row["true_lambda"], row["estimate"], row["se"]
+        t = 1 / np.asarray(row["betas"])
+        v = np.asarray(row["expected_nl"]) - row["intercept"]
+        ax.errorbar(t, v, yerr=2 * np.asarray(row["expected_nl_se"]), fmt="o", capsize=3, color="C0",
+                    label="E_beta[n L_n] +- 2 se")
         tt = np.linspace(0, t.max() * 1.05, 50)
-        ax.plot(tt, bs.slope * tt, "-", color="C1", label="weighted least squares (slope = lambda_hat)")
+        ax.plot(tt, slope * tt, "-", color="C1", label="weighted least squares (slope = lambda_hat)")
         known = ""
         if isinstance(lam, (int, float)):
             ax.plot(tt, lam * tt, "k--", lw=1, label="known lambda")
@@ -67,7 +79,7 @@ def beta_sweep_figure(sweeps, *, n: int):
         ax.axvline(math.log(n), color="gray", ls=":", lw=1)
         ax.set_xlabel("1 / beta (dotted: log n)")
         ax.set_ylabel("E_beta[n L_n] - intercept")
-        ax.set_title(wrap(label, 3.4, 8) + f"\nslope {bs.slope:.3f} +- {bs.slope_se:.3f}{known}", fontsize=8)
+        ax.set_title(wrap(row["name"], 3.4, 8) + f"\nslope {slope:.3f} +- {slope_se:.3f}{known}", fontsize=8)
         ax.grid(alpha=0.3)
     figure_legend(fig, axes=axes.flat)
     return finish_panels(fig, f"beta sweep: E_beta[n L_n] = n L_n(w0) + lambda / beta (n = {n})", nrows)

@@ -73,7 +73,7 @@ def tms_lambda_figure(rows: list, curves: list, *, title: str = "lambda per k-go
     Args:
         rows: the kind's metrics rows of the estimated k-gons (c, k, variant, lambda, lambda_se, lambda_exact
             (None where there is none), fit.t_range).
-        curves: their :class:`slt_relu.posterior.free_energy_curve.FreeEnergyCurve`, one per row.
+        curves: their :class:`slt_relu.TemperedCurve`, one per row.
 
     Returns:
         the Figure.

@@ -6,13 +6,18 @@
 - ``sample``: many chains (NUTS, HMC) or SMC runs of it, each on its own data set;
 - ``grid``: the exact posterior of one or two free parameters, by quadrature;
 - ``masses``: phase masses with their errors (data sets, runs pooled by their evidence), crossovers;
-- ``evidence``: log Z and free energies from SMC runs, learning coefficients from their slopes;
+- ``evidence``: log Z and free energies from SMC runs, each phase's lambda from their slopes;
 - ``stopping``: SMC's stopping rule: more independent runs, or runs with more particles, until a point's runs agree;
 - ``nested``: nested sampling's log Z, a second estimator;
-- ``llc``: the local learning coefficient (SGLD), beta sweeps, WBIC;
-- ``free_energy_curve``: lambda and m from SMC's free-energy curve F(t) (three estimators);
+- ``learning_coefficient``: the one curve type every curve builder returns (``TemperedCurve``), the one estimate
+  type every reader of lambda returns (``LambdaEstimate``), the least squares every reader fits with;
+- ``free_energy_curve``: SMC's free-energy curve F(t), and lambda and m read off any curve by their asymptotic form
+  (three estimators);
+- ``estimand_curve``: an MCMC sampler's estimand t E_t[L] at several t (NUTS, SGLD) as a curve;
+- ``llc``: the local learning coefficient (SGLD) at one t;
+- ``beta_sweep``: the NUTS beta sweep's curve and its slope reading, WBIC;
+- ``linear_gibbs``: the exact Gibbs sampler of deep linear networks and its curve;
 - ``exact_free_energy``: exact F(t) of losses with a known lambda, by quadrature, and SMC's curves against them;
-- ``estimand_curve``: the same from an MCMC sampler's estimand t E_t[L] at several t (NUTS, SGLD);
 - ``observables``: the local posterior's observables on any sampler's draws: Bayesian influence functions
   (posterior covariances of per-sample losses) and susceptibilities, with jackknife errors over chains.
 """

@@ -1,21 +1,22 @@
 """The estimand of ``estimate_llc`` and WBIC, t E_t[L], by MCMC at several inverse temperatures: a curve
-that :func:`~slt_relu.posterior.free_energy_curve.fit_learning_coefficient` reads (estimator
-``"tempered_loss"``), so that lambda and m come from an MCMC sampler's estimand the same way they come
-from SMC's bridge.
+(a :class:`~slt_relu.posterior.learning_coefficient.TemperedCurve`) that
+:func:`~slt_relu.posterior.free_energy_curve.fit_learning_coefficient` reads (estimator ``"tempered_loss"``), so that
+lambda and m come from an MCMC sampler's estimand the same way they come from SMC's bridge.
 
 At one t the estimand sits below lambda by (m - 1) / log t plus slowly decaying powers of t; over a window
 of several decades its shape identifies both (Watanabe 2009, Section 6.2; ``free_energy_curve``):
 
     t E_t[L] = t L* + lambda - (m - 1) / log t - c2 / log^2 t + ...
 
-G inverse temperatures t_g = t_max 10^(-decades (G - 1 - g) / (G - 1)) (log-spaced, the window's ends
-included), and R independent chains at each (all G R chains in one program,
-:func:`slt_relu.posterior.llc.tempered_sample`, from random starts in the prior's box).  Run r of the curve
-is chain r at every t_g: its mean of L over its kept draws.  The runs' spread at each t is the fit's
-standard error, so a chain that settles on a branch of the singular set other than the one that carries
-the posterior's mass (a chain at large t does not leave the basin it reached during warm-up) widens the
-error instead of hiding in it.  The runs have no free energy (F needs the evidence): only the
-``"tempered_loss"`` estimator applies.
+:func:`tempered_loss_curve` runs R independent NUTS chains at each of given inverse temperatures (all in one
+program, on :class:`~slt_relu.posterior.target.TemperedTarget`; the beta sweep's t = n beta are such temperatures:
+``slt_relu.posterior.beta_sweep``); :func:`mcmc_tempered_loss_curve` runs it at G inverse temperatures
+t_g = t_max 10^(-decades (G - 1 - g) / (G - 1)) (log-spaced, the window's ends included), from random starts in the
+prior's box.  Run r of the curve is chain r at every t_g: its mean of L over its kept draws (the draws themselves in
+``draw_loss``).  The runs' spread at each t is the fit's standard error, so a chain that settles on a branch of the
+singular set other than the one that carries the posterior's mass (a chain at large t does not leave the basin it
+reached during warm-up) widens the error instead of hiding in it.  The runs have no free energy (F needs the
+evidence): of the asymptotic fit's estimators only ``"tempered_loss"`` applies.
 
 :func:`sgld_tempered_loss_curve` is the same curve by SGLD, the sampler of
 :func:`~slt_relu.posterior.llc.estimate_llc`: full-batch Langevin steps from a point w* of the true set (its chains
@@ -36,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .free_energy_curve import FreeEnergyCurve
+from .learning_coefficient import TemperedCurve
 
 
 def _temperatures(t_max, decades, temperatures: int) -> np.ndarray:
@@ -51,10 +52,86 @@ def _temperatures(t_max, decades, temperatures: int) -> np.ndarray:
     return np.logspace(math.log10(t_max) - decades, math.log10(t_max), temperatures)
 
 
+def tempered_loss_curve(key, loss_fn, params_init, data, t, *, chains: int = 4, prior_std: float = 1.0,
+                        localization: float = 0.0, settings=None, init_radius: float = 2.0,
+                        devices=None) -> TemperedCurve:
+    """E_t[L] by NUTS (or HMC) at each inverse temperature t >= 0 in ``t`` (K,), ``chains`` independent chains at each,
+    all in one program (``slt_relu.sampling.sample``), on :class:`~slt_relu.posterior.target.TemperedTarget`:
+
+        p_t(w) proportional to N(w; 0, prior_std^2 I) exp(-t L(w; data))          (localization = 0),
+        p_t(w) proportional to exp(-t L(w; data) - (gamma / 2) |w - w*|^2)        (localization gamma > 0).
+
+    The localized posterior (Lau et al. 2023, as ``estimate_llc``'s, without a prior) is centred at
+    w* = params_init and its chains start there; the global one's chains start uniformly in
+    [-init_radius, init_radius] on every coordinate.
+
+    Args:
+        key: a PRNG key.
+        loss_fn: L(params, data) -> scalar mean loss, any JAX function of a parameter pytree and a data pytree whose
+            leaves share a leading axis n.
+        params_init: a parameter pytree: w* of the localized posterior, else only its structure counts.
+        data: the data pytree.
+        t: (K,) inverse temperatures n beta >= 0 (0: the prior, for thermodynamic integration).
+        chains: R chains per temperature (the curve's runs).
+        prior_std: the global posterior's prior N(0, prior_std^2 I).
+        localization: gamma >= 0 (0: the global posterior).
+        settings: NUTSSettings or HMCSettings (default NUTSSettings()).
+        init_radius: the global chains' starting box.
+        devices: to shard the chains over (default jax.local_devices()).
+
+    Returns:
+        :class:`~slt_relu.posterior.learning_coefficient.TemperedCurve` with ``t`` (R, K) the temperatures of every
+        run, ``mean_loss`` (R, K) chain r's mean L at t_k, ``draw_loss`` (R, K, S) L at every kept draw (computed in
+        chunks, :meth:`~slt_relu.posterior.target.TemperedTarget.losses_at`), ``grad_evals`` the gradients of all
+        chains; ``free_energy`` and ``prior_mean_loss`` NaN, no particles.
+
+    References:
+        Hoffman and Gelman 2014 (NUTS); Lau, Furman, Wang, Murfet, Wei 2023 (the localized posterior).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from ..network import check_count, check_number
+    from ..pytree import unravel_fn
+    from ..sampling import HMCSettings, NUTSSettings, broadcast_chains, check_keys, sample
+    from .prior import Prior
+    from .target import TemperedTarget, num_data
+
+    key = check_keys(key, "key", batch_ndim=0)
+    settings = NUTSSettings() if settings is None else settings
+    if type(settings) not in (NUTSSettings, HMCSettings):
+        raise TypeError(f"settings: expected NUTSSettings or HMCSettings, got {type(settings).__name__}")
+    num_data(data)
+    check_number(t, "t", nonnegative=True)                      # t = 0: the prior (thermodynamic integration)
+    chains = check_count(chains, "chains")
+    check_number(prior_std, "prior_std")
+    check_number(localization, "localization", nonnegative=True)
+    check_number(init_radius, "init_radius")
+    flat0, unravel = unravel_fn(params_init)
+    t = np.asarray(t, np.float64).reshape(-1)
+    K = t.shape[0]
+    C = K * chains
+    k_init, k_run = jax.random.split(key)
+    if localization:
+        z0 = jnp.broadcast_to(flat0, (C, flat0.size))
+    else:
+        z0 = jax.random.uniform(k_init, (C, flat0.size), flat0.dtype, -init_radius, init_radius)
+    target = TemperedTarget(loss_fn, unravel, None if localization else Prior.normal(float(prior_std)))
+    args = broadcast_chains(C, data) + (jnp.repeat(jnp.asarray(t, flat0.dtype), chains),)
+    if localization:
+        args += (jnp.full(C, localization, flat0.dtype),) + broadcast_chains(C, flat0)
+    out = sample(jax.random.split(k_run, C), target, z0, args, settings, devices=devices)
+    draw_loss = np.asarray(target.losses_at(out.z, data), np.float64).reshape(K, chains, -1).transpose(1, 0, 2)
+    nan = np.full((chains, K), np.nan)
+    return TemperedCurve(np.broadcast_to(t, (chains, K)).copy(), nan, draw_loss.mean(-1), np.full(chains, np.nan),
+                         int(np.sum(out.grad_evals)), None, draw_loss)
+
+
 def mcmc_tempered_loss_curve(key, loss, dim: int, t_max: float, *, decades: float = 3.0, temperatures: int = 8,
-                             chains: int = 8, prior_std: float = 1.0, settings=None, data=None) -> FreeEnergyCurve:
+                             chains: int = 8, prior_std: float = 1.0, settings=None, data=None) -> TemperedCurve:
     """t E_t[L] by MCMC at ``temperatures`` log-spaced t over the last ``decades`` decades up to t_max
-    (module docstring), ``chains`` independent chains at each, under the prior N(0, prior_std^2 I):
+    (module docstring), ``chains`` independent chains at each, under the prior N(0, prior_std^2 I)
+    (:func:`tempered_loss_curve` at those t):
 
         p_t(w) proportional to phi(w) exp(-t L(w; data)).
 
@@ -73,14 +150,13 @@ def mcmc_tempered_loss_curve(key, loss, dim: int, t_max: float, *, decades: floa
         data: a pytree with a leading axis n, shared by the chains, or None.
 
     Returns:
-        :class:`~slt_relu.posterior.free_energy_curve.FreeEnergyCurve` with R = chains runs at the G
-        temperatures: ``t`` (R, G), ``mean_loss`` (R, G) each chain's mean L, ``free_energy`` and
-        ``prior_mean_loss`` NaN, ``grad_evals`` the gradients of all chains, no particles.
+        :class:`~slt_relu.posterior.learning_coefficient.TemperedCurve` with R = chains runs at the G
+        temperatures: ``t`` (R, G), ``mean_loss`` (R, G) each chain's mean L, ``draw_loss`` (R, G, S),
+        ``free_energy`` and ``prior_mean_loss`` NaN, ``grad_evals`` the gradients of all chains, no particles.
     """
     import jax.numpy as jnp
 
     from ..network import check_count
-    from .llc import tempered_sample
 
     dim = check_count(dim, "dim")
     temperatures = check_count(temperatures, "temperatures", 2)
@@ -88,17 +164,25 @@ def mcmc_tempered_loss_curve(key, loss, dim: int, t_max: float, *, decades: floa
     t = _temperatures(t_max, decades, temperatures)
     dtype = jnp.zeros(()).dtype
     data = jnp.zeros((1,), dtype) if data is None else data
-    losses, draws = tempered_sample(key, loss, jnp.zeros(dim, dtype), data, t, chains_per_beta=chains,
-                                    prior_std=prior_std, settings=settings)
-    mean_loss = losses.astype(np.float64).mean(-1).T                       # (R, G)
-    nan = np.full(mean_loss.shape, np.nan)
-    return FreeEnergyCurve(np.broadcast_to(t, mean_loss.shape).copy(), nan, mean_loss, np.full(chains, np.nan),
-                           int(np.sum(draws.grad_evals)))
-
-
+    return tempered_loss_curve(key, loss, jnp.zeros(dim, dtype), data, t, chains=chains, prior_std=prior_std,
+                               settings=settings)
 
 
 STEP_LADDER = tuple(10.0 ** (k / 2) for k in range(-6, 11))      # t eps_t from 1e-3 to 1e5, half a decade apart
+
+
+class SGLDCurve(NamedTuple):
+    """:func:`sgld_tempered_loss_curve`'s curve and what its steps were.
+
+    Attributes:
+        curve: the :class:`~slt_relu.posterior.learning_coefficient.TemperedCurve` (R runs at G temperatures).
+        accept_prob: (R, G) each chain's mean MALA acceptance after its burn-in.
+        step_scale: (G,) t eps_t at each t.
+    """
+
+    curve: TemperedCurve
+    accept_prob: np.ndarray
+    step_scale: np.ndarray
 
 
 class _Rescaled(NamedTuple):
@@ -148,7 +232,7 @@ def choose_steps(accept, target: float) -> np.ndarray:
 def sgld_tempered_loss_curve(key, loss, start, t_max: float, *, decades: float = 3.0, temperatures: int = 8,
                              chains: int = 8, prior_std: float = 1.0, step_scale: float | None = None,
                              accept_target: float = 0.999, pilot_steps: int = 2_000, num_steps: int = 10_000,
-                             num_burnin: int = 2_000, thin: int = 10, data=None):
+                             num_burnin: int = 2_000, thin: int = 10, data=None) -> SGLDCurve:
     """t E_t[L] by full-batch SGLD at ``temperatures`` log-spaced t over the last ``decades`` decades up to t_max,
     ``chains`` chains at each, every chain from ``start`` (w*, a point of the true set), on
 
@@ -177,10 +261,14 @@ def sgld_tempered_loss_curve(key, loss, start, t_max: float, *, decades: float =
         data: a pytree with a leading axis n, shared by the chains, or None.
 
     Returns:
-        (curve, accept_prob, step_scale): :class:`~slt_relu.posterior.free_energy_curve.FreeEnergyCurve` with
-        R = chains runs at the G temperatures (``mean_loss`` (R, G) each chain's mean L over its kept steps,
-        ``free_energy`` and ``prior_mean_loss`` NaN, ``grad_evals`` the gradients of all chains, pilots included),
-        (R, G) each chain's mean MALA acceptance after its burn-in, and (G,) t eps_t at each t.
+        :class:`SGLDCurve`: the :class:`~slt_relu.posterior.learning_coefficient.TemperedCurve` with R = chains runs
+        at the G temperatures (``mean_loss`` (R, G) each chain's mean L over its kept steps, ``draw_loss`` (R, G, S)
+        L at its kept steps, ``free_energy`` and ``prior_mean_loss`` NaN, ``grad_evals`` the gradients of all
+        chains, pilots included), each chain's mean MALA acceptance after its burn-in (R, G), and t eps_t at each t
+        (G,).
+
+    References:
+        Welling and Teh 2011 (SGLD); Lau, Furman, Wang, Murfet, Wei 2023 (its estimand at one t).
     """
     import jax
     import jax.numpy as jnp
@@ -237,5 +325,7 @@ def sgld_tempered_loss_curve(key, loss, start, t_max: float, *, decades: float =
     losses = np.asarray(target.losses_at(w, data), np.float64)           # (C, S)
     mean_loss = losses.mean(-1).reshape(temperatures, chains).T         # (R, G)
     nan = np.full(mean_loss.shape, np.nan)
-    curve = FreeEnergyCurve(np.broadcast_to(t, mean_loss.shape).copy(), nan, mean_loss, np.full(chains, np.nan), grads)
-    return curve, accept.reshape(temperatures, chains).T, kappa
+    draw_loss = losses.reshape(temperatures, chains, -1).transpose(1, 0, 2)
+    curve = TemperedCurve(np.broadcast_to(t, mean_loss.shape).copy(), nan, mean_loss, np.full(chains, np.nan), grads,
+                          None, draw_loss)
+    return SGLDCurve(curve, accept.reshape(temperatures, chains).T, kappa)

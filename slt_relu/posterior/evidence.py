@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .learning_coefficient import LambdaEstimate, weighted_least_squares
 from .masses import PhaseMasses, log_evidence_mcse, phase_masses
 
 
@@ -141,30 +142,71 @@ def thin_phase_warnings(masses: PhaseMasses, counted: int, where: str, what: str
             f"{counted} particles it is measured on in a run"]
 
 
-def free_energy_slopes(n_beta, phase_free_energy, min_loss):
+class PhaseSlope(NamedTuple):
+    """A phase's slope reading (the ``details`` of each estimate of :func:`free_energy_slopes`).
+
+    Attributes:
+        per_dataset: (K,) the slope of G = F_alpha - n beta L_min against log(n beta) on each data set.
+    """
+
+    per_dataset: np.ndarray
+
+
+class FreeEnergySlopes(NamedTuple):
+    """Each phase's lambda from its local free energy along n beta (:func:`free_energy_slopes`).
+
+    Attributes:
+        lambdas: one :class:`~slt_relu.posterior.learning_coefficient.LambdaEstimate` per phase (P), in the order of
+            the phases' axis.
+        excess: (B, K, P) G = F_alpha - n beta L_min at each n beta, data set and phase.
+    """
+
+    lambdas: tuple
+    excess: np.ndarray
+
+
+def free_energy_slopes(n_beta, phase_free_energy, min_loss) -> FreeEnergySlopes:
     """lambda_alpha from the growth of a phase's local free energy with n beta at fixed data:
 
         F_alpha(n beta) = n beta L_n(w_alpha) + lambda_alpha log(n beta) + O_p(log log n beta),
 
     w_alpha the minimum of L_n in the phase (DSLT3; Watanabe's free energy expansion restricted to
-    the phase's region).  n_beta: (B,) with the data sets fixed; phase_free_energy: (B, K, P);
-    min_loss: (B, K, P) the smallest L_n among the phase's particles on each data set (its minimum
-    over the B temperatures stands in for L_n(w_alpha); it lies above it, which adds a term linear
-    in n beta to G and biases the slope upward where a phase has few particles at the largest
-    n beta).  Per data set and phase the
-    least-squares slope of G = F_alpha - n beta L_min against log(n beta).  Returns (mean slope (P,),
-    its standard error across data sets (P,), G (B, K, P))."""
+    the phase's region).  Per data set and phase, the least-squares slope of G = F_alpha - n beta L_min
+    against log(n beta) (``learning_coefficient.weighted_least_squares``, unit weights); lambda_alpha is its mean
+    over the data sets, with their standard error.  L_min, the smallest L_n among the phase's particles on a data
+    set (its minimum over the B temperatures), stands in for L_n(w_alpha); it lies above it, which adds a term
+    linear in n beta to G and biases the slope upward where a phase has few particles at the largest n beta.
+
+    Args:
+        n_beta: (B,) the temperatures, the data sets fixed.
+        phase_free_energy: (B, K, P) F_alpha at each n beta, data set and phase (a non-finite value makes that data
+            set's slope, and so the phase's lambda, NaN).
+        min_loss: (B, K, P) the smallest L_n among the phase's particles.
+
+    Returns:
+        :class:`FreeEnergySlopes`: per phase a :class:`~slt_relu.posterior.learning_coefficient.LambdaEstimate`
+        (lambda_alpha, its standard error across data sets (NaN for one), m None, method
+        "phase_free_energy_slope", window (the smallest n beta, the largest), details :class:`PhaseSlope`), and G.
+
+    References:
+        Watanabe 2009 (the free energy's expansion); Carroll 2021, "Phase transitions in neural networks" (DSLT4: phases
+        and their local free energies).
+    """
     n_betas = np.asarray(n_beta, np.float64)
     F = np.asarray(phase_free_energy, np.float64)
     L = np.min(np.asarray(min_loss, np.float64), axis=0)                    # (K, P)
     G = F - n_betas[:, None, None] * L[None]
-    t = np.log(n_betas)
-    t = t - t.mean()
-    with np.errstate(invalid="ignore"):
-        slopes = np.tensordot(t, G - G.mean(0), axes=(0, 0)) / np.sum(t**2)     # (K, P)
-    K = slopes.shape[0]
-    se = slopes.std(0, ddof=1) / np.sqrt(K) if K > 1 else np.full(slopes.shape[1], np.nan)
-    return slopes.mean(0), se, G
+    B, K, P = G.shape
+    X = np.stack([np.ones(B), np.log(n_betas)], 1)
+    slopes = weighted_least_squares(X, G.reshape(B, K * P)).coef[1].reshape(K, P)
+    window = (float(n_betas.min()), float(n_betas.max()))
+    reason = "not read: the slope against log(n beta) leaves out the (m - 1) log log(n beta) term"
+    lambdas = []
+    for p in range(P):
+        se = float(np.std(slopes[:, p], ddof=1) / np.sqrt(K)) if K > 1 else float("nan")
+        lambdas.append(LambdaEstimate(float(np.mean(slopes[:, p])), se, None, reason, "phase_free_energy_slope", window,
+                                      (), PhaseSlope(slopes[:, p])))
+    return FreeEnergySlopes(tuple(lambdas), G)
 
 
 def evidence_summary(res: dict, rule, classified) -> dict:

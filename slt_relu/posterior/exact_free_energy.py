@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .free_energy_curve import FreeEnergyCurve
+from .learning_coefficient import TemperedCurve
 
 
 def _checked_t(t, prior_std):
@@ -191,7 +191,7 @@ class FreeEnergyCheck(NamedTuple):
     z: np.ndarray
 
 
-def check_free_energy(curve: FreeEnergyCurve, exact, t_lo: float, t_hi: float, points: int = 24) -> FreeEnergyCheck:
+def check_free_energy(curve: TemperedCurve, exact, t_lo: float, t_hi: float, points: int = 24) -> FreeEnergyCheck:
     """SMC's F(t) against an exact free energy at the t of SMC's stages: each run's residual F_r(t_k) - F(t_k) at its
     stages t_k in [t_lo, t_hi] (``exact`` evaluated there), then, since the runs' stages differ, the residuals
     interpolated to ``points`` log-spaced t of the window, where the runs give the mean residual and its standard
@@ -202,7 +202,7 @@ def check_free_energy(curve: FreeEnergyCurve, exact, t_lo: float, t_hi: float, p
     check sees.)
 
     Args:
-        curve: :class:`FreeEnergyCurve` of R >= 2 runs reaching t_hi.
+        curve: :class:`TemperedCurve` of R >= 2 runs reaching t_hi.
         exact: F(t) for an array of t (e.g. ``functools.partial(normal_crossing_free_energy, (1, 1))`` or
             ``functools.partial(reduced_rank_one_free_energy, 2, 2)``), or a sequence of R such functions, each
             run's own (each run its own data set: ``gaussian_free_energy`` with that run's H and g).

@@ -1,79 +1,72 @@
-"""The learning coefficient lambda and its multiplicity m from the free-energy curve F(t) = -log Z(t).
+"""The learning coefficient lambda and its multiplicity m read off a tempered curve by its asymptotic form, and
+tempered SMC's free-energy curve.
 
-For the tempered posterior at inverse temperature t = n beta of a loss L with minimum L* on the
-prior's support (K itself where there is no data),
+For the tempered posterior at inverse temperature t = n beta of a loss L with minimum L* on the prior's support
+(K itself where there is no data),
 
     Z(t) = int phi(w) exp(-t L(w)) dw  ~  C exp(-t L*) t^(-lambda) (log t)^(m - 1),
     F(t) = t L* + lambda log t - (m - 1) log log t + c + c2 / log t + o(1 / log t),
-    t E_t[L] = dF / dlog t = t L* + lambda - (m - 1) / log t - c2 / log^2 t + ...,
+    t E_t[L] = dF / dlog t = t L* + lambda - (m - 1) / log t - c2 / log^2 t + ...
 
-(Watanabe 2009, Theorem 6.1 and Section 6.2: the asymptotic expansion of Z; the c2 term is the
-next order of log(log t + c1) = log log t + c1 / log t - ..., which a fit must carry: without it,
-w1^2 w2^2 (lambda = 1/2, m = 2) over t = 1e3 .. 1e6 comes out 0.518 with m fixed and 0.485 with m
-free).  Tempered SMC computes F at every stage of its bridge from 0 to t_max in one run
-(``slt_relu.sampling.smc.SMCInfo``: ``log_evidence``, ``mean_slope``), so one run gives the whole
-curve, and three estimators read lambda off it:
+(Watanabe 2009, Theorem 6.1 and Section 6.2: the asymptotic expansion of Z; the c2 term is the next order of
+log(log t + c1) = log log t + c1 / log t - ..., which the fit carries: docs/concepts/learning_coefficient.md).
+Tempered SMC computes F at every stage of its bridge from 0 to t_max in one run (``slt_relu.sampling.smc.SMCInfo``:
+``log_evidence``, ``mean_slope``), so one run gives the whole curve (:func:`smc_free_energy_curve`), and
+:func:`fit_learning_coefficient` reads lambda off any :class:`~slt_relu.posterior.learning_coefficient.TemperedCurve`
+by three estimators:
 
 - ``"free_energy"``: F(t_k) at the stages;
-- ``"tempered_loss"``: the derivative form, t E_t[L] at the stages (the estimand of ``estimate_llc``
-  and WBIC at one t, here at every t of the curve);
-- ``"thermodynamic"``: F by thermodynamic integration of E_s[L] over s (trapezoids in log s), an
-  estimate of F independent of SMC's importance weights.
+- ``"tempered_loss"``: the derivative form, t E_t[L] at the stages (the estimand of ``estimate_llc`` and WBIC at
+  one t, here at every t of the curve; the one estimator of the MCMC curves, which have no F);
+- ``"thermodynamic"``: F by thermodynamic integration of E_s[L] over s (trapezoids in log s), an estimate of F
+  independent of SMC's importance weights.
 
-The fit (:func:`fit_learning_coefficient`), a stated rule:
+The fit, a stated rule:
 
-1. window: the last ``decades`` decades of t up to the smallest t_max of the runs (the asymptotic
-   form holds best at large t); each run's curve is interpolated (linearly in log t) at ``points``
-   log-spaced t in the window, so that the runs share a grid: the mean curve and, point by point,
-   its standard error over runs;
-2. m: for each candidate m = 1 .. ``max_multiplicity`` the derivative form t E_t[L] (whose points,
-   unlike F's cumulative sums, have nearly independent errors) is fitted to the mean curve by
-   weighted least squares (with c2 / log^2 t for m >= 2 only: for m = 1 the next terms are powers of
-   t); starting from m = 1, m grows while the next candidate lowers chi^2 by at least 9 (three
-   standard deviations of a one-parameter change).  The chosen m is identified only if (a) m + 1 fits
-   worse by at least 4 (m = 1: two standard deviations; where m = 2's -1 / log t barely changes over the
-   window, at large t or from noisy chains, the two fit alike and m = 1 would otherwise be read off
-   the noise) or by at least 9 (m >= 2, since the c2 term lets m + 1 mimic m over a short range of
-   1 / log t), (b) each half of the window, on its own, chooses the same m, and (c) lambda
-   with that m on the two halves agrees within 3 combined standard errors (else it still drifts along
-   t: the window is not asymptotic).  Otherwise m is None ("not identifiable at this range", the
-   reason says which test failed) and lambda is reported for the chosen m; ``lambda_by_m`` gives
-   lambda for every candidate;
-3. lambda: each run's curve of the chosen estimator is fitted with that m (least squares), and lambda
-   is the runs' mean with its standard error over runs s (their sd / sqrt(runs)).  Where m is not
-   identifiable, lambda's standard error also carries the choice of m: over the m's the rule could not
-   exclude (the chosen one, each half's, and m + 1 where it was not rejected and m < ``max_multiplicity``;
-   where these are the chosen m alone, e.g. lambda drifts but every part chooses the same m, the standard
-   error is s), lambda_se^2 = s^2 +
-   mean_k (lambda_k - lambda)^2, the mean square error of the reported lambda if m were any of them with
-   equal weight (lambda_k: the estimator's lambda at m = k).  A standard error over runs alone would
-   state a precision the fit does not have (lambda at m and m + 1 differ by about 1 / log t at the
-   window, often many times s).
-4. the residual check: chi^2 of the mean curve's residuals of that fit against the points' standard
-   errors; for F and its thermodynamic integral the points' errors are strongly correlated (cumulative
-   sums), so only ``tempered_loss`` has a meaningful p-value, which is reported for every estimator.
+1. window: the last ``decades`` decades of t up to the smallest t_max of the runs (the asymptotic form holds best
+   at large t); each run's curve is interpolated (linearly in log t) at ``points`` log-spaced t in the window, so
+   that the runs share a grid: the mean curve and, point by point, its standard error over runs;
+2. m: for each candidate m = 1 .. ``max_multiplicity`` the derivative form t E_t[L] (whose points, unlike F's
+   cumulative sums, have nearly independent errors) is fitted to the mean curve by weighted least squares (with
+   c2 / log^2 t for m >= 2 only: for m = 1 the next terms are powers of t); starting from m = 1, m grows while the
+   next candidate lowers chi^2 by at least 9 (three standard deviations of a one-parameter change).  The chosen m
+   is identified only if (a) m + 1 fits worse by at least 4 (m = 1: two standard deviations; where m = 2's
+   -1 / log t barely changes over the window, at large t or from noisy chains, the two fit alike and m = 1 would
+   otherwise be read off the noise) or by at least 9 (m >= 2, since the c2 term lets m + 1 mimic m over a short
+   range of 1 / log t), (b) each half of the window, on its own, chooses the same m, and (c) lambda with that m on
+   the two halves agrees within 3 combined standard errors (else it still drifts along t: the window is not
+   asymptotic).  Otherwise m is None ("not identifiable at this range", the reason says which test failed) and
+   lambda is reported for the chosen m; ``lambda_by_m`` gives lambda for every candidate;
+3. lambda: each run's curve of the chosen estimator is fitted with that m (least squares), and lambda is the runs'
+   mean with its standard error over runs s (their sd / sqrt(runs)).  Where m is not identifiable, lambda's
+   standard error also carries the choice of m: over the m's the rule could not exclude (the chosen one, each
+   half's, and m + 1 where it was not rejected and m < ``max_multiplicity``; where these are the chosen m alone,
+   e.g. lambda drifts but every part chooses the same m, the standard error is s),
+   lambda_se^2 = s^2 + mean_k (lambda_k - lambda)^2, the mean square error of the reported lambda if m were any of
+   them with equal weight (lambda_k: the estimator's lambda at m = k).  A standard error over runs alone would
+   state a precision the fit does not have (lambda at m and m + 1 differ by about 1 / log t at the window, often
+   many times s).
+4. the residual check: chi^2 of the mean curve's residuals of that fit against the points' standard errors; for F
+   and its thermodynamic integral the points' errors are strongly correlated (cumulative sums), so only
+   ``tempered_loss`` has a meaningful p-value, which is reported for every estimator.
 
-Estimating the correction terms takes range: the next pole's power t^(-(lambda2 - lambda)) fades only at large
-t, m's signal (m - 1) / log t shows best at small t, so a window over both (the known-lambda suite's: 1e3 .. 1e16)
-serves both; a pole as close as w1^4 w2^6's (a correction t^(-1/12)) needs t near 1e25 (readings by window:
-docs/experiments/known_lambda_suite.md).  The forms carry no such power: with its exponent free, the exact curves of
-the two-parameter crossings fit at the wrong m as well as at the right one (``benchmarks/known_lambda_windows.py
---part 5``), so m could not be identified at all.
+Choosing the window.  m's signal (m - 1) / log t shows best at small t, the next pole's power t^(-(lambda2 -
+lambda)) fades only at large t, so a population curve (L* given) is read over a window wide enough for both; the
+forms carry no power of t with a free exponent (with one, the exact curves of the two-parameter crossings fit at the
+wrong m as well as at the right one, so m could not be identified).  A data set's curve (L* fitted:
+``loss_min=None``) is read over t = n beta well below n: a data set's tempered posterior departs from the
+population's by a random term of order sqrt(beta), U_n sqrt(lambda beta / 2) in t E_t[L_n] with U_n asymptotically
+Gaussian (Watanabe 2013, WBIC's main theorem), largest at the Bayes posterior beta = 1.  Such a window reaches down
+to small t, where the expansion's power corrections are not negligible, so with L* fitted every form carries c3 / t
+beside t L* (in F and, with another coefficient, in t E_t[L]): the leading correction of the regular directions
+(for a regular model under a Gaussian prior, F(t) = t L* + (d / 2) log t + c + c3 / t + O(t^(-2)) exactly), which
+a curve with L* given, read further out, goes without (there the term would only weaken m's identification).  Every
+half of the window must hold more grid points than the largest candidate's terms (:func:`min_points`).  The
+readings that chose these rules: docs/notes.md; by window and case: docs/experiments/known_lambda_suite.md.
 
-A data set's curve (L* fitted: ``loss_min=None``) is read over t = n beta well below n (the known-lambda suite's:
-t = 30 .. 3e4 at n = 1e5).  A data set's tempered posterior departs from the population's by a random term of order
-sqrt(beta), U_n sqrt(lambda beta / 2) in t E_t[L_n] with U_n asymptotically Gaussian (Watanabe 2013, WBIC's main
-theorem: U_n sqrt(lambda / 2 beta) in E_beta[n L_n]), largest at the Bayes posterior beta = 1; of windows ending at
-beta = 1, 0.3 and 0.1, 0.3 read the most cases right on fresh data sets (``benchmarks/known_lambda_windows.py
---part 6``).  So the window reaches down to small t, where the expansion's power corrections are not negligible:
-every form there carries c3 / t beside t L* (in F and, with another coefficient, in t E_t[L]).  It is the leading
-correction of the regular directions (for a regular model under a Gaussian prior, F(t) = t L* + (d / 2) log t + c +
-c3 / t + O(t^(-2)) exactly), and leaving it out misreads such a curve: the exact curves of a regular model with
-d = 4 on four data sets, over t = 1e2 .. 1e5, give lambda 2.08 (the rule prefers m = 2) without the term and 2.0000
-(m = 1) with it (tests/test_free_energy_curve.py).  A population curve (L* given) is read further out (from 1e3
-up), where the term would only weaken m's identification (its freedom at the window's lower end lets m + 1 mimic
-m), and goes without (docs/experiments/known_lambda_suite.md).  Every half of the window must hold more grid points
-than the largest candidate's terms (:func:`min_points`).
+References:
+    Watanabe 2009, "Algebraic Geometry and Statistical Learning Theory" (Theorem 6.1, Section 6.2); Watanabe 2013,
+    "A widely applicable Bayesian information criterion".
 """
 from __future__ import annotations
 
@@ -82,108 +75,54 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
+from .learning_coefficient import LambdaEstimate, TemperedCurve, weighted_least_squares
+
 ESTIMATORS = ("free_energy", "tempered_loss", "thermodynamic")
 
 
-class FreeEnergyCurve(NamedTuple):
-    """Free-energy curves of R independent runs at their K stages (NaN past a run's last stage).
+class AsymptoticFit(NamedTuple):
+    """The asymptotic fit's own numbers (the ``details`` of :func:`fit_learning_coefficient`'s estimate; module
+    docstring's rule).
 
-    Fields:
-        t: (R, K) the stages' inverse temperatures t = lambda t_max.
-        free_energy: (R, K) F(t) = -log Z(t) from SMC's importance weights.
-        mean_loss: (R, K) E_t[L], the moved particles' mean loss at each stage.
-        prior_mean_loss: (R,) E[L] under the prior.
-        grad_evals: gradients the runs spent (all runs together).
-        particles: (R, N, D) each run's final particles at t_max (from SMC), or None.
-    """
-
-    t: np.ndarray
-    free_energy: np.ndarray
-    mean_loss: np.ndarray
-    prior_mean_loss: np.ndarray
-    grad_evals: int
-    particles: np.ndarray | None = None
-
-    @classmethod
-    def from_smc(cls, draws, t_max) -> "FreeEnergyCurve":
-        """The curve of tempered SMC runs (``slt_relu.sampling.sample`` with SMCSettings) whose t_max
-        (R,) or scalar is the last argument they were given."""
-        info = draws.info
-        lam = np.asarray(info.lambda_, float)
-        used = np.arange(lam.shape[1])[None, :] < np.asarray(info.num_stages)[:, None]
-        t = np.where(used, lam * np.broadcast_to(np.asarray(t_max, float), lam.shape[:1])[:, None], np.nan)
-        return cls(t, np.where(used, -np.asarray(info.log_evidence, float), np.nan),
-                   np.where(used, np.asarray(info.mean_slope, float), np.nan),
-                   np.asarray(info.prior_mean_slope, float), int(np.sum(draws.grad_evals)), np.asarray(draws.z))
-
-    def thermodynamic(self) -> np.ndarray:
-        """(R, K) F(t_k) = int_0^t_k E_s[L] ds by thermodynamic integration: the first segment a
-        trapezoid in s from the prior (s = 0), the rest trapezoids in log s of s E_s[L] (smooth in
-        log s: lambda - (m - 1) / log s + ...)."""
-        out = np.full_like(self.t, np.nan)
-        for r in range(len(self.t)):
-            ok = np.isfinite(self.t[r])
-            t, y = self.t[r, ok], self.mean_loss[r, ok]
-            if not len(t):
-                continue
-            first = 0.5 * t[0] * (self.prior_mean_loss[r] + y[0])
-            steps = 0.5 * (t[1:] * y[1:] + t[:-1] * y[:-1]) * np.diff(np.log(t))
-            out[r, np.flatnonzero(ok)] = first + np.concatenate([[0.0], np.cumsum(steps)])
-        return out
-
-
-class LambdaFit(NamedTuple):
-    """lambda and m read off a free-energy curve (module docstring's rule).
-
-    Fields:
+    Attributes:
         estimator: "free_energy", "tempered_loss" or "thermodynamic".
-        lambda_, lambda_se: the learning coefficient (for the chosen m) and its standard error: over runs, combined
-            with the choice of m where m is not identified and other m's remain (module docstring, step 3).
-        m: the multiplicity, or None where it is not identifiable (``reason`` says why).
         chi2_by_m: the derivative form's chi^2 for each candidate m (m -> chi^2).
         lambda_by_m: lambda of the chosen estimator for each candidate m (m -> lambda).
         lambda_se_by_m: its standard error over runs for each candidate m (m -> se).
-        t_range: (t_lo, t_hi) the fitted window.
+        lambda_se_runs: lambda's standard error over runs alone, at the reported m.
+        m_candidates: the m's the rule could not exclude (the identified m alone where it is identified).
         loss_min: L* (given, or fitted: the runs' mean).
         run_loss_min: (R,) each run's L* (given, or fitted to that run's curve: a run's own data set has its own).
-        lambda_se_runs: lambda's standard error over runs alone, at the chosen m.
-        m_candidates: the m's the rule could not exclude (the identified m alone where it is identified).
-        residual_chi2, residual_dof, residual_p: the chosen fit's residual check (module docstring).
-        num_runs, grad_evals: the runs behind the fit and the gradients they spent.
-        reason: why m is not identifiable ("" when it is).
+        residual_chi2, residual_dof, residual_p: the chosen fit's residual check (module docstring, step 4).
+        num_runs: the runs behind the fit.
+        grad_evals: the gradients they spent.
     """
 
     estimator: str
-    lambda_: float
-    lambda_se: float
-    m: int | None
     chi2_by_m: dict
     lambda_by_m: dict
-    t_range: tuple[float, float]
+    lambda_se_by_m: dict
+    lambda_se_runs: float
+    m_candidates: tuple
     loss_min: float
+    run_loss_min: tuple
     residual_chi2: float
     residual_dof: int
     residual_p: float
     num_runs: int
     grad_evals: int
-    reason: str
-    lambda_se_by_m: dict = {}
-    run_loss_min: tuple = ()
-    lambda_se_runs: float = math.nan
-    m_candidates: tuple = ()
 
 
-def stack_curves(curves, field: str) -> np.ndarray:
-    """One field ("t", "free_energy" or "mean_loss") of several :class:`FreeEnergyCurve` as one array
-    (curves, runs, stages), NaN where a curve has fewer runs or stages than the longest (for an xarray
-    Dataset of several curves)."""
-    runs = max(c.t.shape[0] for c in curves)
-    stages = max(c.t.shape[1] for c in curves)
-    out = np.full((len(curves), runs, stages), np.nan)
-    for i, c in enumerate(curves):
-        a = np.asarray(getattr(c, field), np.float64)
-        out[i, : a.shape[0], : a.shape[1]] = a
-    return out
+def _curve_of_smc(draws, t_max) -> TemperedCurve:
+    """The curve of tempered SMC runs (``slt_relu.sampling.sample`` with SMCSettings) whose t_max (R,) or scalar is
+    the last argument they were given."""
+    info = draws.info
+    lam = np.asarray(info.lambda_, float)
+    used = np.arange(lam.shape[1])[None, :] < np.asarray(info.num_stages)[:, None]
+    t = np.where(used, lam * np.broadcast_to(np.asarray(t_max, float), lam.shape[:1])[:, None], np.nan)
+    return TemperedCurve(t, np.where(used, -np.asarray(info.log_evidence, float), np.nan),
+                         np.where(used, np.asarray(info.mean_slope, float), np.nan),
+                         np.asarray(info.prior_mean_slope, float), int(np.sum(draws.grad_evals)), np.asarray(draws.z))
 
 
 def _design(t, form: str, m: int, loss_min: float | None):
@@ -205,8 +144,8 @@ def _design(t, form: str, m: int, loss_min: float | None):
 def _wls(t, y, se, form, m, loss_min):
     """Weighted least squares of the mean curve: (coefficients, chi^2, degrees of freedom)."""
     X, off = _design(t, form, m, loss_min)
-    beta = np.linalg.lstsq(X / se[:, None], (y - off) / se, rcond=None)[0]
-    return beta, float(np.sum(((y - off - X @ beta) / se) ** 2)), len(t) - X.shape[1]
+    fit = weighted_least_squares(X, y - off, se)
+    return fit.coef, float(fit.chi2), fit.dof
 
 
 def _mean_se(x):
@@ -240,7 +179,7 @@ def _lambda(grid, runs, form, m, loss_min):
     """(lambda, its standard error over runs, each run's L* (R,) or None): each run's curve fitted by least squares
     with m."""
     X, off = _design(grid, form, m, loss_min)
-    coefs = np.array([np.linalg.lstsq(X, y - off, rcond=None)[0] for y in runs])
+    coefs = weighted_least_squares(X, (runs - off).T).coef.T                  # (R, terms)
     lam, se = _mean_se(coefs[:, 0])
     return lam, se, coefs[:, -1] if loss_min is None else None
 
@@ -254,23 +193,35 @@ def min_points(estimator: str, max_multiplicity: int, fits_loss_min: bool) -> in
     return 2 * (terms + 1)
 
 
-def fit_learning_coefficient(curve: FreeEnergyCurve, estimator: Literal["free_energy", "tempered_loss",
+def fit_learning_coefficient(curve: TemperedCurve, estimator: Literal["free_energy", "tempered_loss",
                              "thermodynamic"] = "free_energy", *, loss_min: float | None = 0.0,
                              decades: float = 3.0, points: int = 24, max_multiplicity: int = 3,
-                             min_stages: int = 6) -> LambdaFit:
-    """lambda and m from the free-energy curves of independent runs, by the module docstring's rule.
+                             min_stages: int = 6) -> LambdaEstimate:
+    """lambda and m from the curves of independent runs by their asymptotic form, over a window (the module
+    docstring's rule):
+
+        F(t) = t L* + lambda log t - (m - 1) log log t + c + c2 / log t  (+ c3 / t where L* is fitted),
+        t E_t[L] = t L* + lambda - (m - 1) / log t - c2 / log^2 t        (+ c3 / t where L* is fitted).
 
     Args:
-        curve: :class:`FreeEnergyCurve` of R >= 2 independent runs.
+        curve: :class:`~slt_relu.posterior.learning_coefficient.TemperedCurve` of R >= 2 independent runs (t (R, K));
+            ``free_energy`` is needed by the estimators "free_energy" and "thermodynamic" (with
+            ``prior_mean_loss``), ``mean_loss`` by all.
         estimator: "free_energy", "tempered_loss" or "thermodynamic" (module docstring).
-        loss_min: L*, the loss's minimum (0 for a population loss K); None fits it.
+        loss_min: L*, the loss's minimum (0 for a population loss K); None fits it, each run its own.
         decades: the window's width in decades of t, ending at the smallest t_max of the runs.
-        points: log-spaced grid points in the window.
+        points: log-spaced grid points in the window (at least :func:`min_points`).
         max_multiplicity: the largest candidate m.
         min_stages: stages each run needs inside the window (the grid interpolates between them).
 
     Returns:
-        :class:`LambdaFit`.
+        :class:`~slt_relu.posterior.learning_coefficient.LambdaEstimate`: lambda (for the chosen m) and its
+        standard error (over runs, combined with the choice of m where m is not identified and other m's remain:
+        step 3), m or None with the reason (step 2), method "asymptotic:<estimator>", window (t_lo, t_hi), and
+        details :class:`AsymptoticFit`.
+
+    References:
+        Watanabe 2009, Theorem 6.1 and Section 6.2 (the asymptotic form).
     """
     from scipy.stats import chi2 as chi2_dist
 
@@ -303,7 +254,7 @@ def fit_learning_coefficient(curve: FreeEnergyCurve, estimator: Literal["free_en
         runs, form = _on_grid(curve.t, curve.thermodynamic(), grid), "free_energy"
     else:
         runs, form = slopes, "tempered_loss"
-    whole, lower, upper = slice(None), slice(0, points // 2), slice(points - points // 2, None)
+    lower, upper = slice(0, points // 2), slice(points - points // 2, None)
     chosen, chi2_by_m, higher_rejected = _choose_m(grid, slopes, loss_min, max_multiplicity)
     halves = [_choose_m(grid[h], slopes[:, h], loss_min, max_multiplicity)[0] for h in (lower, upper)]
     lam_lo, se_lo = _lambda(grid[lower], runs[:, lower], form, chosen, loss_min)[:2]
@@ -332,13 +283,14 @@ def fit_learning_coefficient(curve: FreeEnergyCurve, estimator: Literal["free_en
     run_lstar = tuple(map(float, run_lstar)) if loss_min is None else (Lstar,) * len(runs)
     y_mean, y_se = runs.mean(0), np.maximum(runs.std(0, ddof=1) / math.sqrt(len(runs)), 1e-300)
     _, chi2, dof = _wls(grid, y_mean, y_se, form, chosen, loss_min)
-    return LambdaFit(estimator, lam, lam_se, m, {k: v[0] for k, v in chi2_by_m.items()}, lambda_by_m, (t_lo, t_hi),
-                     Lstar, chi2, dof, float(chi2_dist.sf(chi2, dof)), len(runs), curve.grad_evals, reason, lambda_se_by_m,
-                     run_lstar, lam_se_runs, candidates)
+    details = AsymptoticFit(estimator, {k: v[0] for k, v in chi2_by_m.items()}, lambda_by_m, lambda_se_by_m,
+                            lam_se_runs, candidates, Lstar, run_lstar, chi2, dof, float(chi2_dist.sf(chi2, dof)),
+                            len(runs), curve.grad_evals)
+    return LambdaEstimate(lam, lam_se, m, reason, f"asymptotic:{estimator}", (t_lo, t_hi), (), details)
 
 
 def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_runs: int = 4,
-                          prior_std: float = 1.0, data=None, run_data=None, moves=None) -> FreeEnergyCurve:
+                          prior_std: float = 1.0, data=None, run_data=None, moves=None) -> TemperedCurve:
     """Free-energy curves of ``num_runs`` independent tempered SMC runs from the prior N(0, prior_std^2 I)
     on w (dim,) to t_max:
 
@@ -360,7 +312,8 @@ def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_ru
             (w', log |det dw'/dw|), hashable (``slt_relu.moves.LayerReparametrization`` for a product of layers).
 
     Returns:
-        :class:`FreeEnergyCurve` (R = num_runs).
+        :class:`~slt_relu.posterior.learning_coefficient.TemperedCurve` (R = num_runs runs at their stages, NaN past
+        a run's last; ``particles`` each run's final particles (R, N, D)).
     """
     import jax
     import jax.numpy as jnp
@@ -392,4 +345,4 @@ def smc_free_energy_curve(key, loss, dim: int, t_max: float, settings, *, num_ru
     init = prior_std * jax.random.normal(k_init, (num_runs, settings.num_particles, dim), dtype)
     t = jnp.full((num_runs,), t_max, dtype)
     draws = sample(jax.random.split(k_run, num_runs), target, init, (batched, t), settings, moves=moves)
-    return FreeEnergyCurve.from_smc(draws, t_max)
+    return _curve_of_smc(draws, t_max)

@@ -27,7 +27,7 @@ previous one's state, the first from a prior draw): ``burn_in`` sweeps, then the
 of t E_t[L], read by ``fit_learning_coefficient(curve, "tempered_loss")`` as NUTS's estimand curve is
 (``slt_relu.posterior.estimand_curve``); a data case's chain r uses run r's data set.  t is at most
 MAX_T = 1e14: in a flat direction (a_i b_j = 0) the mean's numerator is t times a rounding error of about
-eps |A| |P0|, which past that t moves the chain (at t = 1e16, measured: t E_t[K] of 3e80 on a rank-1 truth).
+eps |A| |P0|, which past that t moves the chain (docs/experiments/known_lambda_suite.md).
 """
 from __future__ import annotations
 
@@ -35,12 +35,11 @@ import math
 
 import numpy as np
 
-from .free_energy_curve import FreeEnergyCurve
+from .learning_coefficient import TemperedCurve
 
 MAX_WIDTH = 256              # each conditional's eigendecompositions are of at most MAX_WIDTH x MAX_WIDTH
 MAX_T = 1e14                 # a conditional's mean is t times a product whose rounding error in a flat direction is
-                             # about eps |A| |P0|: past t = 1e14 (float64's eps = 2.2e-16) rounding sets it (at 1e16
-                             # a chain of DLN 2-2-2-2 with a rank-1 truth read t E_t[K] = 3e80)
+                             # about eps |A| |P0|: past t = 1e14 (float64's eps = 2.2e-16) rounding sets it
 
 
 def _partial_products(Ws, lo: int, hi: int, eye):
@@ -99,7 +98,7 @@ def gibbs_sweep(key, Ws, t, stats, prior_std: float):
 
 def linear_gibbs_curve(key, widths, t_max: float, *, decades: float = 3.0, temperatures: int = 8, chains: int = 8,
                        burn_in: int = 200, sweeps: int = 200, prior_std: float = 1.0, target=None,
-                       run_data=None) -> FreeEnergyCurve:
+                       run_data=None) -> TemperedCurve:
     """t E_t[L] of a deep linear network by exact blocked Gibbs sampling at ``temperatures`` log-spaced t over the
     last ``decades`` decades up to t_max, ``chains`` chains (module docstring).
 
@@ -118,7 +117,7 @@ def linear_gibbs_curve(key, widths, t_max: float, *, decades: float = 3.0, tempe
             (``slt_relu.known_lambda.losses.regression_statistics``); not with ``target``.
 
     Returns:
-        :class:`FreeEnergyCurve` with ``t`` (R, G), ``mean_loss`` (R, G) each chain's mean L over its kept
+        :class:`TemperedCurve` with ``t`` (R, G), ``mean_loss`` (R, G) each chain's mean L over its kept
         sweeps, ``free_energy`` and ``prior_mean_loss`` NaN, ``grad_evals`` 0 (no gradients), no particles.
     """
     import jax
@@ -187,4 +186,4 @@ def linear_gibbs_curve(key, widths, t_max: float, *, decades: float = 3.0, tempe
     run_chains = jax.jit(lambda keys, data: jax.lax.map(lambda a: chain(*a), (keys, data)))
     mean_loss = np.asarray(run_chains(jax.random.split(key, chains), (S, G, P0)), np.float64)
     nan = np.full(mean_loss.shape, np.nan)
-    return FreeEnergyCurve(np.broadcast_to(t, mean_loss.shape).copy(), nan, mean_loss, np.full(chains, np.nan), 0)
+    return TemperedCurve(np.broadcast_to(t, mean_loss.shape).copy(), nan, mean_loss, np.full(chains, np.nan), 0)

@@ -1,5 +1,4 @@
-"""The learning coefficient (RLCT) lambda and the free energy: local estimates by SGLD, global
-ones from tempered NUTS posteriors (Watanabe's WBIC and the beta sweep).
+"""The local learning coefficient (LLC) by SGLD: a reader of lambda at one inverse temperature, at a point w*.
 
 Singular learning theory: the Bayes free energy is F_n = n L_n(w0) + lambda log n + O_p(log log n),
 lambda the real log canonical threshold (RLCT) of K at the true parameters.
@@ -15,7 +14,12 @@ sampled by SGLD (Welling & Teh 2011),
 
 (L_B: the loss on a mini-batch B, or the full L_n), and
 
-    lambda_hat = n beta (E[L_n(w)] - L_n(w*)).
+    lambda_hat = n beta (E[L_n(w)] - L_n(w*)),
+
+the localized tempered posterior's t E_t[L_n - L_n(w*)] at t = n beta (the estimand along t:
+``slt_relu.posterior.estimand_curve``).
+:func:`estimate_llc` returns it as a :class:`~slt_relu.posterior.learning_coefficient.LambdaEstimate` whose
+details (:class:`LocalSGLD`) hold the chains' traces.
 
 Two biases, both visible in :func:`calibrate_llc`: the localization confines directions whose
 curvature n beta h is not large against gamma (a quadratic direction contributes
@@ -26,12 +30,7 @@ directions (relaxation time ~ 2 / (eps a)).  The MALA acceptance of the SGLD pro
 no extra gradient) measures the step size bias: near 1 it is small.  A third effect is not the
 sampler's: at finite n the tempered posterior of a ReLU network need not be in its asymptotic
 regime, and the less it is confined the larger the measured lambda (the measurements: docs/notes.md).
-
-Global estimates on the NUTS runner (slt_relu.sampling.nuts): WBIC = E_beta[n L_n] at beta = 1/log n
-(Watanabe 2013: WBIC = F_n + O_p(sqrt(log n))), and, since E_beta[n L_n] = n L_n(w0) + lambda / beta
-+ O_p(sqrt(log n)) (Watanabe 2013, Corollary 3), lambda as the slope of E_beta[n L_n] against 1/beta
-over several beta around 1/log n (:func:`rlct_from_beta_sweep`).  All run on one tempered target,
-:class:`slt_relu.posterior.target.TemperedTarget` (its chunked ``losses_at`` gives L_n at the draws).
+The global readers on tempered NUTS posteriors (the beta sweep, WBIC): ``slt_relu.posterior.beta_sweep``.
 """
 from __future__ import annotations
 
@@ -47,9 +46,9 @@ from .. import diagnostics as dg
 from ..network import check_count, check_finite, check_number, check_params
 from .._validate import SCALE_BOUND, setting, settings_fields, settings_type
 from ..pytree import unravel_fn
-from ..sampling import HMCSettings, NUTSSettings, SGLDSettings, broadcast_chains, check_keys, sample
+from ..sampling import SGLDSettings, broadcast_chains, check_keys, sample
 from ..loss import TwoLayerLoss, two_layer_loss
-from .prior import Prior
+from .learning_coefficient import LambdaEstimate
 from .target import TemperedTarget, num_data
 
 
@@ -79,34 +78,31 @@ class LLCSettings(SGLDSettings):
         raise TypeError(f"settings: expected slt_relu.LLCSettings (or SGLDSettings), got {type(settings).__name__}")
 
 
-class LLCEstimate(NamedTuple):
-    """The local learning coefficient's estimate and what it rests on (:func:`estimate_llc`).
+class LocalSGLD(NamedTuple):
+    """What a local SGLD estimate rests on (the ``details`` of :func:`estimate_llc`'s estimate).
 
     Attributes:
-        estimate: lambda_hat averaged over chains.
-        se: its standard error across chains (std / sqrt(C)).
         per_chain: (C,) each chain's lambda_hat.
         loss_trace: (C, T) L_n on all the data at each kept step (also when the steps use mini-batches).
         init_loss: L_n(w*).
         n_beta: n beta.
-        accept_prob: (C,) mean MALA acceptance of the SGLD proposals.
-        rhat: split R-hat of the loss traces (all chains sample one posterior).
-        warnings: why the estimate may not be trusted.
+        accept_prob: (C,) each chain's mean MALA acceptance of the SGLD proposals.
+        rhat: split R-hat of the loss traces (all chains sample one posterior; NaN with fewer than 8 draws).
     """
 
-    estimate: float
-    se: float
     per_chain: np.ndarray
     loss_trace: np.ndarray
     init_loss: float
     n_beta: float
     accept_prob: np.ndarray
     rhat: float
-    warnings: list
+
+
+NO_M = "not read: an estimate at one t reads no m (its value sits below lambda by (m - 1) / log t)"
 
 
 def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSettings = LLCSettings(), *,
-                 devices=None) -> LLCEstimate:
+                 devices=None) -> LambdaEstimate:
     """Local learning coefficient at params_star by SGLD on the localized tempered posterior
     (module docstring), :class:`~slt_relu.posterior.target.TemperedTarget` without a prior:
 
@@ -126,8 +122,12 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSetting
         devices: to shard the chains over (default jax.local_devices()).
 
     Returns:
-        :class:`LLCEstimate`; its loss_trace (C, T) is L_n on all the data at the kept draws
-        (:meth:`~slt_relu.posterior.target.TemperedTarget.losses_at`, chunked).
+        :class:`~slt_relu.posterior.learning_coefficient.LambdaEstimate`: lambda_hat averaged over the chains, its
+        standard error across them (sd / sqrt(C), NaN for one chain), m None, method "local_sgld", window
+        (n beta, n beta), warnings (why it may not be trusted: non-finite losses, a negative estimate, a split R-hat
+        of the loss traces above 1.05, a mean MALA acceptance below 0.9), details :class:`LocalSGLD` (its loss_trace
+        (C, T) is L_n on all the data at the kept draws, computed in chunks:
+        :meth:`~slt_relu.posterior.target.TemperedTarget.losses_at`).
 
     References:
         Lau, Furman, Wang, Murfet, Wei 2023, "The local learning coefficient"; Welling & Teh 2011
@@ -171,7 +171,8 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSetting
     if np.nanmean(accept) < 0.9:                       # on a quadratic, 0.89 already means +28 % (tests)
         warnings.append(f"MALA acceptance {np.nanmean(accept):.2f} < 0.9: the step size biases the estimate "
                         "(use a smaller step)")
-    return LLCEstimate(est, se, per_chain, losses, init_loss, float(n_beta), accept, float(rhat), warnings)
+    return LambdaEstimate(est, se, None, NO_M, "local_sgld", (float(n_beta), float(n_beta)), tuple(warnings),
+                          LocalSGLD(per_chain, losses, init_loss, float(n_beta), accept, float(rhat)))
 
 
 def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300):
@@ -223,7 +224,7 @@ def two_layer_loss_for(sigma: float) -> Callable:
 
 
 def llc_two_layer(key, params_star, x, y, settings: LLCSettings = LLCSettings(), *, sigma: float = 1.0,
-                  free=None, devices=None) -> LLCEstimate:
+                  free=None, devices=None) -> LambdaEstimate:
     """The local learning coefficient of a two-layer network at params_star: :func:`estimate_llc` on its L_n.
 
         lambda_hat = n_beta (E[L_n(w)] - L_n(w*))
@@ -239,7 +240,7 @@ def llc_two_layer(key, params_star, x, y, settings: LLCSettings = LLCSettings(),
         devices: to shard the chains over (default jax.local_devices()).
 
     Returns:
-        :class:`LLCEstimate`.
+        :class:`~slt_relu.posterior.learning_coefficient.LambdaEstimate`, as :func:`estimate_llc`'s.
 
     References:
         Lau, Furman, Wang, Murfet, Wei 2023, "The local learning coefficient".
@@ -344,124 +345,9 @@ def calibrate_llc(key, loss_fn, params_star, data, step_sizes: Sequence[float], 
         for j, gamma in enumerate(localizations):
             out = estimate_llc(key, loss_fn, params_star, data,
                                settings.replace(step_size=float(eps), localization=float(gamma)), devices=devices)
-            est[i, j], se[i, j], acc[i, j], rh[i, j] = out.estimate, out.se, float(np.mean(out.accept_prob)), out.rhat
-            row.append(out.n_beta * (out.loss_trace.mean(0) - out.init_loss))
+            d = out.details
+            est[i, j], se[i, j], acc[i, j], rh[i, j] = out.lambda_, out.se, float(np.mean(d.accept_prob)), d.rhat
+            row.append(d.n_beta * (d.loss_trace.mean(0) - d.init_loss))
         traces.append(row)
     return Calibration(np.asarray(step_sizes, float), np.asarray(localizations, float), est, se, acc, rh,
-                       np.asarray(traces), out.n_beta, out.init_loss)
-
-
-# ----------------------------------------------------------------------------------------
-# global estimates from tempered NUTS posteriors
-
-
-class BetaSweep(NamedTuple):
-    """E_beta[n L_n] over betas (B,) with Monte Carlo standard errors; lambda as the weighted
-    least-squares slope against 1/beta, with its standard error; intercept ~ n L_n(w0); losses:
-    (B, chains, S) the L_n of every draw."""
-
-    betas: np.ndarray
-    expected_nl: np.ndarray
-    se: np.ndarray
-    slope: float
-    slope_se: float
-    intercept: float
-    losses: np.ndarray
-
-
-def tempered_losses(key, loss_fn: Callable, params_init, data, n_betas, **kwargs) -> np.ndarray:
-    """L_n at NUTS draws of the tempered posterior at each n_beta: :func:`tempered_sample`'s losses
-    (B, chains_per_beta, S)."""
-    return tempered_sample(key, loss_fn, params_init, data, n_betas, **kwargs)[0]
-
-
-def tempered_sample(key, loss_fn: Callable, params_init, data, n_betas, *, chains_per_beta: int = 4,
-                    prior_std: float = 1.0, localization: float = 0.0, settings=None, init_radius: float = 2.0,
-                    devices=None):
-    """L_n at NUTS draws of the tempered posterior for each n_beta >= 0 in n_betas (B,), all in one
-    program (chains_per_beta chains each, slt_relu.sampling.nuts), on
-    :class:`~slt_relu.posterior.target.TemperedTarget`:
-
-        p(w) proportional to N(w; 0, prior_std^2 I) exp(-n_beta L_n(w))     (localization = 0),
-        p(w) proportional to exp(-n_beta L_n(w) - (gamma / 2) |w - w*|^2)   (localization gamma > 0).
-
-    The localized one (Lau et al. 2023, as :func:`estimate_llc`, no prior) is centred at
-    w* = params_init, its chains start there, and its beta sweep measures the local lambda at w*
-    without needing L_n(w*); the global one's chains start uniformly in [-init_radius, init_radius].
-
-    Args:
-        loss_fn: L_n(params, data) as in :func:`estimate_llc`; params_init: a parameter pytree.
-        n_betas: (B,) n beta >= 0 (0: the prior, for thermodynamic integration).
-        settings: NUTSSettings or HMCSettings (default NUTSSettings()).
-
-    Returns:
-        (losses, draws): (B, chains_per_beta, S) L_n at every kept draw (chunked,
-        :meth:`TemperedTarget.losses_at`), and the chains' :class:`~slt_relu.sampling.Draws` (their
-        ``grad_evals``: the gradients each chain spent).
-    """
-    key = check_keys(key, "key", batch_ndim=0)
-    settings = NUTSSettings() if settings is None else settings
-    if type(settings) not in (NUTSSettings, HMCSettings):
-        raise TypeError(f"settings: expected NUTSSettings or HMCSettings, got {type(settings).__name__}")
-    num_data(data)
-    check_number(n_betas, "n_betas", nonnegative=True)          # t = 0: the prior (thermodynamic integration)
-    chains_per_beta = check_count(chains_per_beta, "chains_per_beta")
-    check_number(prior_std, "prior_std")
-    check_number(localization, "localization", nonnegative=True)
-    check_number(init_radius, "init_radius")
-    flat0, unravel = unravel_fn(params_init)
-    n_betas = jnp.asarray(n_betas, flat0.dtype).reshape(-1)
-    B = n_betas.shape[0]
-    C = B * chains_per_beta
-    k_init, k_run = jax.random.split(key)
-    if localization:
-        z0 = jnp.broadcast_to(flat0, (C, flat0.size))
-    else:
-        z0 = jax.random.uniform(k_init, (C, flat0.size), flat0.dtype, -init_radius, init_radius)
-    target = TemperedTarget(loss_fn, unravel, None if localization else Prior.normal(float(prior_std)))
-    args = broadcast_chains(C, data) + (jnp.repeat(n_betas, chains_per_beta),)
-    if localization:
-        args += (jnp.full(C, localization, flat0.dtype),) + broadcast_chains(C, flat0)
-    out = sample(jax.random.split(k_run, C), target, z0, args, settings, devices=devices)
-    return np.asarray(target.losses_at(out.z, data)).reshape(B, chains_per_beta, -1), out
-
-
-def rlct_from_beta_sweep(key, loss_fn: Callable, params_init, data, *, betas: Sequence[float] | None = None,
-                         **kwargs) -> BetaSweep:
-    """lambda (global, or local with localization > 0): E_beta[n L_n] by NUTS at each beta (all in one program, :func:`tempered_losses`),
-    then the weighted least-squares slope against 1/beta (Watanabe 2013, Corollary 3; Wei et al.
-    2022).  betas default to (1/log n) x (2/3, 1, 3/2, 2, 3).  kwargs: chains_per_beta, prior_std,
-    localization (> 0: the local lambda at params_init, see :func:`tempered_losses`), settings,
-    init_radius, devices."""
-    n = num_data(data)
-    if betas is None and n < 2:
-        raise ValueError("betas: the default (1/log n) x (2/3, ..., 3) needs n >= 2 data points")
-    betas = np.asarray(betas if betas is not None else np.array([2 / 3, 1, 1.5, 2, 3]) / math.log(n), np.float64)
-    if betas.ndim != 1 or betas.size < 2 or not np.all(np.isfinite(betas) & (betas > 0)):
-        raise ValueError(f"betas: expected at least two positive finite numbers, got {betas!r}")
-    losses = tempered_losses(key, loss_fn, params_init, data, n * betas, **kwargs)
-    means = np.array([n * l.astype(np.float64).mean() for l in losses])
-    ses = np.array([dg.mcse_mean(n * l.astype(np.float64)) for l in losses])
-    slope, slope_se, intercept = _weighted_slope(1 / betas, means, ses)
-    return BetaSweep(betas, means, ses, slope, slope_se, intercept, losses)
-
-
-def wbic(key, loss_fn: Callable, params_init, data, **kwargs) -> tuple[float, float]:
-    """WBIC = E_beta[n L_n] at beta = 1/log n by NUTS (Watanabe 2013: an estimate of the free energy
-    F_n), with its Monte Carlo standard error: (value, se).  kwargs as :func:`tempered_losses`."""
-    n = num_data(data)
-    if n < 2:
-        raise ValueError("data: WBIC's beta = 1/log n needs n >= 2 data points")
-    losses = tempered_losses(key, loss_fn, params_init, data, [n / math.log(n)], **kwargs)[0]
-    v = n * losses.astype(np.float64)
-    return float(v.mean()), dg.mcse_mean(v)
-
-
-def _weighted_slope(t, v, se):
-    """Least squares v ~ a + b t with weights 1/se^2: (b, se(b), a)."""
-    t, v = np.asarray(t, np.float64), np.asarray(v, np.float64)
-    w = 1 / np.maximum(np.asarray(se, np.float64), 1e-12) ** 2
-    A = np.stack([np.ones_like(t), t], 1)
-    cov = np.linalg.inv(A.T @ (w[:, None] * A))
-    a, b = cov @ (A.T @ (w * v))
-    return float(b), float(np.sqrt(cov[1, 1])), float(a)
+                       np.asarray(traces), out.details.n_beta, out.details.init_loss)

@@ -36,7 +36,7 @@ leads), and the figures of ``slt_relu.kinds.posterior_figures`` read it too.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -332,12 +332,37 @@ def crossover_metrics(ds, sweep: dict) -> dict:
     return out
 
 
-def lambda_along_beta(ds, sweep: dict) -> list:
+class PhaseLambdas(NamedTuple):
+    """Each phase's lambda along the sweep's beta axis at one value of the other axes (:func:`lambda_along_beta`).
+
+    Attributes:
+        values: the other sweep axes' values there ({key: value}).
+        n_beta: (B,) n beta along the axis.
+        lambdas: {phase: :class:`~slt_relu.posterior.learning_coefficient.LambdaEstimate`} (``free_energy_slopes``).
+        excess: {phase: (B,)} the mean over data sets of G = F_alpha - n beta L_min at each n beta.
+        excess_se: {phase: (B,)} its standard error across data sets (NaN for one).
+    """
+
+    values: dict
+    n_beta: np.ndarray
+    lambdas: dict
+    excess: dict
+    excess_se: dict
+
+
+def lambda_along_beta(ds, sweep: dict) -> list[PhaseLambdas]:
     """Each phase's lambda from the slope of its free energy along the sweep's ``posterior.beta`` axis
-    (:func:`slt_relu.posterior.evidence.free_energy_slopes`; the points of that axis share their data
-    sets), for every value of the other sweep axes: [{values, n_beta, lambda: {phase: slope}, lambda_se,
-    excess: {phase: mean over data sets of G = F_alpha - n beta L_min per n beta}, excess_se}]; the data
-    sets every point along beta has (a point's first ``trials``: the others pad the Dataset)."""
+    (:func:`slt_relu.posterior.evidence.free_energy_slopes`; the points of that axis share their data sets), for
+    every value of the other sweep axes, from the data sets every point along beta has (a point's first ``trials``:
+    the others pad the Dataset).
+
+    Args:
+        ds: the sweep's Dataset (:func:`sweep_dataset`) with ``free_energy_per_trial`` and ``min_loss_per_trial``.
+        sweep: the sweep's axes {key: values}, ``posterior.beta`` among them.
+
+    Returns:
+        one :class:`PhaseLambdas` per combination of the other axes' values (in the sweep's order).
+    """
     others = [k for k in sweep if k != "posterior.beta"]
     order = (*others, "posterior.beta", "dataset", "phase")
     F = ds["free_energy_per_trial"].transpose(*order).values
@@ -349,12 +374,12 @@ def lambda_along_beta(ds, sweep: dict) -> list:
     for idx in np.ndindex(n_beta.shape[:-1]):
         real = slice(0, int(np.min(trials[idx])))
         F_real = F[idx][:, real]
-        slope, se, G = free_energy_slopes(n_beta[idx], np.where(np.isfinite(F_real), F_real, np.nan), L[idx][:, real])
+        slopes = free_energy_slopes(n_beta[idx], np.where(np.isfinite(F_real), F_real, np.nan), L[idx][:, real])
+        G = slopes.excess
         K = G.shape[1]
         with np.errstate(invalid="ignore"):
             g_mean, g_se = G.mean(1), G.std(1, ddof=1) / np.sqrt(K) if K > 1 else np.full(G.mean(1).shape, np.nan)
-        out.append({"values": {k: sweep[k][i] for k, i in zip(others, idx)}, "n_beta": n_beta[idx].tolist(),
-                    "lambda": dict(zip(names, slope.tolist())), "lambda_se": dict(zip(names, se.tolist())),
-                    "excess": {nm: g_mean[:, k].tolist() for k, nm in enumerate(names)},
-                    "excess_se": {nm: g_se[:, k].tolist() for k, nm in enumerate(names)}})
+        out.append(PhaseLambdas({k: sweep[k][i] for k, i in zip(others, idx)}, np.asarray(n_beta[idx]),
+                                dict(zip(names, slopes.lambdas)), {nm: g_mean[:, k] for k, nm in enumerate(names)},
+                                {nm: g_se[:, k] for k, nm in enumerate(names)}))
     return out

@@ -128,10 +128,41 @@ def _below(curve, t_hi: float):
     return curve._replace(t=nan(curve.t), free_energy=nan(curve.free_energy), mean_loss=nan(curve.mean_loss))
 
 
+class KGonFit(NamedTuple):
+    """What a k-gon's lambda rests on (the ``details`` of :func:`kgon_lambda`'s estimate).
+
+    Attributes:
+        curve: the SMC runs' :class:`~slt_relu.posterior.learning_coefficient.TemperedCurve` of the local potential.
+        estimator: the estimator reported as lambda.
+        by_estimator: {estimator: LambdaEstimate} every estimator's fit over the window (ESTIMATORS).
+        lower_half, upper_half: the reported estimator's fit on the window's lower and upper half (LambdaEstimate), or
+            None where a half holds too few stages.
+        drift_z: |upper - lower| over their combined standard error, or None.
+        region_min_loss: the least L - L* that projected gradient descent found inside the region (:func:`region_min`).
+        num_params: the local coordinates' count, 3c - 1.
+        pinned: the coordinate pinned at 0 (the rotation's slice), "W[1,0]".
+        folded: the folded coordinates (negative unused biases), e.g. ["b[4]"].
+    """
+
+    curve: object
+    estimator: str
+    by_estimator: dict
+    lower_half: object
+    upper_half: object
+    drift_z: float | None
+    region_min_loss: float
+    num_params: int
+    pinned: str
+    folded: list
+
+
 def kgon_lambda(key, params, smc, *, prior_std: float, radius: float, t_max: float, decades: float, runs: int,
                 estimator: str = "free_energy", max_multiplicity: int = 1):
     """lambda at a k-gon minimum from tempered SMC's free-energy curve of its local potential (module docstring),
-    fitted over the last ``decades`` of t up to ``t_max`` and again on the window's two halves.
+    fitted over the last ``decades`` of t up to ``t_max`` by the asymptotic form
+    (``slt_relu.posterior.free_energy_curve.fit_learning_coefficient``, L* = 0) and again on the window's two halves:
+
+        Z_a(t) = int_{U_a} phi(v) exp(-t (L(w* + v) - L(w*))) dv ~ C t^(-lambda).
 
     Args:
         key: a PRNG key.
@@ -146,9 +177,12 @@ def kgon_lambda(key, params, smc, *, prior_std: float, radius: float, t_max: flo
         max_multiplicity: the largest m the fit considers (1: m fixed at 1).
 
     Returns:
-        (the FreeEnergyCurve, {"lambda", "lambda_se", "fit": the window, m, each estimator's reading, the halves'
-        lambdas and their drift in standard errors, the gradients, region_min_loss, the pinned and folded
-        coordinates}, warnings (a run short of t_max, a lower loss inside the region, a drift over 3 se)).
+        :class:`~slt_relu.posterior.learning_coefficient.LambdaEstimate`: the reported estimator's fit, with the
+        warnings (a run short of t_max, a lower loss inside the region, a drift over 3 se between the halves) and
+        details :class:`KGonFit` (the curve, every estimator's fit, the halves, the region's check).
+
+    References:
+        Chen, Lau, Mendel, Wei, Murfet 2023 (the k-gons); Watanabe 2009 (lambda of the local free energy).
     """
     import jax
 
@@ -171,25 +205,19 @@ def kgon_lambda(key, params, smc, *, prior_std: float, radius: float, t_max: flo
                                   data=data)
     fit = lambda cv, est, dec: fit_learning_coefficient(cv, est, loss_min=0.0, decades=dec,
                                                         max_multiplicity=max_multiplicity)
-    estimators = {}
-    for name in ESTIMATORS:
-        f = fit(curve, name, decades)
-        estimators[name] = {"lambda": f.lambda_, "lambda_se": f.lambda_se, "m": f.m, "reason": f.reason}
-    main = fit(curve, estimator, decades)
-    warnings = []
+    by_estimator = {name: fit(curve, name, decades) for name in ESTIMATORS}
+    main = by_estimator[estimator]
     halves = {}
     half = decades / 2
     for part, cv in (("lower", _below(curve, t_max / 10 ** half)), ("upper", curve)):
         try:
-            f = fit(cv, estimator, half)
-            halves[part] = (f.lambda_, f.lambda_se)
+            halves[part] = fit(cv, estimator, half)
         except ValueError:                       # too few stages in half the window
-            halves[part] = (None, None)
-    drift = None
-    if halves["lower"][0] is not None and halves["upper"][0] is not None:
-        drift = abs(halves["upper"][0] - halves["lower"][0]) / max(np.hypot(halves["lower"][1], halves["upper"][1]),
-                                                                    1e-300)
+            halves[part] = None
+    lo, hi = halves["lower"], halves["upper"]
+    drift = None if lo is None or hi is None else abs(hi.lambda_ - lo.lambda_) / max(np.hypot(lo.se, hi.se), 1e-300)
     lowest = float(region_min(loss, data, k_region))
+    warnings = []
     short = float(np.nanmin(np.nanmax(curve.t, axis=1)))
     if short < t_max * (1 - 1e-9):
         warnings.append(f"an SMC run stopped at t = {short:.3g} < t_max (smc.max_stages)")
@@ -197,17 +225,11 @@ def kgon_lambda(key, params, smc, *, prior_std: float, radius: float, t_max: flo
         warnings.append(f"the region holds a lower loss (L - L* = {lowest:.3g}): not a local minimum at "
                         "estimate.radius")
     if drift is not None and drift > 3:
-        warnings.append(f"lambda drifts across the window: {halves['lower'][0]:.4g} +- {halves['lower'][1]:.2g} on "
-                        f"its lower half, {halves['upper'][0]:.4g} +- {halves['upper'][1]:.2g} on its upper half")
-    out = {"lambda": main.lambda_, "lambda_se": main.lambda_se,
-           "fit": {"estimator": estimator, "t_range": list(main.t_range), "m": main.m, "reason": main.reason,
-                   "lambda_lower_half": halves["lower"][0], "lambda_lower_half_se": halves["lower"][1],
-                   "lambda_upper_half": halves["upper"][0], "lambda_upper_half_se": halves["upper"][1],
-                   "drift_z": drift, "estimators": estimators, "grad_evals": curve.grad_evals,
-                   "region_min_loss": lowest, "num_params": 3 * c - 1,
-                   "pinned": "W[1,0]",
-                   "folded": [f"b[{j - 2 * c}]" for j in np.flatnonzero(np.asarray(data["fold"][0]))]}}
-    return curve, out, warnings
+        warnings.append(f"lambda drifts across the window: {lo.lambda_:.4g} +- {lo.se:.2g} on its lower half, "
+                        f"{hi.lambda_:.4g} +- {hi.se:.2g} on its upper half")
+    folded = [f"b[{j - 2 * c}]" for j in np.flatnonzero(np.asarray(data["fold"][0]))]
+    details = KGonFit(curve, estimator, by_estimator, lo, hi, drift, lowest, 3 * c - 1, "W[1,0]", folded)
+    return main._replace(warnings=main.warnings + tuple(warnings), details=details)
 
 
 def verdict(lam: float, se: float, exact: float | None) -> tuple[str, float | None]:

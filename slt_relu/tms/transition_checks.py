@@ -135,6 +135,8 @@ def free_energy_fits(ds, xs, a: str, b: str, *, min_mass: float = 0.02, curves: 
     """
     from scipy.optimize import brentq
 
+    from ..posterior.learning_coefficient import weighted_least_squares
+
     beta = float(ds.attrs["beta"])
     curves = local_free_energies(ds, xs, a, b, min_mass=min_mass) if curves is None else curves
     pred = curves["_prediction"]
@@ -147,7 +149,7 @@ def free_energy_fits(ds, xs, a: str, b: str, *, min_mass: float = 0.02, curves: 
         if not ok.any():
             continue
         X = np.stack([np.log(nb), np.ones_like(nb)], 1)
-        coef = np.linalg.lstsq(X, G[:, ok], rcond=None)[0]                             # (2, K')
+        coef = weighted_least_squares(X, G[:, ok]).coef                                # (2, K')
         lam = cv["lambda"]
         Cs = np.mean(G[:, ok] - lam * np.log(nb)[:, None], axis=0) if lam is not None else None
         fits[nm] = {"n": [int(v) for v in cv["n"]], "lambda_eff": float(coef[0].mean()),
