@@ -12,7 +12,6 @@ from functools import partial
 import numpy as np
 
 from ..phases import rule_labels
-from ..posterior.stopping import MAX_ROUNDS, MIN_EFFECTIVE_RUNS
 from ..sampling import NUTSInfo, NUTSSettings, SMCSettings, info_from_dict, tree_depth
 from ..workflow.kind import Output
 from .posterior_figures import posterior_figures
@@ -72,6 +71,7 @@ def _where(values: dict) -> str:
 def _rows(r, points, results) -> tuple[list, list, list]:
     """Each point's row of metrics.json, the warnings, and the draws as parameters."""
     from ..posterior import evidence, masses as analysis
+    from ..posterior.stopping import agreement_warnings, stored_agreement
 
     ph = r.settings.phases
     rows, warnings, params_per_point = [], [], []
@@ -105,7 +105,7 @@ def _rows(r, points, results) -> tuple[list, list, list]:
                                               res["dataset"], p.sampler.target_ess)
             if "convergence" in res:
                 row["convergence"] = res["convergence"]
-                warnings += convergence_warnings(res["convergence"], where)
+                warnings += agreement_warnings(stored_agreement(res), where)
             if rule is not None and classified is not None:
                 warnings += evidence.thin_phase_warnings(analysis.phase_masses(classified, None, res["dataset"]),
                                                          classified.shape[1], where, "classify_phase")
@@ -128,31 +128,6 @@ def _phase_converged(c: dict, phase: str) -> bool:
     """Whether a phase's mass met the stopping rule's target (its own Monte Carlo error at most mass_mcse)."""
     v, target = c["mass_mcse"][phase], c["targets"]["mass_mcse"]
     return bool(target is None or (np.isfinite(v) and v <= target))
-
-
-def convergence_warnings(c: dict, where: str) -> list[str]:
-    """A point whose independent runs still disagree after the stopping rule's rounds (or whose data set
-    rests on one run)."""
-    if c["converged"]:
-        return []
-    t = c["targets"]
-    over = [f"{nm} {v:.3g}" for nm, v in c["mass_mcse"].items()
-            if t["mass_mcse"] is not None and not (np.isfinite(v) and v <= t["mass_mcse"])]
-    parts = [f"mass MC errors {', '.join(over)} > {t['mass_mcse']}"] if over else []
-    if t["log_evidence_mcse"] is not None and not c["log_evidence_mcse"] <= t["log_evidence_mcse"]:
-        parts.append(f"log Z MC error {c['log_evidence_mcse']:.3g} > {t['log_evidence_mcse']}")
-    if c["runs_needed"] is None:
-        need = "errors undefined: a run's log Z or mass is not finite"
-    elif min(c["effective_runs"]) < MIN_EFFECTIVE_RUNS:
-        need = (f"one run carries a data set's evidence: {min(c['effective_runs']):.2f} effective runs, fewer than "
-                f"{MIN_EFFECTIVE_RUNS}")
-    elif t.get("max_particles") is not None:
-        need = (f"errors {c['worst_ratio']:.2g} x the targets; at most {t['max_particles']} particles and "
-                f"{t['max_chains_per_dataset']} runs per data set in {MAX_ROUNDS} rounds")
-    else:
-        need = f"their spread asks for {c['runs_needed']}; at most {t['max_chains_per_dataset']}"
-    return [f"{where}: NOT CONVERGED with {c['runs_per_dataset']} runs of {c['particles']} particles per data set "
-            f"({need})" + (": " + "; ".join(parts) if parts else "")]
 
 
 def analyze(r, results: dict, compare_points: list | None = None, compare: dict | None = None):
