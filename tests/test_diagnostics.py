@@ -153,21 +153,69 @@ def test_nan_diagnostics_warn_as_undefined():
     from slt_relu.posterior import evidence, masses as analysis
 
     nan = float("nan")
-    d = {"rhat_loss": nan, "ess_bulk_loss": nan, "rhat_nested_loss": nan}
-    out = analysis.sampler_warnings(d, "t = 1", 100, None)
+    chains = lambda rhat, ess, nested: analysis.ChainDiagnostics(rhat, ess, ess, 1.0, nested, *(None,) * 7, 100)
+    out = analysis.sampler_warnings(chains(nan, nan, nan), "t = 1", 100, None)
     assert len(out) == 3 and all("NaN: undefined" in line for line in out), out
-    fine = {"rhat_loss": 1.0, "ess_bulk_loss": 400.0, "rhat_nested_loss": 1.0}
-    assert analysis.sampler_warnings(fine, "t = 1", 100, None) == []
+    assert analysis.sampler_warnings(chains(1.0, 400.0, 1.0), "t = 1", 100, None) == []
     loss = np.random.default_rng(11).normal(size=(4, 50))
     loss[0] = 2.0
     loss[1, 3] = np.nan
     diag = analysis.chain_diagnostics(loss, np.array([0, 0, 1, 1]), loss[..., None], None, np.ones(4))
-    assert np.isnan(diag["rhat_loss"]) and np.isnan(diag["ess_bulk_loss"])
+    assert np.isnan(diag.rhat_loss) and np.isnan(diag.ess_bulk_loss)
     assert any("R-hat of L_n is NaN" in line for line in analysis.sampler_warnings(diag, "t", 200, None))
     pm = analysis.phase_masses(np.tile(np.arange(100) % 2, (2, 1)), ("a", "b"), np.array([0, 0]))
-    smc = {"ess_min": nan, "accept_prob_min": 0.7, "final_lambda_min": 1.0}
+    smc = evidence.SMCDiagnostics(np.array([3, 3]), nan, 0.7, 0.7, 1.0, 1000)
     out = evidence.smc_warnings(smc, "t = 1", pm, 100, np.array([-5.0, -5.1]), np.array([0, 0]), 0.5)
     assert any("ESS of a stage's weights is NaN" in line for line in out), out
+
+
+def test_chain_diagnostics_hold_the_samplers_statistics():
+    """A point's chains' diagnostics: the sampler's statistics summed and averaged by hand; to_dataset holds every
+    one that is not None, the step sizes along ``run``."""
+    from slt_relu.posterior import masses
+    from slt_relu.sampling import NUTSInfo
+
+    rng = np.random.default_rng(0)
+    loss = rng.normal(size=(4, 50))
+    steps = np.full((4, 50), 7)
+    steps[0, :5] = 1023
+    info = NUTSInfo(num_steps=steps, tree_depth=None, accept_prob=np.full((4, 50), 0.8), diverging=steps == 1023,
+                    energy=None, step_size=np.array([0.1, 0.2, 0.3, 0.4]), inverse_mass_matrix=None,
+                    warmup_divergences=np.array([1, 0, 0, 2]))
+    d = masses.chain_diagnostics(loss, np.array([0, 0, 1, 1]), loss[..., None], info, np.full(4, 100), max_steps=1023)
+    assert (d.divergences, d.warmup_divergences, d.grad_evals) == (5, 3, 400)
+    assert d.max_tree_depth_fraction == 5 / 200 and d.steps_per_draw_mean == pytest.approx((5 * 1023 + 195 * 7) / 200)
+    assert d.symmetry_accept_mean is None and d.rhat_nested_loss is not None and d.accept_prob_mean == 0.8
+    ds = d.to_dataset()
+    assert set(ds.data_vars) == {k for k, v in d._asdict().items() if v is not None}
+    assert ds["step_size"].dims == ("run",)
+    for name, v in d._asdict().items():
+        if v is not None:
+            np.testing.assert_array_equal(ds[name].values, v, err_msg=name)
+    bare = masses.chain_diagnostics(loss, np.arange(4), loss[..., None], None, np.full(4, 100))
+    assert bare.rhat_nested_loss is None and bare.step_size is None and "divergences" not in bare.to_dataset()
+
+
+def test_smc_diagnostics_read_only_the_stages_each_run_took():
+    """Run 0 took 2 stages, run 1 three: the entries past a run's stages (0 in SMCInfo) are not read; to_dataset holds
+    every diagnostic, the stages along ``run``."""
+    from slt_relu.posterior import evidence
+    from slt_relu.sampling import SMCInfo
+
+    info = SMCInfo(num_stages=np.array([2, 3]), final_lambda=np.array([1.0, 0.5]), lambda_=None,
+                   ess=np.array([[0.6, 0.4, 0.0], [0.5, 0.7, 0.9]]),
+                   accept_prob=np.array([[0.8, 0.6, 0.0], [0.9, 0.3, 0.7]]), step_size=None,
+                   symmetry_accept=np.array([[0.5, 0.5, 0.0], [0.2, 0.2, 0.2]]), log_evidence=None, mean_slope=None,
+                   prior_mean_slope=None)
+    d = evidence.smc_diagnostics(info, np.array([100, 200]), grad_evals_replaced=50.0)
+    assert (d.ess_min, d.accept_prob_min, d.final_lambda_min) == (0.4, 0.3, 0.5)
+    assert d.accept_prob_mean == pytest.approx(3.3 / 5) and d.symmetry_accept_mean == pytest.approx(1.6 / 5)
+    assert d.grad_evals == 350 and d.grad_evals_replaced == 50
+    ds = d.to_dataset()
+    assert ds["stages"].dims == ("run",) and set(ds.data_vars) == set(d._fields)
+    for name, v in d._asdict().items():
+        np.testing.assert_array_equal(ds[name].values, v, err_msg=name)
+    assert evidence.smc_diagnostics(info._replace(symmetry_accept=None), np.array([1, 2])).grad_evals_replaced is None
 
 
 def test_llc_warns_when_the_loss_traces_give_a_nan_rhat():

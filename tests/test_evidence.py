@@ -184,20 +184,26 @@ def test_free_energy_slopes_recover_lambda():
     assert np.isfinite(out.lambdas[0].details.per_dataset[[0, 2]]).all() and out.lambdas[1].lambda_ == pytest.approx(lam[1])
 
 
-def _row(v, a, b):
-    """A sweep point's row as posterior_report makes it, with only what the sweep's Dataset needs."""
+def _point(a, b, n_beta=100.0, dropped=()):
+    """A sweep point's Dataset with only what the sweep's grids, the lead and the crossover read: its trial filter
+    and the masses of phases a and b on each trial (a, b: (K,), NaN at the trials the filter dropped)."""
+    import xarray as xr
+
+    from slt_relu.posterior.point import PointMasses, TrialFilter
+
     K = len(a)
-    return {"values": {"truth.v": v}, "n": 100, "beta": 1.0, "n_beta": 100.0, "trials": K,
-            "mean_loss_per_trial": [1.0] * K, "excess_loss_per_trial": [0.0] * K,
-            "trial_filter": {"applied": False, "dropped_trials": []},
-            "mass": {"a": float(np.mean(a)), "b": float(np.mean(b))}, "mass_se": {"a": 0.1, "b": 0.1},
-            "mass_mcse": {"a": 0.01, "b": 0.01}, "mass_per_trial": {"a": a, "b": b}}
+    kept = ~np.isin(np.arange(K), dropped)
+    trials = TrialFilter(np.ones(K), np.zeros(K), 1.5, bool(len(dropped)), kept, kept)
+    per_trial = np.stack([a, b], -1)
+    masses = PointMasses(("a", "b"), np.nanmean(per_trial, 0), np.full(2, 0.1), np.full(2, 0.01), per_trial)
+    return xr.merge([trials.to_dataset(), masses.to_dataset(), xr.Dataset({"n": 100, "beta": 1.0, "n_beta": n_beta})])
 
 
 def test_lead_by_hand():
     sweep = {"truth.v": [1.0, 2.0]}
-    rows = [_row(1.0, [0.6, 0.7, 0.8], [0.3, 0.2, 0.1]), _row(2.0, [0.4, 0.6, 0.5], [0.5, 0.4, 0.5])]
-    ds = sweep_results.with_crossover(sweep_results.sweep_dataset(sweep, rows), sweep, ("a", "b"), "truth.v")
+    points = [_point([0.6, 0.7, 0.8], [0.3, 0.2, 0.1]), _point([0.4, 0.6, 0.5], [0.5, 0.4, 0.5])]
+    ds = sweep_results.sweep_dataset(sweep, points, [{"truth.v": v} for v in sweep["truth.v"]])
+    ds = sweep_results.with_crossover(ds, sweep, ("a", "b"), "truth.v")
     got = sweep_results.crossover_metrics(ds, sweep)["lead"]
     np.testing.assert_allclose(got["difference"], [0.5, 0.1 / 3], rtol=1e-12)        # (-0.1 + 0.2 + 0) / 3
     np.testing.assert_allclose(got["difference_se"][0], np.std([0.3, 0.5, 0.7], ddof=1) / np.sqrt(3))
@@ -210,30 +216,30 @@ def test_a_sweeps_dataset_is_labelled_by_its_axes_and_the_metrics_grids_derive_f
     from slt_relu.netcdf import read_tree, write_tree
 
     sweep = {"posterior.beta": ["wbic", 0.5], "truth.v": [1.0, 2.0, 3.0]}
-    rows = []
+    points, values, per_trial = [], [], []
     for i, beta in enumerate(sweep["posterior.beta"]):
         for j, v in enumerate(sweep["truth.v"]):
-            a = [0.9 - 0.3 * j - 0.01 * i, 0.8 - 0.3 * j, 0.85 - 0.3 * j]
-            row = _row(v, a, [1 - x for x in a])
-            row["values"] = {"posterior.beta": beta, "truth.v": v}
-            row["n_beta"] = 10.0 * (i + 1)
-            rows.append(row)
-    rows[4]["trial_filter"] = {"applied": True, "dropped_trials": [1]}
-    rows[4]["mass_per_trial"] = {"a": [0.5, 0.55], "b": [0.5, 0.45]}
-    ds = sweep_results.sweep_dataset(sweep, rows)
+            a = np.array([0.9 - 0.3 * j - 0.01 * i, 0.8 - 0.3 * j, 0.85 - 0.3 * j])
+            dropped = (1,) if (i, j) == (1, 1) else ()
+            if dropped:
+                a = np.array([0.5, np.nan, 0.55])
+            per_trial.append((a, 1 - a))
+            points.append(_point(a, 1 - a, n_beta=10.0 * (i + 1), dropped=dropped))
+            values.append({"posterior.beta": beta, "truth.v": v})
+    ds = sweep_results.sweep_dataset(sweep, points, values)
     assert ds["mass"].dims == ("posterior.beta", "truth.v", "phase")
     assert ds["posterior.beta"].values.tolist() == ["wbic", "0.5"] and ds["truth.v"].values.tolist() == [1.0, 2.0, 3.0]
     assert ds["n_beta"].sel({"posterior.beta": "0.5", "truth.v": 3.0}) == 20.0
     np.testing.assert_array_equal(ds["mass_per_trial"].sel({"posterior.beta": "0.5", "truth.v": 2.0, "phase": "a"}),
                                   [0.5, np.nan, 0.55])
+    np.testing.assert_array_equal(ds["dropped"].sel({"posterior.beta": "0.5", "truth.v": 2.0}), [False, True, False])
     ds = sweep_results.with_crossover(ds, sweep, ("a", "b"), "truth.v")
     got = sweep_results.grids(ds, sweep)
-    assert got["mass"]["a"] == [[rows[3 * i + j]["mass"]["a"] for j in range(3)] for i in range(2)]
+    assert got["mass"]["a"] == [[float(np.nanmean(per_trial[3 * i + j][0])) for j in range(3)] for i in range(2)]
     assert got["n_beta"] == [10.0, 20.0] and got["crossover_axis"] == "truth.v"
     # the crossover along v for each beta, by hand: the mean masses cross where a - b changes sign
     for i in range(2):
-        diff = [np.mean(rows[3 * i + j]["mass_per_trial"]["a"]) - np.mean(rows[3 * i + j]["mass_per_trial"]["b"])
-                for j in range(3)]
+        diff = [np.nanmean(per_trial[3 * i + j][0]) - np.nanmean(per_trial[3 * i + j][1]) for j in range(3)]
         k = next(k for k in range(2) if diff[k] > 0 >= diff[k + 1])
         x = 1.0 + k + diff[k] / (diff[k] - diff[k + 1])
         assert got["crossover_v"][i] == pytest.approx(x, rel=1e-12)
@@ -243,25 +249,40 @@ def test_a_sweeps_dataset_is_labelled_by_its_axes_and_the_metrics_grids_derive_f
 
 
 def test_cross_table_rows_sum_to_the_rules_masses():
+    from slt_relu.posterior.point import cross_table
+
     codes = np.array([[0, 0, 1, 2], [1, 1, 1, 2]])
     labels = np.array([["x", "y", "x", "x"], ["y", "y", "z", "x"]], object)
-    table = analysis.cross_table(codes, ("p", "q", "r"), labels, np.array([0, 1]))
-    assert table == {"p": {"x": 0.125, "y": 0.125}, "q": {"x": 0.125, "y": 0.25, "z": 0.125}, "r": {"x": 0.25}}
+    table = cross_table(codes, ("p", "q", "r"), labels, np.array([0, 1]))
+    assert table.phases == ("p", "q", "r") and table.labels == ("x", "y", "z")
+    np.testing.assert_array_equal(table.mass, [[0.125, 0.125, 0.0], [0.125, 0.25, 0.125], [0.25, 0.0, 0.0]])
+    np.testing.assert_array_equal(table.count, [[1, 1, 0], [1, 2, 1], [2, 0, 0]])
     mass = analysis.phase_masses(codes, ("p", "q", "r"), np.array([0, 1])).mass
-    np.testing.assert_allclose([sum(table[nm].values()) for nm in "pqr"], mass)
+    np.testing.assert_allclose(table.mass.sum(1), mass, rtol=1e-12)
+    ds = table.to_dataset()
+    assert ds["cross_table"].dims == ("phase", "label") and ds["label"].values.tolist() == ["x", "y", "z"]
+    np.testing.assert_array_equal(ds["cross_table"].values, table.mass)
+    # independent SMC runs on one data set: each run's fraction weighted by its evidence, Z_r / sum Z
+    lz = np.log([1.0, 3.0])
+    table = cross_table(codes, ("p", "q", "r"), labels, np.array([0, 0]), lz)
+    np.testing.assert_allclose(table.mass[1], [0.25 * 0.25, 0.75 * 0.5, 0.75 * 0.25], rtol=1e-12)
+
+
+def _smc_diagnostics(ess_min, accept_prob_min, final_lambda_min):
+    return evidence.SMCDiagnostics(np.array([3, 3]), ess_min, 0.7, accept_prob_min, final_lambda_min, 1000)
 
 
 def test_smc_warnings_name_what_is_wrong():
     labels = np.zeros((2, 100), int)
     labels[0, :10] = 1                                   # phase b: 10 particles in run 0, none in run 1
     pm = analysis.phase_masses(labels, ("a", "b"), np.array([0, 0]))
-    d = {"ess_min": 0.1, "accept_prob_min": 0.1, "final_lambda_min": 0.5}
+    d = _smc_diagnostics(ess_min=0.1, accept_prob_min=0.1, final_lambda_min=0.5)
     out = evidence.smc_warnings(d, "t = 1", pm, 100, np.array([-5.0, -7.0]), np.array([0, 0]), 0.5)
     text = "\n".join(out)
     for phrase in ("ESS collapsed to 0.10", "acceptance fell to 0.10", "stopped at lambda = 0.5",
                    "the mass of b rests on fewer than 20 of the 100 particles", "differ by 2.00 nats"):
         assert phrase in text, (phrase, out)
-    fine = {"ess_min": 0.5, "accept_prob_min": 0.7, "final_lambda_min": 1.0}
+    fine = _smc_diagnostics(ess_min=0.5, accept_prob_min=0.7, final_lambda_min=1.0)
     even = analysis.phase_masses(np.tile(np.arange(100) % 2, (2, 1)), ("a", "b"), np.array([0, 0]))
     assert evidence.smc_warnings(fine, "t = 1", even, 100, np.array([-5.0, -5.1]), np.array([0, 0]), 0.5) == []
 
@@ -300,9 +321,9 @@ def test_a_collapsing_run_is_flagged_and_a_healthy_one_holds_the_target_ess():
     pm = analysis.phase_masses(np.zeros((2, 256), int), ("a",), np.array([0, 1]))
     fine = run_smc(keys, _defined, z0, t_max, s)
     d = evidence.smc_diagnostics(fine.info, fine.grad_evals)
-    assert abs(d["ess_min"] - s.target_ess) < 0.02 and d["final_lambda_min"] == 1.0
+    assert abs(d.ess_min - s.target_ess) < 0.02 and d.final_lambda_min == 1.0
     assert evidence.smc_warnings(d, "x", pm, 256, fine.log_evidence, np.array([0, 1]), s.target_ess) == []
     stalled = run_smc(keys, _half_defined, z0, t_max, s)
     d = evidence.smc_diagnostics(stalled.info, stalled.grad_evals)
     out = evidence.smc_warnings(d, "x", pm, 256, stalled.log_evidence, np.array([0, 1]), s.target_ess)
-    assert d["final_lambda_min"] < 1.0 and any("stopped at lambda" in w for w in out), out
+    assert d.final_lambda_min < 1.0 and any("stopped at lambda" in w for w in out), out

@@ -167,19 +167,18 @@ def test_particle_growth_rounds_by_stub(spread, grown, converged):
 def test_one_run_carrying_a_data_set_is_not_converged():
     """Each data set's evidence rests on one run (log Z 10 nats above the other three): whatever the targets,
     fewer than MIN_EFFECTIVE_RUNS effective runs is not converged, and the warning says why."""
-    from slt_relu.kinds.posterior_report import convergence_warnings
-    from slt_relu.posterior.stopping import MIN_EFFECTIVE_RUNS, StoppingRule, run_agreement
+    from slt_relu.posterior.stopping import MIN_EFFECTIVE_RUNS, StoppingRule, agreement_warnings, run_agreement
 
     conv = StoppingRule(log_evidence_mcse=1e3)
     res = {"log_evidence": np.tile([0.0, -10.0, -10.0, -10.0], 2), "dataset": np.repeat([0, 1], 4),
            "flat": np.zeros((8, 64, 1))}
     a = run_agreement(conv, res)
-    assert a["log_evidence_mcse"] < 1e3 and max(a["effective_runs"]) < MIN_EFFECTIVE_RUNS
-    assert a["converged"] is False and a["runs_needed"] == 16
-    warning = convergence_warnings({**a, "targets": conv._asdict()}, "v = 1")
+    assert a.log_evidence_mcse < 1e3 and max(a.effective_runs) < MIN_EFFECTIVE_RUNS
+    assert a.converged is False and a.runs_needed == 16 and a.targets == conv
+    warning = agreement_warnings(a, "v = 1")
     assert len(warning) == 1 and "one run carries a data set's evidence: 1.00 effective runs" in warning[0]
     res["log_evidence"] = np.tile([0.0, -0.1, 0.1, 0.05], 2)
-    assert run_agreement(conv, res)["converged"] is True
+    assert run_agreement(conv, res).converged is True
 
 
 def test_a_data_set_whose_evidence_is_in_one_run_grows_to_the_bound():
@@ -197,18 +196,21 @@ def test_a_data_set_whose_evidence_is_in_one_run_grows_to_the_bound():
     codes = (np.random.default_rng(0).random((8, 64)) < x[:, None]).astype(int)       # phase b with share x_r
     flat = np.zeros((8, 64, 1))
     a = run_agreement(conv, {"log_evidence": lz, "dataset": ds, "flat": flat}, (codes, ("a", "b")))
-    assert a["converged"] is False and a["worst_ratio"] == np.inf and a["runs_needed"] == 13
+    assert a.converged is False and a.worst_ratio == np.inf and a.runs_needed == 13
     assert growth(a, conv) == ("particles", 4, 256)                  # neither way meets it: particles first
-    assert growth({**a, "particles": 256}, conv) == ("runs", 8, 256)
+    assert growth(a._replace(particles=256), conv) == ("runs", 8, 256)
     lz[5] = np.nan
     b = run_agreement(conv, {"log_evidence": lz, "dataset": ds, "flat": flat}, (codes, ("a", "b")))
-    assert b["converged"] is False and b["runs_needed"] is None and growth(b, conv) is None
+    assert b.converged is False and b.runs_needed is None and growth(b, conv) is None
 
 
 def _agreement(r, R=4, N=1024):
     """run_agreement's verdict on R runs of N particles per data set with worst error / target r."""
-    return {"converged": r <= 1, "worst_ratio": r, "runs_per_dataset": R, "particles": N,
-            "runs_needed": R if r <= 1 else int(np.ceil(R * r**2)) if np.isfinite(r) else None}
+    from slt_relu.posterior.stopping import RunAgreement, StoppingRule
+
+    return RunAgreement(converged=r <= 1, mass_mcse={}, log_evidence_mcse=0.1, runs_per_dataset=R,
+                        runs_needed=R if r <= 1 else int(np.ceil(R * r**2)) if np.isfinite(r) else None, particles=N,
+                        worst_ratio=r, effective_runs=[float(R)], targets=StoppingRule(log_evidence_mcse=0.1))
 
 
 @pytest.mark.parametrize("r, R, N, max_particles, expected", [

@@ -1,38 +1,46 @@
 """A sweep's Dataset (slt_relu.posterior.sweep_results) from points whose per-point dimensions differ in length:
 SMC's stopping rule gives some points more runs than others, a swept posterior.datasets more data sets.  Small
-synthetic points, no sampling."""
+synthetic points (slt_relu.posterior.point.PosteriorPoint), no sampling."""
 import numpy as np
 import pytest
 
-from slt_relu.posterior import evidence, masses, sweep_results as sr
+from slt_relu.posterior import evidence, masses, point, sweep_results as sr
+from slt_relu.posterior.stopping import RunAgreement, StoppingRule
 
 PHASES = ("a", "b")
 
 
-def _row(values: dict, runs: int, datasets: int, seed: int, labels=("x", "y", "z"), trial_filter=False,
-         smc=True) -> dict:
-    """One point's row of metrics.json as posterior_report makes it, from synthetic SMC runs: ``runs``
-    independent runs of 16 particles on ``datasets`` data sets (or ``runs`` MCMC chains of 16 draws)."""
+def _point(runs: int, datasets: int, seed: int, beta: float = 1.0, labels=("x", "y", "z"), trial_filter=False,
+           smc=True) -> point.PosteriorPoint:
+    """One point's results as posterior_report makes them, from synthetic SMC runs: ``runs`` independent runs of
+    16 particles on ``datasets`` data sets (or ``runs`` MCMC chains of 16 draws)."""
     rng = np.random.default_rng(seed)
     dataset = np.arange(runs) % datasets
     loss = rng.normal(1.0, 0.1, (runs, 16)) + 0.05 * dataset[:, None]
     codes = rng.integers(0, 2, (runs, 16))
     classified = np.asarray(rng.choice(labels, (runs, 16)), object)
-    res = {"loss": loss, "dataset": dataset, "log_evidence": rng.normal(-10.0, 0.3, runs)}
-    rule = (codes, PHASES)
-    beta = values.get("posterior.beta", 1.0)
-    row = {"index": seed, "values": values, "n": 100, "beta": beta, "n_beta": 100 * beta}
-    lz = res["log_evidence"] if smc else None
-    row.update(masses.point_summary(loss, dataset, np.full(datasets, 0.9), filter_z=1.2, apply_filter=trial_filter,
-                                    rule=rule, classified=classified, log_evidence=lz))
-    row["classify_phase"]["names"] = {lab: f"phase {lab}" for lab in row["classify_phase"]["mass"]}
-    row["cross_table"] = masses.cross_table(codes, PHASES, classified, dataset, lz)
+    lz = rng.normal(-10.0, 0.3, runs) if smc else None
+    trials = point.filter_trials(loss, dataset, np.full(datasets, 0.9), z=1.2, applied=trial_filter)
+    rule_masses = point.point_masses(codes, PHASES, dataset, trials, lz)
+    labelled = point.point_masses(classified, None, dataset, trials, lz)
+    table = point.cross_table(codes, PHASES, classified, dataset, lz)
+    names = {lab: f"phase {lab}" for lab in labels}
     if not smc:
-        return row
-    row.update(evidence.evidence_summary(res, rule, classified))
-    row["convergence"] = {"converged": runs > 4, "runs_per_dataset": runs // datasets, "targets": {"mass_mcse": 0.05},
-                          "mass_mcse": row["mass_mcse"]}
-    return row
+        diagnostics = masses.chain_diagnostics(loss, dataset, loss[..., None], None, np.full(runs, 100))
+        return point.PosteriorPoint(100, beta, 100 * beta, trials, rule_masses, labelled, names, table, None,
+                                    diagnostics)
+    agreement = RunAgreement(runs > 4, dict(zip(PHASES, rule_masses.mcse.tolist())), 0.1, runs // datasets, runs, 16,
+                             0.5, [runs / datasets] * datasets, StoppingRule(mass_mcse=0.05))
+    diagnostics = evidence.SMCDiagnostics(np.full(runs, 3), 0.5, 0.7, 0.6, 1.0, 100 * runs)
+    return point.PosteriorPoint(100, beta, 100 * beta, trials, rule_masses, labelled, names, table,
+                                evidence.point_evidence(lz, dataset, loss, (codes, PHASES), classified), diagnostics,
+                                agreement)
+
+
+def _sweep(sweep: dict, points: list, attrs=None):
+    values = [dict(zip(sweep, v)) for v in np.array(np.meshgrid(*sweep.values(), indexing="ij")).reshape(
+        len(sweep), -1).T.tolist()] if sweep else [{}]
+    return sr.sweep_dataset(sweep, [p.to_dataset() for p in points], values, attrs)
 
 
 def _same(combined, alone):
@@ -52,11 +60,12 @@ def test_points_with_4_and_8_runs_combine_and_their_metrics_are_each_points_own(
     sweep = {"posterior.beta": [0.5, 1.0], "truth.t": [1.0, 2.0]}
     runs = {(0.5, 1.0): 4, (0.5, 2.0): 8, (1.0, 1.0): 8, (1.0, 2.0): 8}
     datasets = {1.0: 2, 2.0: 4}                                     # posterior.datasets along t, shared along beta
-    rows = [_row({"posterior.beta": b, "truth.t": t}, runs[b, t], datasets[t], seed=i, trial_filter=trial_filter,
-                 labels=("x", "y") if i == 3 else ("x", "y", "z"))            # point 3 lacks label z
-            for i, (b, t) in enumerate((b, t) for b in sweep["posterior.beta"] for t in sweep["truth.t"])]
-    assert any(row["trial_filter"]["applied"] and row["trial_filter"]["dropped_trials"] for row in rows) == trial_filter
-    ds = sr.sweep_dataset(sweep, rows)
+    grid = [(b, t) for b in sweep["posterior.beta"] for t in sweep["truth.t"]]
+    points = [_point(runs[b, t], datasets[t], seed=i, beta=b, trial_filter=trial_filter,
+                     labels=("x", "y") if i == 3 else ("x", "y", "z"))            # point 3 lacks label z
+              for i, (b, t) in enumerate(grid)]
+    assert any(p.trials.applied and not p.trials.kept.all() for p in points) == trial_filter
+    ds = _sweep(sweep, points)
     assert ds.sizes["run"] == 8 and ds.sizes["dataset"] == 4
     np.testing.assert_array_equal(ds["num_runs"].values, [[4, 8], [8, 8]])
     np.testing.assert_array_equal(ds["trials"].values, [[2, 4], [2, 4]])
@@ -64,21 +73,21 @@ def test_points_with_4_and_8_runs_combine_and_their_metrics_are_each_points_own(
                                   [True] * 4 + [False] * 4)
 
     combined = sr.grids(sr.with_crossover(ds, sweep, PHASES, "truth.t"), sweep)
-    for row in rows:
-        b, t = row["values"]["posterior.beta"], row["values"]["truth.t"]
+    for k, ((b, t), pt) in enumerate(zip(grid, points)):
         at = {"posterior.beta": b, "truth.t": t}
-        _same(ds.sel(at), sr.point_dataset(row))
-        z = 0.0 if row["index"] == 3 else row["classify_phase"]["mass"]["z"]          # a label absent at a point: 0
+        _same(ds.sel(at), pt.to_dataset())
+        z = 0.0 if k == 3 else pt.classified.mass[pt.classified.names.index("z")]     # a label absent at a point: 0
         assert ds["classify_mass"].sel({**at, "label": "z"}).item() == z
-        alone = sr.grids(sr.sweep_dataset({}, [row]), {})
+        alone = sr.grids(_sweep({}, [pt]), {})
         i, j = sweep["posterior.beta"].index(b), sweep["truth.t"].index(t)
-        for key in ("mass", "mass_se", "mass_mcse"):
-            for nm in PHASES:
-                assert combined[key][nm][i][j] == alone[key][nm] == row[key][nm] and np.isfinite(row[key][nm])
+        for key, field in (("mass", "mass"), ("mass_se", "se"), ("mass_mcse", "mcse")):
+            for p, nm in enumerate(PHASES):
+                value = getattr(pt.masses, field)[p]
+                assert combined[key][nm][i][j] == alone[key][nm] == value and np.isfinite(value)
         for field in ("mass", "mass_se", "mass_mcse"):
             for lab, v in alone["classify_phase"][field].items():
                 assert combined["classify_phase"][field][lab][i][j] == v
-        assert combined["log_evidence"][i][j] == alone["log_evidence"] == row["log_evidence"]
+        assert combined["log_evidence"][i][j] == alone["log_evidence"] == pt.evidence.log_evidence
         assert combined["log_evidence_mcse"][i][j] == alone["log_evidence_mcse"]
         for key in ("free_energy", "free_energy_classify_phase"):
             assert combined[key]["total"][i][j] == alone[key]["total"]
@@ -89,31 +98,31 @@ def test_points_with_4_and_8_runs_combine_and_their_metrics_are_each_points_own(
             for lab, v in per_label.items():
                 assert combined["cross_table"][nm][lab][i][j] == v
         # who leads: the mean over the point's own (kept) data sets of mass_a - mass_b
-        kept = [np.asarray(row["mass_per_trial"][nm]) for nm in PHASES]
-        assert combined["lead"]["difference"][i][j] == pytest.approx(np.mean(kept[0] - kept[1]), rel=1e-12)
+        kept = pt.masses.per_trial[pt.trials.used]
+        assert combined["lead"]["difference"][i][j] == pytest.approx(np.mean(kept[:, 0] - kept[:, 1]), rel=1e-12)
 
     # the crossover along t for each beta from the points' own data sets, as crossover_bootstrap sees them
     rng = np.random.default_rng(0)
     for i in range(2):
-        pts = rows[2 * i: 2 * i + 2]
-        a, b = ([np.asarray(r["mass_per_trial"][nm]) for r in pts] for nm in PHASES)
+        pts = points[2 * i: 2 * i + 2]
+        a, b = ([p.masses.per_trial[p.trials.used][:, k] for p in pts] for k in range(2))
         want = masses.crossover_bootstrap(np.asarray(sweep["truth.t"]), a, b, rng)
         np.testing.assert_equal([combined["crossover_t"][i], combined["crossover_t_se"][i],
                                  combined["crossover_t_bootstrap_fraction"][i]], list(want))
 
     # lambda along beta at each t: the slopes over that t's own data sets
     for j, t in enumerate(sweep["truth.t"]):
-        pts = rows[j::2]
-        F = np.array([[r["free_energy"]["phase_per_trial"][nm] for nm in PHASES] for r in pts]).transpose(0, 2, 1)
-        L = np.array([[r["min_loss_per_trial"][nm] for nm in PHASES] for r in pts]).transpose(0, 2, 1)
-        want = evidence.free_energy_slopes([r["n_beta"] for r in pts], F, L)
+        pts = points[j::2]
+        F = np.array([p.evidence.free_energy.phase_free_energy for p in pts])
+        L = np.array([p.evidence.min_loss_per_trial for p in pts])
+        want = evidence.free_energy_slopes([p.n_beta for p in pts], F, L)
         got = sr.lambda_along_beta(ds, sweep)[j]
         assert isinstance(got, sr.PhaseLambdas) and tuple(got.lambdas) == PHASES
         assert got.values == {"truth.t": t} and np.all(np.isfinite([e.lambda_ for e in got.lambdas.values()]))
         np.testing.assert_allclose([e.lambda_ for e in got.lambdas.values()], [e.lambda_ for e in want.lambdas],
                                    rtol=1e-12)
         np.testing.assert_allclose([e.se for e in got.lambdas.values()], [e.se for e in want.lambdas], rtol=1e-12)
-        np.testing.assert_allclose(got.n_beta, [r["n_beta"] for r in pts], rtol=1e-12)
+        np.testing.assert_allclose(got.n_beta, [p.n_beta for p in pts], rtol=1e-12)
         np.testing.assert_allclose(got.excess[PHASES[0]], want.excess[:, :, 0].mean(1), rtol=1e-12)
         # metrics.json's entry (the posterior kind converts in one place): the keys and numbers it always had
         from slt_relu.kinds.posterior_report import lambda_entry
@@ -130,12 +139,12 @@ def test_samplers_with_different_runs_combine(tmp_path):
     from slt_relu.netcdf import read_tree, write_tree
 
     sweep = {"truth.t": [1.0, 2.0]}
-    make = lambda runs, **kw: sr.sweep_dataset(sweep, [_row({"truth.t": t}, runs, 2, seed=i, **kw)
-                                                       for i, t in enumerate(sweep["truth.t"])], {"sampler": "smc"})
+    make = lambda runs, **kw: _sweep(sweep, [_point(runs, 2, seed=i, **kw) for i in range(2)], {"sampler": "smc"})
     four, eight, mcmc = make(4), make(8), make(4, smc=False, labels=("x", "w"))
     both = sr.by_sampler(four, eight, mcmc.assign_attrs(sampler="nuts"))
     assert both.sizes["run"] == 8 and both["sampler"].values.tolist() == ["smc (0)", "smc (1)", "nuts (2)"]
-    np.testing.assert_array_equal(both["num_runs"].values, [[4, 4], [8, 8], [np.nan, np.nan]])
+    np.testing.assert_array_equal(both["num_runs"].values, [[4, 4], [8, 8], [np.nan, np.nan]])  # (no step sizes)
+    assert both["stages"].isel(sampler=2).isnull().all() and both["rhat_loss"].isel(sampler=0).isnull().all()
     assert both["log_evidence_per_run"].isel(sampler=0, run=slice(4, None)).isnull().all()
     assert both["label_name"].to_series().to_dict() == {lab: f"phase {lab}" for lab in both["label"].values}
     for i, alone in enumerate((four, eight, mcmc)):

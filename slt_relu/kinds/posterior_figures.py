@@ -15,7 +15,7 @@ def _where_label(values: dict) -> str:
                      for k, v in values.items()) or "all points"
 
 
-def posterior_figures(r, ds, cds, metrics, rows, params, results) -> dict:
+def posterior_figures(r, ds, cds, metrics, params, results) -> dict:
     """phase_mass.png, free_energy.png (SMC), free_energy_scaling.png (SMC swept over beta),
     phase_diagram.png (two sweep axes), effective_weights.png (n_in = 2), traces.png: a posterior
     sweep's Dataset (``slt_relu.posterior.sweep_results``; ``cds``: the [compare] sampler's, or None)
@@ -109,7 +109,7 @@ def posterior_figures(r, ds, cds, metrics, rows, params, results) -> dict:
         for i in pick:
             res = results[points[i].index]
             radii = np.linalg.norm(effective_weights(params[i]), axis=-1)
-            traces.append((rows[i]["values"], res["loss"], radii))
+            traces.append((points[i].values, res["loss"], radii))
         fig = posterior_traces_figure(traces, title=f"{title}: traces")
         figures["traces"] = fig
     return figures

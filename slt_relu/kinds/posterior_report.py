@@ -1,8 +1,10 @@
-"""A posterior sweep's analysis (kind ``posterior``): each point's draws turned into metrics.json rows
-(phase masses by DSLT4's rule and by classify_phase, their cross-table, diagnostics, log evidence and
-free energies for SMC), the sweep's summary, the figures, the draws as ArviZ netCDF files, and the
-headline numbers a run prints.  The numbers come from the pure functions of ``slt_relu.posterior.masses``
-and ``slt_relu.posterior.evidence``; the figures from ``posterior_figures``.
+"""A posterior sweep's analysis (kind ``posterior``): each point's draws turned into its typed results
+(``slt_relu.posterior.point.PosteriorPoint``: phase masses by DSLT4's rule and by classify_phase, their
+cross-table, the trial filter, diagnostics, log evidence and free energies for SMC, the stopping rule's
+verdict), the sweep's Dataset from the points' own (``slt_relu.posterior.sweep_results``), metrics.json (the
+sweep's tables derived from that Dataset, each point's row from its results, one function per part), the
+figures (``posterior_figures``, from the Dataset), the draws as ArviZ netCDF files, and the headline numbers a
+run prints (read back from metrics.json, so that ``slt-relu show`` reads committed folders too).
 """
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ from functools import partial
 import numpy as np
 
 from ..phases import rule_labels
-from ..posterior.stopping import MAX_ROUNDS, MIN_EFFECTIVE_RUNS
 from ..sampling import NUTSInfo, NUTSSettings, SMCSettings, info_from_dict, tree_depth
 from ..workflow.kind import Output
 from .posterior_figures import posterior_figures
@@ -69,90 +70,134 @@ def _where(values: dict) -> str:
         or "the run"
 
 
-def _rows(r, points, results) -> tuple[list, list, list]:
-    """Each point's row of metrics.json, the warnings, and the draws as parameters."""
+def _points(r, points, results) -> tuple[list, list, list]:
+    """Each point's results (``slt_relu.posterior.point.PosteriorPoint``), the warnings, and the draws as
+    parameters."""
     from ..posterior import evidence, masses as analysis
+    from ..posterior.point import PosteriorPoint, cross_table, filter_trials, point_masses
+    from ..posterior.stopping import agreement_warnings, stored_agreement
 
     ph = r.settings.phases
-    rows, warnings, params_per_point = [], [], []
+    out, warnings, params_per_point = [], [], []
     for pt in points:
         p, res = pt.settings, results[pt.index]
         smc = isinstance(p.sampler, SMCSettings)
+        ds, lz = res["dataset"], res["log_evidence"] if smc else None
         params = draws_params(p, res["flat"])
         params_per_point.append(params)
         rule = point_rule(p, params)
         classified, names = _classify_labels(ph, p, params) if ph.classify else (None, {})
-        row = {"index": pt.index, "values": pt.values, "n": p.n, "beta": p.beta, "n_beta": p.n_beta}
-        row.update(analysis.point_summary(res["loss"], res["dataset"], res["truth_loss"], filter_z=p.trial_filter_z,
-                                          apply_filter=p.trial_filter, rule=rule, classified=classified,
-                                          log_evidence=res["log_evidence"] if smc else None))
-        if classified is not None:
-            row["classify_phase"]["names"] = names
-            if rule is not None:
-                row["cross_table"] = analysis.cross_table(rule[0][:, ::ph.classify_every], rule[1], classified,
-                                                          res["dataset"], res["log_evidence"] if smc else None)
+        trials = filter_trials(res["loss"], ds, res["truth_loss"], z=p.trial_filter_z, applied=p.trial_filter)
+        masses = None if rule is None else point_masses(*rule, ds, trials, lz)
+        labelled = None if classified is None else point_masses(classified, None, ds, trials, lz)
+        table = None if rule is None or classified is None else \
+            cross_table(rule[0][:, ::ph.classify_every], rule[1], classified, ds, lz)
         info = point_info(p, res)
         where = _where(pt.values)
+        point_evidence = agreement = None
         if smc:
-            d = evidence.smc_diagnostics(info, res["grad_evals"])
-            if "grad_evals_replaced" in res:       # runs the stopping rule replaced by runs with more particles
-                d["grad_evals"] += int(res["grad_evals_replaced"])
-                d["grad_evals_replaced"] = int(res["grad_evals_replaced"])
+            d = evidence.smc_diagnostics(info, res["grad_evals"], res.get("grad_evals_replaced"))
             labels = rule if rule is not None else (classified, None)
-            masses = analysis.phase_masses(labels[0], labels[1], res["dataset"], res["log_evidence"])
-            particles = int(np.shape(res["flat"])[1])
-            warnings += evidence.smc_warnings(d, where, masses, particles, res["log_evidence"],
-                                              res["dataset"], p.sampler.target_ess)
-            if "convergence" in res:
-                row["convergence"] = res["convergence"]
-                warnings += convergence_warnings(res["convergence"], where)
+            warnings += evidence.smc_warnings(d, where, analysis.phase_masses(*labels, ds, lz),
+                                              int(np.shape(res["flat"])[1]), lz, ds, p.sampler.target_ess)
+            agreement = stored_agreement(res)
+            if agreement is not None:
+                warnings += agreement_warnings(agreement, where)
             if rule is not None and classified is not None:
-                warnings += evidence.thin_phase_warnings(analysis.phase_masses(classified, None, res["dataset"]),
+                warnings += evidence.thin_phase_warnings(analysis.phase_masses(classified, None, ds),
                                                          classified.shape[1], where, "classify_phase")
-            row.update(evidence.evidence_summary(res, rule, classified))
+            point_evidence = evidence.point_evidence(lz, ds, res["loss"], rule, classified)
         else:
             free = np.flatnonzero(np.asarray(p.model.free))
             max_steps = 2 ** p.sampler.max_tree_depth - 1 if isinstance(p.sampler, NUTSSettings) else None
-            d = analysis.chain_diagnostics(res["loss"], res["dataset"], np.asarray(res["flat"])[..., free], info,
+            d = analysis.chain_diagnostics(res["loss"], ds, np.asarray(res["flat"])[..., free], info,
                                            res["grad_evals"], max_steps)
             n_draws = p.datasets * p.chains_per_dataset * p.sampler.num_samples
             warnings += analysis.sampler_warnings(d, where, n_draws, p.sampler.target_accept_prob)
-        d.update(program_wall_s=float(res["program_wall_s"]), program_ticks=int(res["program_ticks"]),
-                 program_chains=int(res["program_chains"]), program_points=int(res["program_points"]))
-        row["diagnostics"] = d
-        rows.append(row)
-    return rows, warnings, params_per_point
+        out.append(PosteriorPoint(p.n, p.beta, p.n_beta, trials, masses, labelled, names, table, point_evidence, d,
+                                  agreement))
+    return out, warnings, params_per_point
+
+
+# ----------------------------------------------------------------------------------------
+# metrics.json's rows: a point's results as JSON, one function per part (headline reads them back)
+
+
+def _by_name(names, columns) -> dict:
+    return {nm: np.asarray(col).tolist() for nm, col in zip(names, columns)}
+
+
+def _zscores(v) -> list:
+    return ((v - v.mean()) / (v.std() or 1.0)).tolist()
+
+
+def _trials_row(t) -> dict:
+    return {"trials": len(t.kept), "mean_loss_per_trial": t.mean_loss, "excess_loss_per_trial": t.excess_loss,
+            "trial_filter": {"applied": t.applied, "z": t.z, "z_scores": _zscores(t.mean_loss),
+                             "dropped_trials": np.flatnonzero(~t.kept).tolist(),
+                             "excess_z_scores": _zscores(t.excess_loss),
+                             "dropped_by_excess": np.flatnonzero(~t.kept_by_excess).tolist()}}
+
+
+def _masses_row(m, trials) -> dict:
+    per = partial(_by_name, m.names)
+    return {"mass": per(m.mass), "mass_se": per(m.se), "mass_mcse": per(m.mcse),
+            "mass_per_trial": per(m.per_trial[trials.used].T)}
+
+
+def _free_energy_row(fe) -> dict:
+    per = partial(_by_name, fe.names)
+    return {"total": fe.free_energy_mean, "total_se": fe.free_energy_se, "total_mcse": fe.free_energy_mcse,
+            "phase": per(fe.phase_free_energy_mean), "phase_se": per(fe.phase_free_energy_se),
+            "phase_mcse": per(fe.phase_free_energy_mcse), "relative": per(fe.relative_mean),
+            "relative_se": per(fe.relative_se), "phase_per_trial": per(fe.phase_free_energy.T)}
+
+
+def _evidence_row(e) -> dict:
+    out = {"log_evidence": e.log_evidence, "log_evidence_per_trial": e.log_evidence_per_trial,
+           "log_evidence_se": e.log_evidence_se, "log_evidence_mcse": e.log_evidence_mcse,
+           "log_evidence_per_run": e.log_evidence_per_run}
+    for key, fe in (("free_energy", e.free_energy), ("free_energy_classify_phase", e.classify_free_energy)):
+        if fe is not None:
+            out[key] = _free_energy_row(fe)
+    if e.min_loss_per_trial is not None:
+        out["min_loss_per_trial"] = _by_name(e.free_energy.names, e.min_loss_per_trial.T)
+    return out
+
+
+def point_row(pt, point, res) -> dict:
+    """A sweep point's row of metrics.json from its results (``slt_relu.posterior.point.PosteriorPoint``); pt: the
+    point (index, values); res: its sampler's results (the program that ran it: wall time, ticks, chains, points)."""
+    row = {"index": pt.index, "values": pt.values, "n": point.n, "beta": point.beta, "n_beta": point.n_beta,
+           **_trials_row(point.trials)}
+    if point.masses is not None:
+        m = point.masses
+        row.update(_masses_row(m, point.trials))
+        if m.unfiltered is not None:
+            row["mass_unfiltered"] = _by_name(m.names, m.unfiltered)
+        if m.per_run is not None:                  # every run's own masses, so that any pool's error can be rederived
+            row.update(mass_per_run=_by_name(m.names, m.per_run.T), dataset_per_run=point.evidence.dataset_per_run)
+    if point.classified is not None:
+        row["classify_phase"] = {**_masses_row(point.classified, point.trials), "names": point.label_names}
+    if point.cross_table is not None:
+        t = point.cross_table
+        row["cross_table"] = {nm: {lab: float(t.mass[k, j]) for j, lab in enumerate(t.labels) if t.count[k, j]}
+                              for k, nm in enumerate(t.phases)}
+    if point.convergence is not None:
+        row["convergence"] = point.convergence.to_dict()
+    if point.evidence is not None:
+        row.update(_evidence_row(point.evidence))
+    row["diagnostics"] = {**{k: v for k, v in point.diagnostics._asdict().items() if v is not None},
+                          "program_wall_s": float(res["program_wall_s"]), "program_ticks": int(res["program_ticks"]),
+                          "program_chains": int(res["program_chains"]), "program_points": int(res["program_points"])}
+    return row
 
 
 def _phase_converged(c: dict, phase: str) -> bool:
-    """Whether a phase's mass met the stopping rule's target (its own Monte Carlo error at most mass_mcse)."""
+    """Whether a phase's mass met the stopping rule's target (its own Monte Carlo error at most mass_mcse), from a
+    row of metrics.json."""
     v, target = c["mass_mcse"][phase], c["targets"]["mass_mcse"]
     return bool(target is None or (np.isfinite(v) and v <= target))
-
-
-def convergence_warnings(c: dict, where: str) -> list[str]:
-    """A point whose independent runs still disagree after the stopping rule's rounds (or whose data set
-    rests on one run)."""
-    if c["converged"]:
-        return []
-    t = c["targets"]
-    over = [f"{nm} {v:.3g}" for nm, v in c["mass_mcse"].items()
-            if t["mass_mcse"] is not None and not (np.isfinite(v) and v <= t["mass_mcse"])]
-    parts = [f"mass MC errors {', '.join(over)} > {t['mass_mcse']}"] if over else []
-    if t["log_evidence_mcse"] is not None and not c["log_evidence_mcse"] <= t["log_evidence_mcse"]:
-        parts.append(f"log Z MC error {c['log_evidence_mcse']:.3g} > {t['log_evidence_mcse']}")
-    if c["runs_needed"] is None:
-        need = "errors undefined: a run's log Z or mass is not finite"
-    elif min(c["effective_runs"]) < MIN_EFFECTIVE_RUNS:
-        need = (f"one run carries a data set's evidence: {min(c['effective_runs']):.2f} effective runs, fewer than "
-                f"{MIN_EFFECTIVE_RUNS}")
-    elif t.get("max_particles") is not None:
-        need = (f"errors {c['worst_ratio']:.2g} x the targets; at most {t['max_particles']} particles and "
-                f"{t['max_chains_per_dataset']} runs per data set in {MAX_ROUNDS} rounds")
-    else:
-        need = f"their spread asks for {c['runs_needed']}; at most {t['max_chains_per_dataset']}"
-    return [f"{where}: NOT CONVERGED with {c['runs_per_dataset']} runs of {c['particles']} particles per data set "
-            f"({need})" + (": " + "; ".join(parts) if parts else "")]
 
 
 def lambda_entry(p) -> dict:
@@ -167,18 +212,22 @@ def lambda_entry(p) -> dict:
 
 def analyze(r, results: dict, compare_points: list | None = None, compare: dict | None = None):
     """A posterior sweep's Output (``slt_relu.kinds.kind``) from its points' results (and the [compare]
-    sampler's on the same data sets): metrics.json, results.nc (the sweep as one Dataset,
-    ``slt_relu.posterior.sweep_results``), its figures and, when asked or small, the draws as ArviZ data."""
+    sampler's on the same data sets): each point's results typed (:func:`_points`), results.nc (the sweep as one
+    Dataset of the points' own, ``slt_relu.posterior.sweep_results``), metrics.json (the sweep's tables derived
+    from that Dataset, each point's row from its results: :func:`point_row`), its figures (from the Dataset) and,
+    when asked or small, the draws as ArviZ data."""
     from ..posterior.sweep_results import by_sampler, grids, lambda_along_beta, sweep_dataset, with_crossover
 
     s, ph = r.settings, r.settings.phases
-    rows, warnings, params_per_point = _rows(r, r.points, results)
+    points, warnings, params_per_point = _points(r, r.points, results)
     attrs = {"truth": r.points[0].settings.example.name, "rule": ph.rule, "sampler": r.points[0].settings.sampler.name}
-    def dataset(rows_, attrs_):
-        ds_ = sweep_dataset(r.sweep, rows_, attrs_)
+
+    def dataset(specs, points_, attrs_):
+        ds_ = sweep_dataset(r.sweep, [point.to_dataset() for point in points_], [pt.values for pt in specs], attrs_)
         return ds_ if ph.crossover is None else with_crossover(ds_, r.sweep, ph.crossover, ph.crossover_axis)
 
-    ds = dataset(rows, attrs)
+    ds = dataset(r.points, points, attrs)
+    rows = [point_row(pt, point, results[pt.index]) for pt, point in zip(r.points, points)]
     summary = partial(grids, sweep=r.sweep)
     metrics = {"truth": attrs["truth"], "rule": ph.rule, "sweep": r.sweep, "sampler": attrs["sampler"]}
     metrics.update(summary(ds))
@@ -189,24 +238,25 @@ def analyze(r, results: dict, compare_points: list | None = None, compare: dict 
         metrics["runs_per_dataset"] = ds["runs_per_dataset"].values.tolist()
     metrics["points"] = rows
     metrics["warnings"] = warnings
-    metrics["sampler_totals"] = {"grad_evals": sum(row["diagnostics"]["grad_evals"] for row in rows),
+    metrics["sampler_totals"] = {"grad_evals": sum(point.diagnostics.grad_evals for point in points),
                                  "draws": int(sum(np.size(results[pt.index]["loss"]) for pt in r.points))}
     if "posterior.beta" in r.sweep and "free_energy" in metrics:
         metrics["lambda_from_free_energy"] = [lambda_entry(p) for p in lambda_along_beta(ds, r.sweep)]
     runs = [("", r.points, results, params_per_point)]
     cds = None
     if compare is not None:
-        crows, cwarnings, cparams = _rows(r, compare_points, compare)
-        cds = dataset(crows, {**attrs, "sampler": s.compare.name})
+        cpoints, cwarnings, cparams = _points(r, compare_points, compare)
+        cds = dataset(compare_points, cpoints, {**attrs, "sampler": s.compare.name})
+        crows = [point_row(pt, point, compare[pt.index]) for pt, point in zip(compare_points, cpoints)]
         metrics["compare"] = {"sampler": s.compare.name, **summary(cds),
                               "points": [{k: row[k] for k in ("index", "values", "mass", "mass_se", "mass_mcse",
                                                                "mass_per_trial", "classify_phase", "diagnostics")
                                           if k in row} for row in crows],
-                              "grad_evals": sum(row["diagnostics"]["grad_evals"] for row in crows)}
+                              "grad_evals": sum(point.diagnostics.grad_evals for point in cpoints)}
         metrics["warnings"] += [f"{s.compare.name} (compare): {w}" for w in cwarnings]
         runs.append(("compare-", compare_points, compare, cparams))
     metrics["draws"], draws = sweep_draws(s.save_draws, runs)
-    figures = posterior_figures(r, ds, cds, metrics, rows, params_per_point, results)
+    figures = posterior_figures(r, ds, cds, metrics, params_per_point, results)
     return Output(metrics, ds if cds is None else by_sampler(ds, cds), figures, draws)
 
 

@@ -8,7 +8,9 @@ so mass_alpha = exp(F - F_alpha) and a Bayesian phase transition is where two ph
 F_alpha = n beta L_n(w_alpha) + lambda_alpha log(n beta) + ..., gives each phase's learning
 coefficient as the slope of F_alpha - n beta L_n(w_alpha) against log(n beta) at fixed data
 (:func:`free_energy_slopes`).  Pure functions of arrays; errors across data sets and from
-independent runs on one data set are kept apart (``*_se``, ``*_mcse``).
+independent runs on one data set are kept apart (``*_se``, ``*_mcse``).  A sweep point's log Z and free
+energies (:func:`point_evidence`) and its runs' diagnostics (:func:`smc_diagnostics`) are typed results, each
+with its part of the point's Dataset (``to_dataset()``, ``slt_relu.posterior.point``).
 """
 from __future__ import annotations
 
@@ -50,6 +52,22 @@ class FreeEnergies(NamedTuple):
     relative_mean: np.ndarray
     relative_se: np.ndarray
 
+    def to_dataset(self, dim: str = "phase", prefix: str = ""):
+        """The free energies as a Dataset along ``dim`` (coordinate: ``names``), each variable's name led by
+        ``prefix``: ``free_energy_total``, ``free_energy_total_se``, ``free_energy_total_mcse`` (scalars: F's
+        mean over data sets and its errors), ``free_energy``, ``free_energy_se``, ``free_energy_mcse``,
+        ``relative_free_energy``, ``relative_free_energy_se`` (dim), ``free_energy_per_trial`` (dataset, dim)."""
+        import xarray as xr
+
+        fields = {"free_energy_total": ((), self.free_energy_mean), "free_energy_total_se": ((), self.free_energy_se),
+                  "free_energy_total_mcse": ((), self.free_energy_mcse),
+                  "free_energy": (dim, self.phase_free_energy_mean), "free_energy_se": (dim, self.phase_free_energy_se),
+                  "free_energy_mcse": (dim, self.phase_free_energy_mcse),
+                  "relative_free_energy": (dim, self.relative_mean), "relative_free_energy_se": (dim, self.relative_se),
+                  "free_energy_per_trial": (("dataset", dim), self.phase_free_energy)}
+        return xr.Dataset({prefix + name: (dims, np.asarray(v, np.float64)) for name, (dims, v) in fields.items()},
+                          coords={dim: list(self.names)})
+
 
 def free_energies(log_z, dataset, masses: PhaseMasses) -> FreeEnergies:
     """F and F_alpha of a point from each run's log evidence log_z (C,) on data set dataset (C,)
@@ -75,26 +93,66 @@ def free_energies(log_z, dataset, masses: PhaseMasses) -> FreeEnergies:
                         fa_mean, fa_se, fa_mcse, rel, rel_se)
 
 
-def smc_diagnostics(info, grad_evals) -> dict:
+class SMCDiagnostics(NamedTuple):
+    """Diagnostics of one sweep point's C independent SMC runs.
+
+    Attributes:
+        stages: (C,) the stages each run took.
+        ess_min: the smallest ESS fraction of a stage's weights over the runs' stages (NaN: non-finite potentials).
+        accept_prob_mean: the mean HMC acceptance over the runs' stages.
+        accept_prob_min: the smallest HMC acceptance of a stage.
+        final_lambda_min: the smallest final lambda (1 unless max_stages ran out).
+        grad_evals: the runs' gradient evaluations, those of runs the stopping rule replaced included.
+        symmetry_accept_mean: the mean acceptance of the symmetry proposals (``slt_relu.moves``) over the runs'
+            stages; None without them.
+        grad_evals_replaced: the gradient evaluations of runs the stopping rule replaced by runs with more
+            particles (``slt_relu.posterior.stopping``); None when it replaced none.
+    """
+
+    stages: np.ndarray
+    ess_min: float
+    accept_prob_mean: float
+    accept_prob_min: float
+    final_lambda_min: float
+    grad_evals: int
+    symmetry_accept_mean: float | None = None
+    grad_evals_replaced: int | None = None
+
+    def to_dataset(self):
+        """The diagnostics as a Dataset: ``stages`` along ``run``, a scalar variable per other attribute that is
+        not None."""
+        import xarray as xr
+
+        return xr.Dataset({name: (("run",) if name == "stages" else (), np.asarray(v))
+                           for name, v in self._asdict().items() if v is not None})
+
+
+def smc_diagnostics(info, grad_evals, grad_evals_replaced: float | None = None) -> SMCDiagnostics:
     """A point's SMC runs: stages, the smallest ESS fraction and acceptance over their stages, the
     final lambda (1 unless max_stages ran out), gradient evaluations, and where they ran the mean
     acceptance of the symmetry proposals (``slt_relu.moves``) over the runs' stages.
 
-    info: the runs' statistics (``Draws.info``, a :class:`~slt_relu.sampling.smc.SMCInfo`); grad_evals:
-    (C,) each run's gradient evaluations."""
+    Args:
+        info: the runs' statistics (``Draws.info``, a :class:`~slt_relu.sampling.smc.SMCInfo`).
+        grad_evals: (C,) each run's gradient evaluations.
+        grad_evals_replaced: the gradient evaluations of runs the stopping rule replaced (their results'
+            ``grad_evals_replaced``), or None.
+
+    Returns:
+        :class:`SMCDiagnostics`.
+    """
     stages = np.asarray(info.num_stages)
     used = np.arange(np.asarray(info.ess).shape[1])[None, :] < stages[:, None]
     ess = np.where(used, info.ess, np.inf)
     acc = np.where(used, info.accept_prob, np.nan)
-    out = {"stages": stages.tolist(), "ess_min": float(ess.min()), "accept_prob_mean": float(np.nanmean(acc)),
-           "accept_prob_min": float(np.nanmin(acc)), "final_lambda_min": float(np.min(info.final_lambda)),
-           "grad_evals": int(np.sum(grad_evals))}
-    if info.symmetry_accept is not None:
-        out["symmetry_accept_mean"] = float(np.nanmean(np.where(used, info.symmetry_accept, np.nan)))
-    return out
+    replaced = None if grad_evals_replaced is None else int(grad_evals_replaced)
+    symmetry = None if info.symmetry_accept is None else float(np.nanmean(np.where(used, info.symmetry_accept, np.nan)))
+    return SMCDiagnostics(stages, float(ess.min()), float(np.nanmean(acc)), float(np.nanmin(acc)),
+                          float(np.min(info.final_lambda)), int(np.sum(grad_evals)) + (replaced or 0), symmetry,
+                          replaced)
 
 
-def smc_warnings(d: dict, where: str, masses: PhaseMasses, num_particles: int, log_z, dataset,
+def smc_warnings(d: SMCDiagnostics, where: str, masses: PhaseMasses, num_particles: int, log_z, dataset,
                  target_ess: float) -> list[str]:
     """What makes a point's SMC numbers doubtful: a stage whose ESS collapsed, moves that barely
     move, a run that did not reach lambda = 1 (the adaptive schedule holds every stage's ESS at
@@ -103,14 +161,14 @@ def smc_warnings(d: dict, where: str, masses: PhaseMasses, num_particles: int, l
     mass in a run rests on fewer than 20 particles, runs on one data set whose masses differ
     beyond the particles' binomial error, and runs whose log evidences differ by more than one nat."""
     out = []
-    if np.isnan(d["ess_min"]):
+    if np.isnan(d.ess_min):
         out.append(f"{where}: ESS of a stage's weights is NaN: undefined (non-finite potentials)")
-    elif d["ess_min"] < target_ess / 2:
-        out.append(f"{where}: ESS collapsed to {d['ess_min']:.2f} of the particles at a stage (target {target_ess})")
-    if d["accept_prob_min"] < 0.2:
-        out.append(f"{where}: HMC acceptance fell to {d['accept_prob_min']:.2f} at a stage: the moves barely move")
-    if d["final_lambda_min"] < 1.0:
-        out.append(f"{where}: a run stopped at lambda = {d['final_lambda_min']:.3g} < 1 (max_stages too small)")
+    elif d.ess_min < target_ess / 2:
+        out.append(f"{where}: ESS collapsed to {d.ess_min:.2f} of the particles at a stage (target {target_ess})")
+    if d.accept_prob_min < 0.2:
+        out.append(f"{where}: HMC acceptance fell to {d.accept_prob_min:.2f} at a stage: the moves barely move")
+    if d.final_lambda_min < 1.0:
+        out.append(f"{where}: a run stopped at lambda = {d.final_lambda_min:.3g} < 1 (max_stages too small)")
     out += thin_phase_warnings(masses, num_particles, where)
     dataset = np.asarray(dataset)
     for g in np.unique(dataset):
@@ -209,33 +267,84 @@ def free_energy_slopes(n_beta, phase_free_energy, min_loss) -> FreeEnergySlopes:
     return FreeEnergySlopes(tuple(lambdas), G)
 
 
-def evidence_summary(res: dict, rule, classified) -> dict:
-    """A point's log Z and free energies from SMC runs: res holds the runs' log_evidence (C,),
-    dataset (C,) and the particles' loss (C, N); rule = (codes (C, N), names) of a DSLT4 rule or
-    None; classified = classify_phase labels (C, N') or None.  Free energies of the rule's phases
-    (``free_energy``) and of the labels (``free_energy_classify_phase``), and per data set the
-    smallest L_n of each rule phase's particles (for :func:`free_energy_slopes`)."""
-    out = {}
-    for key, labels in (("free_energy", rule), ("free_energy_classify_phase", (classified, None))):
-        if labels is None or labels[0] is None:
-            continue
-        fe = free_energies(res["log_evidence"], res["dataset"],
-                           phase_masses(labels[0], labels[1], res["dataset"], res["log_evidence"]))
-        if "log_evidence" not in out:
-            out.update(log_evidence=float(np.mean(fe.log_evidence)), log_evidence_per_trial=fe.log_evidence,
-                       log_evidence_se=fe.free_energy_se, log_evidence_mcse=fe.free_energy_mcse,
-                       log_evidence_per_run=res["log_evidence"])
-        out[key] = {"total": fe.free_energy_mean, "total_se": fe.free_energy_se, "total_mcse": fe.free_energy_mcse,
-                    "phase": dict(zip(fe.names, fe.phase_free_energy_mean.tolist())),
-                    "phase_se": dict(zip(fe.names, fe.phase_free_energy_se.tolist())),
-                    "phase_mcse": dict(zip(fe.names, fe.phase_free_energy_mcse.tolist())),
-                    "relative": dict(zip(fe.names, fe.relative_mean.tolist())),
-                    "relative_se": dict(zip(fe.names, fe.relative_se.tolist())),
-                    "phase_per_trial": {nm: fe.phase_free_energy[:, k].tolist() for k, nm in enumerate(fe.names)}}
+class PointEvidence(NamedTuple):
+    """One sweep point's log evidence and free energies from its C independent SMC runs on K data sets.
+
+    Attributes:
+        log_evidence: the mean over data sets of log Zbar_k, Zbar_k = mean_r Z_r of the runs on data set k.
+        log_evidence_se: its standard error across data sets (NaN with one data set).
+        log_evidence_mcse: its Monte Carlo error from the runs (:func:`~slt_relu.posterior.masses.log_evidence_mcse`).
+        log_evidence_per_trial: (K,) log Zbar_k.
+        log_evidence_per_run: (C,) each run's log Z.
+        dataset_per_run: (C,) each run's data set.
+        free_energy: :class:`FreeEnergies` of the phase rule's phases (every run, pooled by evidence), or None.
+        classify_free_energy: :class:`FreeEnergies` of classify_phase's labels, or None.
+        min_loss_per_trial: (K, P) the smallest L_n of each rule phase's particles on each data set (inf where it
+            has none; for :func:`free_energy_slopes`), or None without a rule.
+    """
+
+    log_evidence: float
+    log_evidence_se: float
+    log_evidence_mcse: float
+    log_evidence_per_trial: np.ndarray
+    log_evidence_per_run: np.ndarray
+    dataset_per_run: np.ndarray
+    free_energy: FreeEnergies | None = None
+    classify_free_energy: FreeEnergies | None = None
+    min_loss_per_trial: np.ndarray | None = None
+
+    def to_dataset(self):
+        """The point's evidence as a Dataset: ``log_evidence``, ``log_evidence_se``, ``log_evidence_mcse``,
+        ``num_runs`` (scalars), ``log_evidence_per_trial`` (dataset), ``log_evidence_per_run`` and
+        ``dataset_per_run`` (run); the rule's free energies (:meth:`FreeEnergies.to_dataset` along ``phase``),
+        classify_phase's (along ``label``, each name led by ``classify_``) and ``min_loss_per_trial``
+        (dataset, phase) where the point has them."""
+        import xarray as xr
+
+        f64 = lambda v: np.asarray(v, np.float64)
+        parts = [xr.Dataset({"log_evidence": ((), self.log_evidence), "log_evidence_se": ((), self.log_evidence_se),
+                             "log_evidence_mcse": ((), self.log_evidence_mcse),
+                             "log_evidence_per_trial": ("dataset", f64(self.log_evidence_per_trial)),
+                             "log_evidence_per_run": ("run", f64(self.log_evidence_per_run)),
+                             "dataset_per_run": ("run", f64(self.dataset_per_run)),
+                             "num_runs": ((), len(self.log_evidence_per_run))})]
+        if self.free_energy is not None:
+            parts.append(self.free_energy.to_dataset("phase"))
+        if self.classify_free_energy is not None:
+            parts.append(self.classify_free_energy.to_dataset("label", "classify_"))
+        if self.min_loss_per_trial is not None:
+            parts.append(xr.Dataset({"min_loss_per_trial": (("dataset", "phase"), f64(self.min_loss_per_trial))},
+                                    coords={"phase": list(self.free_energy.names)}))
+        return xr.merge(parts, join="exact", combine_attrs="drop")
+
+
+def point_evidence(log_z, dataset, loss, rule=None, classified=None) -> PointEvidence:
+    """A sweep point's log Z and free energies from its independent SMC runs.
+
+    Args:
+        log_z: (C,) each run's log evidence.
+        dataset: (C,) each run's data set.
+        loss: (C, N) L_n of each particle.
+        rule: (codes (C, N), names) of a phase rule (DSLT4's), or None.
+        classified: (C, N') classify_phase labels of the particles (every k-th), or None.
+
+    Returns:
+        :class:`PointEvidence`: log Z with its errors, the free energies of the rule's phases and of the labels
+        (:func:`free_energies`, each run's masses from :func:`~slt_relu.posterior.masses.phase_masses` pooled by
+        evidence), per data set the smallest L_n of each rule phase's particles.
+    """
+    log_z, ds = np.asarray(log_z), np.asarray(dataset)
+    groups = np.unique(ds)
+    K = len(groups)
+    lz = np.array([logmeanexp(np.asarray(log_z, np.float64)[ds == g]) for g in groups])
+    se = float(np.std(-lz, ddof=1) / np.sqrt(K)) if K > 1 else float("nan")
+    fe = lambda codes, names: free_energies(log_z, ds, phase_masses(codes, names, ds, log_z))
+    min_loss = None
     if rule is not None:
         codes, names = rule
-        ds = np.asarray(res["dataset"])
-        loss = np.asarray(res["loss"], np.float64)
-        out["min_loss_per_trial"] = {nm: [float(np.min(loss[ds == g][codes[ds == g] == k], initial=np.inf))
-                                          for g in np.unique(ds)] for k, nm in enumerate(names)}
-    return out
+        loss = np.asarray(loss, np.float64)
+        min_loss = np.array([[np.min(loss[ds == g][codes[ds == g] == k], initial=np.inf) for k in range(len(names))]
+                             for g in groups])
+    return PointEvidence(float(np.mean(lz)), se, log_evidence_mcse(log_z, ds), lz, log_z, ds,
+                         None if rule is None else fe(*rule), None if classified is None else fe(classified, None),
+                         min_loss)

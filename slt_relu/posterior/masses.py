@@ -11,12 +11,11 @@ sampler, and shared by every sampler's output.
 * :func:`trial_filter`: DSLT4's filter on trials' mean L_n;
 * :func:`crossover`, :func:`crossover_bootstrap`: where two phases' masses cross along a sweep
   axis, with a bootstrap error over trials;
-* :func:`chain_diagnostics`, :func:`sampler_warnings`: R-hat, ESS, divergences and tree depths of
-  a point's chains, within data sets (never pooled), and what of them deserves a warning;
-* :func:`point_summary`: a sweep point's row of ``metrics.json`` (the sweep's grids are
-  ``slt_relu.posterior.sweep_results``).
+* :func:`chain_diagnostics` (:class:`ChainDiagnostics`), :func:`sampler_warnings`: R-hat, ESS, divergences
+  and tree depths of a point's chains, within data sets (never pooled), and what of them deserves a warning.
 
-Log evidences, free energies and SMC runs' diagnostics are in ``slt_relu.posterior.evidence``.
+A sweep point's masses by labelling, trial filter and cross-table are ``slt_relu.posterior.point``; log
+evidences, free energies and SMC runs' diagnostics ``slt_relu.posterior.evidence``.
 """
 from __future__ import annotations
 
@@ -285,131 +284,111 @@ def crossover_bootstrap(xs, trials_a, trials_b, rng: np.random.Generator, n_boot
 
 
 # ----------------------------------------------------------------------------------------
-# a posterior sweep's points
+# a posterior sweep point's MCMC chains
 
 
-def chain_diagnostics(loss, dataset, coordinates, info, grad_evals, max_steps: int | None = None) -> dict:
+class ChainDiagnostics(NamedTuple):
+    """Diagnostics of one sweep point's MCMC chains (C chains on K data sets), each computed within every data
+    set (chains on different data sets sample different posteriors) and reported for the worst data set
+    (``slt_relu.diagnostics.grouped``); NaN where undefined (a NaN draw, a constant L_n).
+
+    Attributes:
+        rhat_loss: the largest split R-hat of L_n.
+        ess_bulk_loss: the smallest bulk ESS of L_n.
+        ess_tail_loss: the smallest tail ESS of L_n.
+        rhat_coordinates_max: the largest split R-hat of any free coordinate.
+        rhat_nested_loss: the largest nested R-hat of L_n (every chain its own start); None unless every data
+            set has at least two chains.
+        divergences: divergent transitions after warm-up, over all chains; None without sampler statistics.
+        warmup_divergences: divergent transitions during warm-up; None without sampler statistics.
+        accept_prob_mean: the mean acceptance probability over all draws; None without sampler statistics.
+        symmetry_accept_mean: the mean acceptance of the symmetry proposals (``slt_relu.moves``); None without
+            them.
+        step_size: (C,) each chain's adapted step size; None without sampler statistics.
+        steps_per_draw_mean: the mean leapfrog steps per draw; None without sampler statistics.
+        max_tree_depth_fraction: the fraction of draws whose trajectory took 2^max_tree_depth - 1 steps (0 without
+            a tree depth, HMC); None without sampler statistics.
+        grad_evals: the chains' gradient evaluations, warm-up included.
+    """
+
+    rhat_loss: float
+    ess_bulk_loss: float
+    ess_tail_loss: float
+    rhat_coordinates_max: float
+    rhat_nested_loss: float | None
+    divergences: int | None
+    warmup_divergences: int | None
+    accept_prob_mean: float | None
+    symmetry_accept_mean: float | None
+    step_size: np.ndarray | None
+    steps_per_draw_mean: float | None
+    max_tree_depth_fraction: float | None
+    grad_evals: int
+
+    def to_dataset(self):
+        """The diagnostics as a Dataset: a scalar variable per attribute that is not None, ``step_size`` along
+        ``run`` (each chain)."""
+        import xarray as xr
+
+        return xr.Dataset({name: (("run",) if name == "step_size" else (), np.asarray(v))
+                           for name, v in self._asdict().items() if v is not None})
+
+
+def chain_diagnostics(loss, dataset, coordinates, info, grad_evals, max_steps: int | None = None) -> ChainDiagnostics:
     """Diagnostics of one point's chains, computed within each data set and reported for the worst.
 
-    loss: (C, S) L_n of each draw; dataset: (C,); coordinates: (C, S, k) the free coordinates;
-    info: the MCMC sampler's statistics (``Draws.info``: a :class:`~slt_relu.sampling.nuts.NUTSInfo`
-    or :class:`~slt_relu.sampling.lockstep.HMCInfo`), or None; grad_evals: (C,) each chain's gradient
-    evaluations; max_steps: NUTS's 2^max_tree_depth - 1 (None: no tree depth)."""
+    Args:
+        loss: (C, S) L_n of each draw.
+        dataset: (C,) each chain's data set.
+        coordinates: (C, S, k) the free coordinates of each draw.
+        info: the MCMC sampler's statistics (``Draws.info``: a :class:`~slt_relu.sampling.nuts.NUTSInfo` or
+            :class:`~slt_relu.sampling.lockstep.HMCInfo`), or None.
+        grad_evals: (C,) each chain's gradient evaluations.
+        max_steps: NUTS's 2^max_tree_depth - 1 (None: no tree depth).
+
+    Returns:
+        :class:`ChainDiagnostics`.
+    """
     coord_rhat = [dg.grouped(dg.rhat, coordinates[..., i], dataset) for i in range(coordinates.shape[-1])]
-    out = {"rhat_loss": dg.grouped(dg.rhat, loss, dataset),
-           "ess_bulk_loss": dg.grouped(dg.ess_bulk, loss, dataset, worst=min),
-           "ess_tail_loss": dg.grouped(dg.ess_tail, loss, dataset, worst=min),
-           "rhat_coordinates_max": float(np.max(coord_rhat))}
     chains = np.unique(np.asarray(dataset), return_counts=True)[1]
+    nested = None
     if chains.min() >= 2:                   # nested R-hat within each data set, every chain its own start
-        nested = lambda x: dg.rhat_nested(x, np.arange(len(x)))
-        out["rhat_nested_loss"] = dg.grouped(nested, loss, dataset)
+        nested = dg.grouped(lambda x: dg.rhat_nested(x, np.arange(len(x))), loss, dataset)
+    stats = dict.fromkeys(ChainDiagnostics._fields[5:-1])            # the sampler's statistics, None without them
     if info is not None:
-        out["divergences"] = int(np.sum(info.diverging))
-        out["warmup_divergences"] = int(np.sum(info.warmup_divergences))
-        out["accept_prob_mean"] = float(np.mean(info.accept_prob))
-        if info.symmetry_accept is not None:        # the flips between trajectories (slt_relu.moves)
-            out["symmetry_accept_mean"] = float(np.mean(info.symmetry_accept))
-        out["step_size"] = np.asarray(info.step_size).tolist()
         steps = np.asarray(info.num_steps)
-        out["steps_per_draw_mean"] = float(steps.mean())
-        out["max_tree_depth_fraction"] = float(np.mean(steps >= max_steps)) if max_steps else 0.0
-    out["grad_evals"] = int(np.sum(grad_evals))
-    return out
+        stats = dict(divergences=int(np.sum(info.diverging)), warmup_divergences=int(np.sum(info.warmup_divergences)),
+                     accept_prob_mean=float(np.mean(info.accept_prob)),
+                     symmetry_accept_mean=None if info.symmetry_accept is None     # the flips (slt_relu.moves)
+                     else float(np.mean(info.symmetry_accept)),
+                     step_size=np.asarray(info.step_size), steps_per_draw_mean=float(steps.mean()),
+                     max_tree_depth_fraction=float(np.mean(steps >= max_steps)) if max_steps else 0.0)
+    return ChainDiagnostics(dg.grouped(dg.rhat, loss, dataset), dg.grouped(dg.ess_bulk, loss, dataset, worst=min),
+                            dg.grouped(dg.ess_tail, loss, dataset, worst=min), float(np.max(coord_rhat)), nested,
+                            **stats, grad_evals=int(np.sum(grad_evals)))
 
 
-def sampler_warnings(d: dict, where: str, n_draws: int, target_accept: float | None) -> list[str]:
+def sampler_warnings(d: ChainDiagnostics, where: str, n_draws: int, target_accept: float | None) -> list[str]:
     """What in :func:`chain_diagnostics` makes a point's numbers doubtful, one line each; a NaN
     diagnostic (draws holding a NaN, or a constant L_n) is reported as undefined."""
     out = []
     undefined = "NaN: undefined (non-finite or constant L_n in a data set)"
-    if d.get("divergences"):
-        out.append(f"{where}: {d['divergences']} divergent transitions of {n_draws} draws")
-    if np.isnan(d.get("rhat_nested_loss", 1.0)):
+    if d.divergences:
+        out.append(f"{where}: {d.divergences} divergent transitions of {n_draws} draws")
+    if d.rhat_nested_loss is not None and np.isnan(d.rhat_nested_loss):
         out.append(f"{where}: nested R-hat of L_n is {undefined}")
-    elif d.get("rhat_nested_loss", 1.0) > 1.05:
-        out.append(f"{where}: nested R-hat of L_n within a data set is {d['rhat_nested_loss']:.3f} (> 1.05)")
-    if np.isnan(d["rhat_loss"]):
+    elif d.rhat_nested_loss is not None and d.rhat_nested_loss > 1.05:
+        out.append(f"{where}: nested R-hat of L_n within a data set is {d.rhat_nested_loss:.3f} (> 1.05)")
+    if np.isnan(d.rhat_loss):
         out.append(f"{where}: R-hat of L_n is {undefined}")
-    elif d["rhat_loss"] > 1.05:
-        out.append(f"{where}: R-hat of L_n within a data set is {d['rhat_loss']:.3f} (> 1.05): chains not stationary")
-    if np.isnan(d["ess_bulk_loss"]):
+    elif d.rhat_loss > 1.05:
+        out.append(f"{where}: R-hat of L_n within a data set is {d.rhat_loss:.3f} (> 1.05): chains not stationary")
+    if np.isnan(d.ess_bulk_loss):
         out.append(f"{where}: bulk ESS of L_n is {undefined}")
-    elif d["ess_bulk_loss"] < 100:
-        out.append(f"{where}: bulk ESS of L_n is {d['ess_bulk_loss']:.0f} in the worst data set (< 100)")
-    if target_accept is not None and d.get("accept_prob_mean", 1.0) < target_accept - 0.15:
-        out.append(f"{where}: mean acceptance {d['accept_prob_mean']:.2f} far below the target {target_accept}")
-    if d.get("max_tree_depth_fraction", 0.0) > 0.01:
-        out.append(f"{where}: {100 * d['max_tree_depth_fraction']:.1f}% of draws hit the maximum tree depth")
-    return out
-
-
-def _zscores(v) -> list:
-    return ((v - v.mean()) / (v.std() or 1.0)).tolist()
-
-
-def point_summary(loss, dataset, truth_loss, *, filter_z: float, apply_filter: bool, rule=None,
-                  classified=None, log_evidence=None) -> dict:
-    """One sweep point's row: per-trial mean L_n and its excess over L_n(truth) on the same data,
-    DSLT4's trial filter on both, and the masses of each labelling.
-
-    loss: (C, S); dataset: (C,); truth_loss: (K,) L_n(truth) per data set; rule: (codes (C, S),
-    names) of DSLT4's rule or None; classified: (labels (C, S') of classify_phase) or None;
-    log_evidence: (C,) when the chains are independent SMC runs: each data set's runs pooled by
-    their evidence (:func:`phase_masses`), the Monte Carlo errors from the runs' spread; the row then
-    also holds each run's rule masses (``mass_per_run``, before the trial filter) and data set
-    (``dataset_per_run``).
-    DSLT4's filter reads mean L_n, which differs between trials mostly through their data sets'
-    noise (L_n(truth) itself varies by ~ sigma^2 sqrt(2/n)); the excess over the truth on the
-    same data isolates the posterior's own part, so it is reported beside it."""
-    ds = np.asarray(dataset)
-    mean_loss = np.array([loss[ds == g].mean() for g in np.unique(ds)])
-    keep_trials = trial_filter(mean_loss, filter_z)
-    excess = mean_loss - np.asarray(truth_loss, np.float64)
-    row = {"trials": int(len(mean_loss)), "mean_loss_per_trial": mean_loss, "excess_loss_per_trial": excess,
-           "trial_filter": {"applied": apply_filter, "z": filter_z, "z_scores": _zscores(mean_loss),
-                            "dropped_trials": np.flatnonzero(~keep_trials).tolist(),
-                            "excess_z_scores": _zscores(excess),
-                            "dropped_by_excess": np.flatnonzero(~trial_filter(excess, filter_z)).tolist()}}
-    use = keep_trials[ds] if apply_filter else np.ones(len(ds), bool)
-    runs = log_evidence is not None
-    lz = None if not runs else np.asarray(log_evidence)
-    if rule is not None:
-        codes, names = rule
-        pm = phase_masses(codes[use], names, ds[use], None if lz is None else lz[use])
-        row["mass"] = dict(zip(names, pm.mass.tolist()))
-        row["mass_se"] = dict(zip(names, pm.se.tolist()))
-        row["mass_mcse"] = dict(zip(names, (pm.mcse_runs if runs else pm.mcse).tolist()))
-        row["mass_per_trial"] = {nm: pm.per_dataset[:, k].tolist() for k, nm in enumerate(names)}
-        every = phase_masses(codes, names, ds, lz) if apply_filter else pm
-        if apply_filter:
-            row["mass_unfiltered"] = dict(zip(names, every.mass.tolist()))
-        if runs:                                   # every run's own masses, so that any pool's error can be rederived
-            row["mass_per_run"] = {nm: every.per_chain[:, k].tolist() for k, nm in enumerate(names)}
-            row["dataset_per_run"] = ds.tolist()
-    if classified is not None:
-        pm = phase_masses(classified[use], dataset=ds[use], log_evidence=None if lz is None else lz[use])
-        row["classify_phase"] = {"mass": dict(zip(pm.names, pm.mass.tolist())),
-                                 "mass_se": dict(zip(pm.names, pm.se.tolist())),
-                                 "mass_mcse": dict(zip(pm.names, (pm.mcse_runs if runs else pm.mcse).tolist())),
-                                 "mass_per_trial": {nm: pm.per_dataset[:, k].tolist() for k, nm in enumerate(pm.names)}}
-    return row
-
-
-def cross_table(codes, names, labels, dataset, log_evidence=None) -> dict:
-    """How a DSLT4 rule's phases split into classify_phase's labels: {rule phase: {label: mass}},
-    the mass of draws in both (the mean over data sets of each data set's fraction, its chains pooled
-    as in :func:`phase_masses`), so that each rule phase's row sums to its mass.  codes: (C, S) rule
-    codes of the classified draws; names: the rule's phase names; labels: (C, S) classify_phase
-    codes; dataset: (C,); log_evidence: (C,) for independent SMC runs (pooled by their evidence)."""
-    codes, labels, dataset = np.asarray(codes), np.asarray(labels, object), np.asarray(dataset)
-    groups = np.unique(dataset)
-    w = pool_weights(dataset, log_evidence)
-    out = {}
-    for k, nm in enumerate(names):
-        row = {}
-        for lab in sorted(set(labels[codes == k].tolist()), key=str):
-            per_chain = ((codes == k) & (labels == lab)).mean(1)
-            row[str(lab)] = float(np.mean([w[dataset == g] @ per_chain[dataset == g] for g in groups]))
-        out[nm] = row
+    elif d.ess_bulk_loss < 100:
+        out.append(f"{where}: bulk ESS of L_n is {d.ess_bulk_loss:.0f} in the worst data set (< 100)")
+    if target_accept is not None and d.accept_prob_mean is not None and d.accept_prob_mean < target_accept - 0.15:
+        out.append(f"{where}: mean acceptance {d.accept_prob_mean:.2f} far below the target {target_accept}")
+    if (d.max_tree_depth_fraction or 0.0) > 0.01:
+        out.append(f"{where}: {100 * d.max_tree_depth_fraction:.1f}% of draws hit the maximum tree depth")
     return out

@@ -85,7 +85,66 @@ def _checked(rule) -> StoppingRule:
     return rule
 
 
-def run_agreement(rule: StoppingRule, res: dict, labels=None) -> dict:
+class RunAgreement(NamedTuple):
+    """How well a point's independent SMC runs agree (:func:`run_agreement`), against the rule's targets.
+
+    Attributes:
+        converged: whether every error is at most its target and every data set rests on at least
+            MIN_EFFECTIVE_RUNS effective runs.
+        mass_mcse: {phase: the Monte Carlo error of its mass} of the rule's phases (empty without a mass target).
+        log_evidence_mcse: the Monte Carlo error of log Z (nats, on the Z scale).
+        runs_per_dataset: the fewest runs on a data set.
+        runs_needed: the runs per data set that would meet the targets (the error falls as 1 / sqrt(runs)); None
+            where an error is NaN; max_chains_per_dataset + 1 where one is infinite.
+        particles: the particles of each run.
+        worst_ratio: the largest error / target (at least 2 where a data set rests on one run; inf where an error is
+            NaN or infinite).
+        effective_runs: (K,) per data set 1 / sum_r w_r^2 of its runs' evidence weights.
+        targets: the rule.
+    """
+
+    converged: bool
+    mass_mcse: dict
+    log_evidence_mcse: float
+    runs_per_dataset: int
+    runs_needed: int | None
+    particles: int
+    worst_ratio: float
+    effective_runs: list
+    targets: StoppingRule
+
+    def converged_phases(self, phases) -> np.ndarray:
+        """(P,) bool: whether each of ``phases`` met the mass target (its error finite and at most the target;
+        every phase without a mass target)."""
+        target = self.targets.mass_mcse
+        met = lambda v: target is None or (np.isfinite(v) and v <= target)
+        return np.array([bool(met(self.mass_mcse[nm])) for nm in phases], bool)
+
+    def to_dataset(self, phases=None):
+        """``converged``, ``runs_per_dataset`` (scalars) and, given the rule's ``phases``, ``converged_phase``
+        (phase: :meth:`converged_phases`)."""
+        import xarray as xr
+
+        out = xr.Dataset({"converged": ((), bool(self.converged)),
+                          "runs_per_dataset": ((), int(self.runs_per_dataset))})
+        if phases is not None:
+            out = out.assign(converged_phase=("phase", self.converged_phases(phases))).assign_coords(phase=list(phases))
+        return out
+
+    def to_dict(self) -> dict:
+        """The agreement as plain values (``targets`` too), as a point's results hold it (``res["convergence"]``,
+        which a checkpoint stores): :func:`stored_agreement` reads it back."""
+        return {**self._asdict(), "targets": self.targets._asdict()}
+
+
+def stored_agreement(res: dict) -> RunAgreement | None:
+    """What :func:`until_runs_agree` put under a point's results' "convergence" (also as a checkpoint read it
+    back), or None where the rule did not run."""
+    c = res.get("convergence")
+    return None if c is None else RunAgreement(**{**c, "targets": StoppingRule(**c["targets"])})
+
+
+def run_agreement(rule: StoppingRule, res: dict, labels=None) -> RunAgreement:
     """How well a point's independent SMC runs agree: the Monte Carlo errors of its phase masses and of log Z
     (from the spread of the runs on each data set, pooled by their evidence) against the rule's targets, and the
     runs per data set that would meet them (the error falls as 1 / sqrt(runs)).
@@ -96,10 +155,7 @@ def run_agreement(rule: StoppingRule, res: dict, labels=None) -> dict:
         labels: (codes (R, N) of every particle's phase, the phases' names), needed with ``rule.mass_mcse``.
 
     Returns:
-        {"converged", "mass_mcse": {phase: ...}, "log_evidence_mcse", "runs_per_dataset", "runs_needed" (None where
-        an error is NaN; max_chains_per_dataset + 1 where one is infinite), "particles", "worst_ratio" (the
-        largest error / target), "effective_runs"} (the last: per data set, 1 / sum_r w_r^2 of the runs' evidence
-        weights).
+        :class:`RunAgreement`.
     """
     from .masses import effective_runs, log_evidence_mcse, phase_masses
 
@@ -127,10 +183,33 @@ def run_agreement(rule: StoppingRule, res: dict, labels=None) -> dict:
         needed = runs
     else:                                               # an infinite error: more than the bound allows
         needed = int(np.ceil(runs * worst**2)) if np.isfinite(worst) else rule.max_chains_per_dataset + 1
-    return {"converged": bool(worst <= 1), "mass_mcse": mass_mcse, "log_evidence_mcse": lz_mcse,
-            "runs_per_dataset": runs, "runs_needed": needed, "particles": int(np.shape(res["flat"])[1]),
-            "worst_ratio": float(worst),
-            "effective_runs": effective.tolist()}
+    return RunAgreement(bool(worst <= 1), mass_mcse, lz_mcse, runs, needed, int(np.shape(res["flat"])[1]),
+                        float(worst), effective.tolist(), rule)
+
+
+def agreement_warnings(a: RunAgreement, where: str) -> list[str]:
+    """What makes a point's runs doubtful after the rule's rounds: a line naming the errors above their targets
+    and why the rule could not grow the point further (an undefined error, a data set resting on one run, the
+    bounds); none for a converged point.  where: the point, as the line begins."""
+    if a.converged:
+        return []
+    t = a.targets
+    over = [f"{nm} {v:.3g}" for (nm, v), met in zip(a.mass_mcse.items(), a.converged_phases(a.mass_mcse)) if not met]
+    parts = [f"mass MC errors {', '.join(over)} > {t.mass_mcse}"] if over else []
+    if t.log_evidence_mcse is not None and not a.log_evidence_mcse <= t.log_evidence_mcse:
+        parts.append(f"log Z MC error {a.log_evidence_mcse:.3g} > {t.log_evidence_mcse}")
+    if a.runs_needed is None:
+        need = "errors undefined: a run's log Z or mass is not finite"
+    elif min(a.effective_runs) < MIN_EFFECTIVE_RUNS:
+        need = (f"one run carries a data set's evidence: {min(a.effective_runs):.2f} effective runs, fewer than "
+                f"{MIN_EFFECTIVE_RUNS}")
+    elif t.max_particles is not None:
+        need = (f"errors {a.worst_ratio:.2g} x the targets; at most {t.max_particles} particles and "
+                f"{t.max_chains_per_dataset} runs per data set in {MAX_ROUNDS} rounds")
+    else:
+        need = f"their spread asks for {a.runs_needed}; at most {t.max_chains_per_dataset}"
+    return [f"{where}: NOT CONVERGED with {a.runs_per_dataset} runs of {a.particles} particles per data set "
+            f"({need})" + (": " + "; ".join(parts) if parts else "")]
 
 
 def pool_runs(first: dict, more: dict) -> dict:
@@ -159,7 +238,7 @@ def replace_runs(first: dict, new: dict) -> dict:
     return out
 
 
-def growth(agreement: dict, rule: StoppingRule) -> tuple[str, int, int] | None:
+def growth(agreement: RunAgreement, rule: StoppingRule) -> tuple[str, int, int] | None:
     """How a point whose runs disagree grows (module docstring): ("runs", k, N), k new runs of N particles
     per data set pooled with the first, or ("particles", R, N'), R new runs of N' particles replacing
     them.  Of the ways that meet the targets by their law (more runs within max_chains_per_dataset;
@@ -173,15 +252,15 @@ def growth(agreement: dict, rule: StoppingRule) -> tuple[str, int, int] | None:
         rule: the targets and bounds.
     """
     rule, a = _checked(rule), agreement
-    if a["converged"] or a["runs_needed"] is None:
+    if a.converged or a.runs_needed is None:
         return None
-    R, N = a["runs_per_dataset"], a["particles"]
-    added = min(max(a["runs_needed"], R + 1), rule.max_chains_per_dataset) - R
+    R, N = a.runs_per_dataset, a.particles
+    added = min(max(a.runs_needed, R + 1), rule.max_chains_per_dataset) - R
     options = []                                         # (meets the targets, gradients per data set, growth)
     if added > 0:
-        options.append((R + added >= a["runs_needed"], added * N, ("runs", added, N)))
+        options.append((R + added >= a.runs_needed, added * N, ("runs", added, N)))
     if rule.max_particles is not None and N < rule.max_particles:
-        r = a["worst_ratio"]
+        r = a.worst_ratio
         factor = 2 ** max(1, int(np.ceil(np.log2(r)))) if np.isfinite(r) else np.inf
         particles = int(min(N * factor, rule.max_particles))
         options.append((particles == N * factor, R * particles, ("particles", R, particles)))
@@ -194,8 +273,8 @@ def growth(agreement: dict, rule: StoppingRule) -> tuple[str, int, int] | None:
 def until_runs_agree(points: list, sample: Callable, rule: StoppingRule, labels: Callable | None = None) -> list[dict]:
     """The points' results, growing a point whose runs disagree by :func:`growth` (more runs, pooled with the
     first, or new runs with more particles), in at most MAX_ROUNDS rounds; points grown alike share a call of
-    ``sample``.  Each result gets under "convergence" what :func:`run_agreement` says of all its runs, with the
-    rule's ``targets``.
+    ``sample``.  Each result gets under "convergence" what :func:`run_agreement` says of all its runs, as plain
+    values (:meth:`RunAgreement.to_dict`; :func:`stored_agreement` reads it back).
 
     Args:
         points: the points, as ``sample`` takes them.
@@ -225,5 +304,5 @@ def until_runs_agree(points: list, sample: Callable, rule: StoppingRule, labels:
                 out[i] = pool_runs(out[i], res) if how == "runs" else replace_runs(out[i], res)
                 agreement[i] = agree(points[i], out[i])
     for res, a in zip(out, agreement):
-        res["convergence"] = {**a, "targets": rule._asdict()}
+        res["convergence"] = a.to_dict()
     return out

@@ -1,24 +1,27 @@
 """A posterior sweep's numbers as one labelled ``xarray.Dataset`` (``results.nc``), and what derives from it.
 
-Each sweep point's analysis (``slt_relu.kinds.posterior_report``: masses, trial filter, log evidence,
-free energies) becomes one point of a Dataset whose dimensions are the sweep's keys (in the config's
-order, their values as coordinates), the data set, the independent run and the phase:
+Each sweep point's results (``slt_relu.posterior.point.PosteriorPoint``: masses, trial filter, log evidence,
+free energies, diagnostics) are one Dataset (its ``to_dataset()``); :func:`sweep_dataset` puts them together
+as one Dataset whose dimensions are the sweep's keys (in the config's order, their values as coordinates), the
+data set, the independent run (a chain, or an SMC run) and the phase:
 
     n, beta, n_beta, trials                                      (sweep...)
     mass, mass_se, mass_mcse [, mass_unfiltered]                 (sweep..., phase)      DSLT4's rule
     mass_per_trial                                               (sweep..., dataset, phase)
     mean_loss_per_trial, excess_loss_per_trial, dropped          (sweep..., dataset)
-    classify_mass, classify_mass_se, classify_mass_mcse          (sweep..., label)      classify_phase
+    classify_mass, classify_mass_se, classify_mass_mcse [, ...]  (sweep..., label)      classify_phase
     classify_mass_per_trial                                      (sweep..., dataset, label)
     cross_table                                                  (sweep..., phase, label)
     log_evidence, log_evidence_se, log_evidence_mcse             (sweep...)             SMC
-    log_evidence_per_trial (sweep..., dataset), log_evidence_per_run (sweep..., run), num_runs (sweep...)
-    mass_per_run (sweep..., run, phase), dataset_per_run (sweep..., run)               SMC, each run
+    log_evidence_per_trial (sweep..., dataset), log_evidence_per_run, dataset_per_run (sweep..., run)
+    [classify_]mass_per_run                                      (sweep..., run, phase or label)  SMC, each run
     free_energy[_se, _mcse], relative_free_energy[_se]           (sweep..., phase)      SMC
-    free_energy_per_trial                                        (sweep..., dataset, phase)
+    free_energy_total[_se, _mcse] (sweep...), free_energy_per_trial (sweep..., dataset, phase)
     classify_free_energy[...]                                    (sweep..., label)      SMC
     min_loss_per_trial                                           (sweep..., dataset, phase)
     converged, runs_per_dataset (sweep...), converged_phase (sweep..., phase)   SMC's stopping rule
+    the sampler's diagnostics (``masses.ChainDiagnostics``, ``evidence.SMCDiagnostics``): scalars (sweep...),
+    step_size or stages (sweep..., run); num_runs (sweep...)
 
 ``dataset`` and ``run`` are positions (coordinates 0, 1, ...) whose length may differ between points (a
 swept ``posterior.datasets``; SMC's stopping rule giving some points more runs than others): the Dataset
@@ -43,7 +46,6 @@ import numpy as np
 from .evidence import free_energy_slopes
 from .masses import crossover_bootstrap
 
-PHASE_FIELDS = ("mass", "mass_se", "mass_mcse", "mass_unfiltered")
 FREE_ENERGY_FIELDS = {"phase": "free_energy", "phase_se": "free_energy_se", "phase_mcse": "free_energy_mcse",
                       "relative": "relative_free_energy", "relative_se": "relative_free_energy_se"}
 
@@ -53,8 +55,9 @@ FREE_ENERGY_FIELDS = {"phase": "free_energy", "phase_se": "free_energy_se", "pha
 # coordinate is made positional the same way, counted by num_<dim>
 COUNTS = {"dataset": "trials", "run": "num_runs"}
 
-FILL = {v: 0.0 for v in ("classify_mass", "classify_mass_se", "classify_mass_mcse", "classify_mass_per_trial",
-                         "cross_table")} | {"dropped": False}      # a label absent at a point has mass 0
+FILL = {v: 0.0 for v in ("classify_mass", "classify_mass_se", "classify_mass_mcse", "classify_mass_unfiltered",
+                         "classify_mass_per_trial", "classify_mass_per_run", "cross_table")} | {"dropped": False}
+# (a label absent at a point has mass 0)
 
 
 def axis_values(values: Sequence) -> np.ndarray:
@@ -62,87 +65,6 @@ def axis_values(values: Sequence) -> np.ndarray:
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         return np.asarray(values, np.float64)
     return np.asarray([str(v) for v in values])
-
-
-def _per_dataset(row: dict, per_trial: Sequence) -> np.ndarray:
-    """A per-trial list of the kept trials (DSLT4's filter may drop some) placed on all K data sets
-    (NaN where dropped)."""
-    out = np.full(row["trials"], np.nan)
-    f = row["trial_filter"]
-    kept = np.setdiff1d(np.arange(row["trials"]), f["dropped_trials"]) if f["applied"] else np.arange(row["trials"])
-    out[kept] = np.asarray(per_trial, np.float64)
-    return out
-
-
-def _float(v) -> float:
-    return np.nan if v is None else float(v)
-
-
-def point_dataset(row: dict):
-    """One point's row of metrics.json as a Dataset (module docstring), without the sweep's axes."""
-    import xarray as xr
-
-    K = row["trials"]
-    data = {"n": ((), row["n"]), "beta": ((), row["beta"]), "n_beta": ((), row["n_beta"]), "trials": ((), K),
-            "mean_loss_per_trial": ("dataset", np.asarray(row["mean_loss_per_trial"], np.float64)),
-            "excess_loss_per_trial": ("dataset", np.asarray(row["excess_loss_per_trial"], np.float64)),
-            "dropped": ("dataset", np.isin(np.arange(K), row["trial_filter"]["dropped_trials"])
-                        & row["trial_filter"]["applied"])}
-    coords = {"dataset": np.arange(K)}
-    if "mass" in row:
-        names = list(row["mass"])
-        coords["phase"] = names
-        for field in PHASE_FIELDS:
-            if field in row:
-                data[field] = ("phase", [_float(row[field][nm]) for nm in names])
-        data["mass_per_trial"] = (("dataset", "phase"), np.stack([_per_dataset(row, row["mass_per_trial"][nm])
-                                                                  for nm in names], -1))
-    if "classify_phase" in row:
-        cp = row["classify_phase"]
-        labels = list(cp["mass"])
-        coords["label"] = labels
-        coords["label_name"] = ("label", [cp.get("names", {}).get(lab, lab) for lab in labels])
-        for field in ("mass", "mass_se", "mass_mcse"):
-            data[f"classify_{field}"] = ("label", [_float(cp[field][lab]) for lab in labels])
-        data["classify_mass_per_trial"] = (("dataset", "label"), np.stack(
-            [_per_dataset(row, cp["mass_per_trial"][lab]) for lab in labels], -1))
-    if "cross_table" in row:                       # its labels are classify_phase's: every classified draw has a rule phase
-        data["cross_table"] = (("phase", "label"), [[row["cross_table"][nm].get(lab, 0.0) for lab in coords["label"]]
-                                                    for nm in coords["phase"]])
-    if row.get("log_evidence") is not None:
-        data.update(log_evidence=((), row["log_evidence"]), log_evidence_se=((), _float(row["log_evidence_se"])),
-                    log_evidence_mcse=((), _float(row["log_evidence_mcse"])),
-                    log_evidence_per_trial=("dataset", np.asarray(row["log_evidence_per_trial"], np.float64)),
-                    log_evidence_per_run=("run", np.asarray(row["log_evidence_per_run"], np.float64)),
-                    num_runs=((), len(row["log_evidence_per_run"])))
-        coords["run"] = np.arange(len(row["log_evidence_per_run"]))
-    if "mass_per_run" in row:
-        data["mass_per_run"] = (("run", "phase"), np.stack([np.asarray(row["mass_per_run"][nm], np.float64)
-                                                            for nm in coords["phase"]], -1))
-        data["dataset_per_run"] = ("run", np.asarray(row["dataset_per_run"], np.float64))
-    for key, dim, prefix in (("free_energy", "phase", ""), ("free_energy_classify_phase", "label", "classify_")):
-        if key not in row:
-            continue
-        fe = row[key]
-        for field in ("total", "total_se", "total_mcse"):
-            data[f"{prefix}free_energy_{field}"] = ((), _float(fe[field]))
-        names = coords.get(dim, list(fe["phase"]))
-        coords.setdefault(dim, names)
-        for field, name in FREE_ENERGY_FIELDS.items():
-            data[prefix + name] = (dim, [_float(fe[field].get(nm)) for nm in names])
-        data[f"{prefix}free_energy_per_trial"] = (("dataset", dim), np.stack(
-            [np.asarray([_float(v) for v in fe["phase_per_trial"][nm]]) for nm in names], -1))
-    if "min_loss_per_trial" in row:
-        data["min_loss_per_trial"] = (("dataset", "phase"), np.stack(
-            [np.asarray([_float(v) for v in row["min_loss_per_trial"][nm]]) for nm in coords["phase"]], -1))
-    if "convergence" in row:
-        c = row["convergence"]
-        data.update(converged=((), bool(c["converged"])), runs_per_dataset=((), int(c["runs_per_dataset"])))
-        target = c["targets"]["mass_mcse"]
-        data["converged_phase"] = ("phase", [bool(target is None or (np.isfinite(_float(c["mass_mcse"][nm]))
-                                                                      and c["mass_mcse"][nm] <= target))
-                                             for nm in coords["phase"]])
-    return _positional(xr.Dataset(data, coords=coords))
 
 
 def _positional(ds):
@@ -182,15 +104,17 @@ def _mask_padding(ds):
     return ds
 
 
-def sweep_dataset(sweep: dict, rows: Sequence[dict], attrs: dict | None = None):
-    """The Dataset of a sweep (module docstring) from its points' rows (in the sweep's order, the
-    last key varying fastest, as ``slt_relu.workflow.sweep.expand`` makes them).  A label absent at a point
-    has mass 0 there; a run or data set that does not exist at a point (the stopping rule gave others more
-    runs; a swept ``posterior.datasets``) NaN, beyond the point's ``num_runs`` and ``trials``."""
+def sweep_dataset(sweep: dict, points: Sequence, values: Sequence[dict], attrs: dict | None = None):
+    """The Dataset of a sweep (module docstring) from its points' own Datasets (``points``:
+    ``slt_relu.posterior.point.PosteriorPoint.to_dataset()``) and their coordinates (``values``: {sweep key:
+    value} of each point), in the sweep's order, the last key varying fastest, as
+    ``slt_relu.workflow.sweep.expand`` makes them.  A label absent at a point has mass 0 there; a run or data
+    set that does not exist at a point (the stopping rule gave others more runs; a swept
+    ``posterior.datasets``) NaN, beyond the point's ``num_runs`` and ``trials``."""
     import pandas as pd
     import xarray as xr
 
-    points = [point_dataset(row) for row in rows]
+    points = [_positional(p) for p in points]
     ds = _concat(points, "point") if len(points) > 1 else points[0].expand_dims("point")
     if "label" in ds.coords:                   # labels ordered by their total mass over the sweep (most first)
         order = np.argsort(-ds["classify_mass"].sum("point").values, kind="stable") if "classify_mass" in ds \
@@ -198,7 +122,7 @@ def sweep_dataset(sweep: dict, rows: Sequence[dict], attrs: dict | None = None):
         ds = ds.isel(label=order)
     if sweep:
         keys = list(sweep)
-        index = pd.MultiIndex.from_arrays([axis_values([row["values"][k] for row in rows]) for k in keys], names=keys)
+        index = pd.MultiIndex.from_arrays([axis_values([v[k] for v in values]) for k in keys], names=keys)
         ds = ds.assign_coords(xr.Coordinates.from_pandas_multiindex(index, "point")).unstack("point")
         ds = ds.sel({k: axis_values(v) for k, v in sweep.items()}).transpose(*keys, ...)
     else:
