@@ -383,8 +383,15 @@ def sector_phase(params: TwoLayer, truth: TwoLayer):
 RULES = ("radius", "sector", "none")
 
 
+class RuleLabels(NamedTuple):
+    """The phases a DSLT4 rule gives networks: codes (...) (ints, the networks' batch shape) indexing names."""
+
+    codes: np.ndarray
+    names: tuple
+
+
 def rule_labels(rule: str, params: TwoLayer, truth: TwoLayer | None = None, *, eps: float = 0.3,
-                non_degenerate: float = 1.0, degenerate: float = 2.0) -> tuple[np.ndarray, tuple] | None:
+                non_degenerate: float = 1.0, degenerate: float = 2.0) -> RuleLabels | None:
     """The phases of DSLT4's rule ``rule`` on networks with leading batch axes: (codes (...), the names the codes
     index), or None for rule "none".
 
@@ -396,14 +403,14 @@ def rule_labels(rule: str, params: TwoLayer, truth: TwoLayer | None = None, *, e
         eps, non_degenerate, degenerate: the radius rule's tolerance and radii.
 
     Returns:
-        (codes, names) or None.
+        :class:`RuleLabels` (codes, names), or None.
     """
     if rule == "radius":
-        return radius_rule(params, eps, non_degenerate, degenerate), RADIUS_PHASES
+        return RuleLabels(radius_rule(params, eps, non_degenerate, degenerate), RADIUS_PHASES)
     if rule == "sector":
         if truth is None:
             raise ValueError("truth: expected the truth network for the sector rule, got None")
-        return sector_phase(params, truth), SECTOR_PHASES
+        return RuleLabels(sector_phase(params, truth), SECTOR_PHASES)
     if rule == "none":
         return None
     raise ValueError(f"rule: expected one of {RULES}, got {rule!r}")

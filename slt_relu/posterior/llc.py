@@ -175,7 +175,15 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSetting
                           LocalSGLD(per_chain, losses, init_loss, float(n_beta), accept, float(rhat)))
 
 
-def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300):
+class Minimum(NamedTuple):
+    """A local minimum of a loss (:func:`minimize_loss`): params, the parameters (the start's structure), and loss,
+    the loss there."""
+
+    params: object
+    loss: float
+
+
+def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300) -> Minimum:
     """A nearby local minimum of a loss by L-BFGS (optax, zoom line search) from params: the point to localise at.
 
     lambda_hat = n beta (E[L_n] - L_n(w*)) assumes w* minimises L_n; a true parameter misses the minimiser by
@@ -189,12 +197,12 @@ def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300):
         num_steps: L-BFGS steps, >= 1.
 
     Returns:
-        (params, value): the minimum (params' structure) and the loss there (not above the start's).
+        :class:`Minimum` (params, loss): the minimum (params' structure) and the loss there (not above the start's).
     """
     num_steps = check_count(num_steps, "num_steps")
     flat0, unravel = unravel_fn(params)
     w, value = _lbfgs(loss_fn, unravel, num_steps, flat0, data)
-    return unravel(w), float(value)
+    return Minimum(unravel(w), float(value))
 
 
 @partial(jax.jit, static_argnums=(0, 1, 2))

@@ -262,13 +262,35 @@ def crossover(xs, a, b) -> float:
     return float(xs[-1]) if len(diff) and diff[-1] == 0 else float("nan")
 
 
-def crossover_bootstrap(xs, trials_a, trials_b, rng: np.random.Generator, n_boot: int = 2000):
+class Crossover(NamedTuple):
+    """A crossover of two phase masses along a sweep axis, with its bootstrap error.
+
+    Attributes:
+        x: the crossover of the mean masses (NaN where they do not cross).
+        se: the standard deviation of the bootstrap replicates' crossovers (NaN with fewer than two).
+        bootstrap_fraction: the fraction of replicates that cross.
+    """
+
+    x: float
+    se: float
+    bootstrap_fraction: float
+
+
+def crossover_bootstrap(xs, trials_a, trials_b, rng: np.random.Generator, n_boot: int = 2000) -> Crossover:
     """Crossover of two phase masses with a bootstrap standard error over trials.
 
-    trials_a, trials_b: per x, the per-trial masses of the two phases (lists of arrays, same
-    trials for a and b).  Each bootstrap replicate resamples the trials of every x with
-    replacement.  Returns (crossover of the means, std of the replicates, fraction of replicates
-    with a crossover)."""
+    Each bootstrap replicate resamples the trials of every x with replacement.
+
+    Args:
+        xs: (X,) the sweep axis's values.
+        trials_a: per x, the per-trial masses of the first phase (a list of arrays).
+        trials_b: the same of the second (the same trials).
+        rng: a NumPy generator (the replicates' draws).
+        n_boot: bootstrap replicates.
+
+    Returns:
+        :class:`Crossover` (crossover of the means, std of the replicates, fraction of replicates with a crossover).
+    """
     xs = np.asarray(xs, np.float64)
     ta = [np.asarray(t, np.float64) for t in trials_a]
     tb = [np.asarray(t, np.float64) for t in trials_b]
@@ -280,7 +302,7 @@ def crossover_bootstrap(xs, trials_a, trials_b, rng: np.random.Generator, n_boot
     reps = np.asarray(reps)
     ok = np.isfinite(reps)
     se = float(reps[ok].std(ddof=1)) if ok.sum() > 1 else float("nan")
-    return point, se, float(ok.mean())
+    return Crossover(point, se, float(ok.mean()))
 
 
 # ----------------------------------------------------------------------------------------
