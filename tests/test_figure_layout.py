@@ -568,11 +568,28 @@ LAMBDA_CASES = ["w2^2", "w1^2 w2^2", "w2^4", "w1^2 w2^4", "w1^4 w2^4", "w2^6", "
                 "DLN 3-3-3-3, r = 0", "DLN 2-2-2-2, r = 1"]
 
 
+def _curve(t, mean_loss):
+    """A TemperedCurve of runs with the given t and E_t[L] (no free energy)."""
+    from slt_relu.posterior.learning_coefficient import TemperedCurve
+
+    return TemperedCurve(t, np.full(t.shape, np.nan), mean_loss, np.full(len(t), np.nan), 0)
+
+
+def _lambda_figure(rows, curves):
+    """The lambda_curve kind's figure of made-up rows, through the kind's results Dataset as a run draws it."""
+    from slt_relu.kinds.lambda_curve_report import dataset
+    from slt_relu.plots import lambda_curve_figure
+
+    for row in rows:
+        row.setdefault("n", None)
+        row.setdefault("family", "")
+        row.setdefault("curve", next(iter(row["estimators"])))
+    return lambda_curve_figure(dataset(rows, curves))
+
+
 def _lambda_curve():
     """known_lambda_suite's figure: its 16 cases, 5 estimators (SMC's three, NUTS's, SGLD's) and Gibbs's on the 5
     linear ones, 8 runs of 200 stages each over t = 1e-3 .. 1e16."""
-    from slt_relu.plots import lambda_curve_figure
-
     rng, rows, curves = _rng(), [], []
     for k, name in enumerate(LAMBDA_CASES):
         lam, m = 0.25 + 0.25 * (k % 7), 1 + (k % 3 == 0)
@@ -582,15 +599,13 @@ def _lambda_curve():
                      "estimators": {est: {"lambda": lam * (1 + 0.03 * rng.normal()), "lambda_se": 0.01 * lam, "m": m}
                                     for est in names}})
         t = np.tile(np.geomspace(1e-3, 1e16, 200), (8, 1))
-        curves.append(SimpleNamespace(t=t, mean_loss=lam / t * (1 - np.exp(-t)) * (1 + 0.02 * rng.normal(size=t.shape))))
-    return lambda_curve_figure(rows, curves)
+        curves.append(_curve(t, lam / t * (1 - np.exp(-t)) * (1 + 0.02 * rng.normal(size=t.shape))))
+    return _lambda_figure(rows, curves)
 
 
 def _lambda_curve_large():
     """known_lambda_large's figure: its 12 cases by the Gibbs estimator alone (the curve its chains give: 8 chains at
     10 temperatures), lambda from 3 to 3236."""
-    from slt_relu.plots import lambda_curve_figure
-
     rng, rows, curves = _rng(), [], []
     for k in range(12):
         lam, m = 3.0 * 1.9 ** k, 1 + k % 5
@@ -600,15 +615,13 @@ def _lambda_curve_large():
                                                             "lambda_se": 0.003 * lam, "m": None,
                                                             "run_loss_min": [0.0] * 8}}})
         t = np.tile(np.geomspace(1e4, 1e8, 8), (8, 1))
-        curves.append(SimpleNamespace(t=t, mean_loss=lam / t * (1 + 0.01 * rng.normal(size=t.shape))))
-    return lambda_curve_figure(rows, curves)
+        curves.append(_curve(t, lam / t * (1 + 0.01 * rng.normal(size=t.shape))))
+    return _lambda_figure(rows, curves)
 
 
 def _lambda_per_phase():
     """lambda_per_phase's figure: 4 phases of W0 (exact 2, 8/3, 5, 5), 3 estimators and SGLD's reference each, 8
     runs of 300 stages to t = 1e9 (PT1) and 4 of 200 to 1e6 (PT2): two fitted windows."""
-    from slt_relu.plots import lambda_curve_figure
-
     rng, rows, curves = _rng(), [], []
     for name, lam, runs, t_max in (("PT1 t = pi/2: + | 1 degenerate", 2.0, 8, 1e9), ("PT1 t = pi/2: ++", 8 / 3, 8, 1e9),
                                    ("PT2 v = 1: + + +", 5.0, 4, 1e6), ("PT2 v = 1: - - -", 5.0, 4, 1e6)):
@@ -618,8 +631,8 @@ def _lambda_per_phase():
                      "reference": {"name": "SGLD (llc_dslt4_phases)", "estimate": lam * 1.12, "se": 0.03 * lam}})
         t = np.tile(np.geomspace(1e-3, t_max, 300 if runs == 8 else 200), (runs, 1))
         noise = 1 + 0.02 * rng.normal(size=t.shape)
-        curves.append(SimpleNamespace(t=t, mean_loss=lam / t * (1 - np.exp(-t)) * noise))
-    return lambda_curve_figure(rows, curves)
+        curves.append(_curve(t, lam / t * (1 - np.exp(-t)) * noise))
+    return _lambda_figure(rows, curves)
 
 
 def _susceptibility():

@@ -271,9 +271,9 @@ def run(r: Resolved, key, ctx) -> Output:
         curves.append(shown[source]._replace(particles=None, draw_loss=None))
     from ..plots import lambda_curve_figure
 
-    fig = lambda_curve_figure(rows, curves)
+    ds = dataset(rows, curves)
     metrics = {"cases": rows, **({"warnings": warnings} if warnings else {})}
-    return Output(metrics, dataset(rows, curves), {"lambda_curve": fig})
+    return Output(metrics, ds, {"lambda_curve": lambda_curve_figure(ds)})
 
 
 def memory(s) -> list[Need]:

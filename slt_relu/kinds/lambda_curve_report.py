@@ -112,8 +112,18 @@ def phase_check(c, curve, cv, warnings: list) -> dict:
     return out
 
 
+def _at_exact_m(row: dict, est: str):
+    """(lambda, se) of estimator ``est`` at the row's exact m where the fit left m unidentified and reported lambda
+    for another m, else (NaN, NaN)."""
+    v, at = row["estimators"].get(est), str(row.get("m_exact"))
+    if v is None or row["lambda_exact"] is None or v["m"] is not None or at not in v.get("lambda_se_by_m", {}):
+        return np.nan, np.nan
+    return (np.nan, np.nan) if v["lambda_by_m"][at] == v["lambda"] else (v["lambda_by_m"][at], v["lambda_se_by_m"][at])
+
+
 def dataset(rows, curves):
-    """Estimates along (case, estimator), curves along (case, run, stage) NaN-padded."""
+    """Estimates along (case, estimator), curves along (case, run, stage) NaN-padded, and what the figure draws
+    beside them (the fit at the exact m, each case's fitted window and runs' L*, a reference estimate)."""
     import xarray as xr
 
     from ..posterior.free_energy_curve import ESTIMATORS
@@ -123,23 +133,41 @@ def dataset(rows, curves):
     value = lambda row, e, key: row["estimators"].get(e, {}).get(key)
     est = lambda key: np.array([[np.nan if value(row, e, key) is None else value(row, e, key) for e in names]
                                 for row in rows], np.float64)
+    at_exact = np.array([[_at_exact_m(row, e) for e in names] for row in rows], np.float64).reshape(len(rows), len(names), 2)
+    t = stack_curves(curves, "t")
+    run_lstar = np.full(t.shape[:2], np.nan)
+    for i, row in enumerate(rows):                  # a data set's own L* for each run of the case's curve, else 0
+        lstar = row["estimators"].get(row["curve"], {}).get("run_loss_min") or [0.0] * len(curves[i].t)
+        run_lstar[i, :len(lstar)] = lstar
+    ref = [row.get("reference") or {} for row in rows]
     return xr.Dataset(
         {"lambda": (("case", "estimator"), est("lambda")), "lambda_se": (("case", "estimator"), est("lambda_se")),
          "lambda_se_runs": (("case", "estimator"), est("lambda_se_runs"), {"long_name": "lambda's standard error over "
                                                                            "runs alone, at the reported m"}),
          "m": (("case", "estimator"), est("m"), {"long_name": "multiplicity, NaN where not identifiable"}),
+         "lambda_at_exact_m": (("case", "estimator"), at_exact[..., 0], {"long_name": "the fit's lambda at the exact m "
+                                                                         "where m is not identified and another was "
+                                                                         "reported (NaN otherwise)"}),
+         "lambda_se_at_exact_m": (("case", "estimator"), at_exact[..., 1]),
          "lambda_exact": ("case", np.array([np.nan if row["lambda_exact"] is None else row["lambda_exact"]
                                             for row in rows], np.float64), {"long_name": "exact lambda, NaN: unknown"}),
          "m_exact": ("case", np.array([row["m_exact"] or 0 for row in rows], np.int64), {"long_name": "0: unknown"}),
          "n": ("case", np.array([row["n"] or 0 for row in rows], np.int64),
                {"long_name": "samples per data set, 0: the population loss K"}),
-         "t": (("case", "run", "stage"), stack_curves(curves, "t")),
+         "window": (("case", "bound"), np.array([row["t_range"] for row in rows], np.float64),
+                    {"long_name": "the fitted window of t (the first estimator's)"}),
+         "reference_lambda": ("case", np.array([r.get("estimate", np.nan) for r in ref], np.float64)),
+         "reference_se": ("case", np.array([r.get("se", np.nan) for r in ref], np.float64)),
+         "t": (("case", "run", "stage"), t),
          "free_energy": (("case", "run", "stage"), stack_curves(curves, "free_energy"), {"long_name": "F(t) = -log Z(t)"}),
-         "mean_loss": (("case", "run", "stage"), stack_curves(curves, "mean_loss"), {"long_name": "E_t[K]"})},
-        coords={"case": [row["name"] for row in rows], "estimator": names,
-                "family": ("case", [row["family"] for row in rows]),
+         "mean_loss": (("case", "run", "stage"), stack_curves(curves, "mean_loss"), {"long_name": "E_t[K]"}),
+         "run_loss_min": (("case", "run"), run_lstar, {"long_name": "each run's L* of the case's curve (0: K)"})},
+        coords={"case": [row["name"] for row in rows], "estimator": names, "bound": ["lo", "hi"],
+                "family": ("case", [row.get("family", "") for row in rows]),
                 "curve": ("case", [row["curve"] for row in rows], {"long_name": "the estimator whose runs t, "
-                                                                   "free_energy and mean_loss hold"})})
+                                                                   "free_energy and mean_loss hold"}),
+                "reference_name": ("case", [r.get("name", "") for r in ref], {"long_name": "a reference estimate's "
+                                                                              "source, '' for none"})})
 
 
 def headline(metrics: dict) -> list[str]:

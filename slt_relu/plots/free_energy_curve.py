@@ -1,4 +1,4 @@
-"""Figures of the learning coefficient read off free-energy curves (``slt_relu.kinds.lambda_curve_kind``)."""
+"""Figures of the learning coefficient read off free-energy curves: the ``lambda_curve`` kind's results Dataset."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,75 +11,71 @@ ESTIMATOR_STYLE = {"free_energy": ("C0", "o"), "tempered_loss": ("C1", "s"), "th
 CASE_COLORS = ("C3", "C4", "C5", "C6", "C8", "C9")          # the right panel's cases: none of the estimators' colours
 
 
-def _at_exact_m(row: dict, est: str):
-    """(lambda, se) of estimator ``est`` at the row's exact m where the fit left m unidentified and reported
-    lambda for another m, else None."""
-    v, at = row["estimators"][est], str(row.get("m_exact"))
-    if row["lambda_exact"] is None or v["m"] is not None or at not in v.get("lambda_se_by_m", {}):
-        return None
-    return None if v["lambda_by_m"][at] == v["lambda"] else (v["lambda_by_m"][at], v["lambda_se_by_m"][at])
-
-
-def lambda_curve_figure(rows: list, curves: list):
-    """Two panels: each case's lambda by every estimator the rows have (among ESTIMATOR_STYLE) relative to the
-    exact value, with 2 standard errors and the +-5 % band (where the fit leaves m unidentified, also the fit at the exact m as open markers; a row's
-    ``reference`` estimate, e.g. SGLD's, as a black cross); and t E_t[K] / lambda
+def lambda_curve_figure(ds):
+    """Two panels: each case's lambda by every estimator the Dataset has (among ESTIMATOR_STYLE) relative to the
+    exact value, with 2 standard errors and the +-5 % band (where the fit leaves m unidentified, also the fit at the
+    exact m as open markers; a case's reference estimate, e.g. SGLD's, as a black cross); and t (E_t[L] - L*) / lambda
     against log10 t (every run), which rises to 1 as t grows (below it by (m - 1) / log t for m > 1), coloured by
-    m, or by case where there are at most ``len(CASE_COLORS)`` cases.  A row without an exact value (lambda_exact
-    None) is listed without points.
+    m, or by case where there are at most ``len(CASE_COLORS)`` cases.  A case without an exact value (NaN) is listed
+    without points.
 
     Args:
-        rows: the kind's metrics rows (name, lambda_exact, m_exact, estimators: {name: {lambda, lambda_se, m,
-            optionally lambda_by_m, lambda_se_by_m}}, optionally reference: {name, estimate, se}).
-        curves: their :class:`slt_relu.TemperedCurve`, one per row.
+        ds: the ``lambda_curve`` kind's results Dataset: along (case, estimator) ``lambda``, ``lambda_se``,
+            ``lambda_at_exact_m``, ``lambda_se_at_exact_m``; per case ``lambda_exact``, ``m_exact``, ``window``
+            (case, bound), ``reference_lambda``, ``reference_se`` and the coordinate ``reference_name`` ('' for none);
+            the curves ``t``, ``mean_loss`` (case, run, stage) and ``run_loss_min`` (case, run).
 
     Returns:
         the Figure.
     """
-    n = len(rows)
+    cases = [str(c) for c in ds["case"].values]
+    estimators = [str(e) for e in ds["estimator"].values]
+    n = len(cases)
     fig, (ax, ax2) = subplots(1, 2, figsize=(11, max(3.2, 1.2 + 0.32 * n)))
     by_case = n <= len(CASE_COLORS)
     y = np.arange(n)
-    exact = np.array([np.nan if r["lambda_exact"] is None else r["lambda_exact"] for r in rows], float)
-    drawn = [e for e in ESTIMATOR_STYLE if any(e in r["estimators"] for r in rows)]
+    exact = ds["lambda_exact"].values.astype(float)
+    m_exact = ds["m_exact"].values
+    drawn = [e for e in ESTIMATOR_STYLE if e in estimators and np.isfinite(ds["lambda"].sel(estimator=e).values).any()]
     step = 0.78 / len(drawn)
     for j, est in enumerate(drawn):
         color, marker = ESTIMATOR_STYLE[est]
-        get = lambda r, key: r["estimators"][est][key] if est in r["estimators"] else np.nan
-        rel = np.array([get(r, "lambda") for r in rows], float) / exact - 1
-        se = np.array([get(r, "lambda_se") for r in rows], float) / exact
+        v = ds.sel(estimator=est)
+        rel = v["lambda"].values / exact - 1
+        se = v["lambda_se"].values / exact
         offset = (j - (len(drawn) - 1) / 2) * step
         ax.errorbar(100 * rel, y + offset, xerr=200 * se, fmt=marker, color=color, ms=4, lw=1,
                     label=est.replace("_", " "))
-        at = [i for i, r in enumerate(rows) if est in r["estimators"] and _at_exact_m(r, est) is not None]
-        if at:                                  # m not identified: the same fit at the exact m, open markers
-            lam, lam_se = np.array([_at_exact_m(rows[i], est) for i in at]).T
-            ax.errorbar(100 * (lam / exact[at] - 1), y[at] + offset + 0.1, xerr=200 * lam_se / exact[at],
+        lam, lam_se = v["lambda_at_exact_m"].values, v["lambda_se_at_exact_m"].values
+        at = np.flatnonzero(np.isfinite(lam) & np.isfinite(exact))
+        if at.size:                             # m not identified: the same fit at the exact m, open markers
+            ax.errorbar(100 * (lam[at] / exact[at] - 1), y[at] + offset + 0.1, xerr=200 * lam_se[at] / exact[at],
                         fmt=marker, color=color, mfc="none", ms=4, lw=0.8, ls="none",
                         label="open: at the exact m (m not identified)" if j == 0 else None)
-    refs = [i for i, r in enumerate(rows) if r.get("reference") and np.isfinite(exact[i])]
+    ref_names = [str(r) for r in ds["reference_name"].values]
+    refs = [i for i in range(n) if ref_names[i] and np.isfinite(exact[i])]
     if refs:
-        ref = [rows[i]["reference"] for i in refs]
-        ax.errorbar([100 * (f["estimate"] / exact[i] - 1) for f, i in zip(ref, refs)], y[refs] + 0.42,
-                    xerr=[200 * f["se"] / exact[i] for f, i in zip(ref, refs)], fmt="x", color="k", ms=5, lw=1,
-                    label=ref[0]["name"] if len({f["name"] for f in ref}) == 1 else "reference")
+        ref, ref_se = ds["reference_lambda"].values, ds["reference_se"].values
+        ax.errorbar(100 * (ref[refs] / exact[refs] - 1), y[refs] + 0.42, xerr=200 * ref_se[refs] / exact[refs],
+                    fmt="x", color="k", ms=5, lw=1,
+                    label=ref_names[refs[0]] if len({ref_names[i] for i in refs}) == 1 else "reference")
     ax.axvspan(-5, 5, color="0.9", zorder=0, label="+-5 %")
     ax.axvline(0, color="0.4", lw=0.8)
-    ax.set_yticks(y, [f"{r['name']}  ({r['lambda_exact']:.3g}, m {r['m_exact']})" if r["lambda_exact"] is not None
-                      else f"{r['name']}  (no exact value)" for r in rows], fontsize=7)
+    ax.set_yticks(y, [f"{name}  ({exact[i]:.3g}, m {m_exact[i]})" if np.isfinite(exact[i])
+                      else f"{name}  (no exact value)" for i, name in enumerate(cases)], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("lambda / exact - 1 (%), bars: 2 standard errors")
     ax.set_ylabel("case (exact lambda, m)")
-    for i, (r, c) in enumerate(zip(rows, curves)):
-        if r["lambda_exact"] is None:
+    for i in range(n):
+        if not np.isfinite(exact[i]):
             continue
-        source = r["estimators"][r.get("curve", "tempered_loss")]                # the estimator these runs are
-        run_lstar = source.get("run_loss_min") or [0.0] * len(c.t)               # a data set's own L*
-        for t, loss, lstar in zip(c.t, c.mean_loss, run_lstar):   # each run at its own stages
-            ok = np.isfinite(t) & (t > 1)
-            ax2.plot(np.log10(t[ok]), t[ok] * (loss[ok] - lstar) / r["lambda_exact"], lw=0.6, alpha=0.35,
-                     color=CASE_COLORS[i] if by_case else "C3" if r["m_exact"] > 1 else "C0")
-    for lo, hi in {tuple(r["t_range"]) for r in rows}:       # the fitted windows (one per distinct range)
+        for t, loss, lstar in zip(ds["t"].values[i], ds["mean_loss"].values[i], ds["run_loss_min"].values[i]):
+            ok = np.isfinite(t) & (t > 1)                     # each run at its own stages (NaN: padding)
+            if not ok.any():
+                continue
+            ax2.plot(np.log10(t[ok]), t[ok] * (loss[ok] - lstar) / exact[i], lw=0.6, alpha=0.35,
+                     color=CASE_COLORS[i] if by_case else "C3" if m_exact[i] > 1 else "C0")
+    for lo, hi in {tuple(w) for w in ds["window"].values.tolist()}:       # the fitted windows (one per distinct range)
         ax2.axvspan(np.log10(lo), np.log10(hi), color="0.5", alpha=0.12, lw=0, zorder=0)
     ax2.axhline(1, color="0.4", lw=0.8)
     ax2.set_xlabel("log10 t (shaded: the fitted windows)")
@@ -88,9 +84,9 @@ def lambda_curve_figure(rows: list, curves: list):
     from matplotlib.lines import Line2D
     handles, labels = ax.get_legend_handles_labels()
     if by_case:
-        shown = [i for i, r in enumerate(rows) if r["lambda_exact"] is not None]
+        shown = [i for i in range(n) if np.isfinite(exact[i])]
         handles += [Line2D([], [], color=CASE_COLORS[i]) for i in shown]
-        labels += [f"{rows[i]['name']} (right)" for i in shown]
+        labels += [f"{cases[i]} (right)" for i in shown]
     else:
         handles += [Line2D([], [], color="C0"), Line2D([], [], color="C3")]
         labels += ["m = 1 (right)", "m > 1 (right)"]
