@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from slt_relu.workflow import compare, runner
+from slt_relu.workflow.kind import kinds
 from tiny import TINY, tiny_run
 
 # a kind's own checks of its config's tiny run, made here on the run compared with the reference (one test: the
@@ -88,7 +89,7 @@ def test_every_shipped_config_has_tiny_settings():
 
 
 @pytest.mark.parametrize("name", sorted(TINY))
-def test_shipped_config_runs_tiny(name):
+def test_shipped_config_runs_tiny(name, tmp_path):
     out = tiny_run(name)                              # shared with the kind's own tests of the same run
     metrics = json.loads((out / "metrics.json").read_text())
     manifest = json.loads((out / "manifest.json").read_text())
@@ -96,6 +97,10 @@ def test_shipped_config_runs_tiny(name):
     assert manifest["wall_time_s"] > 0 and manifest["overrides"] == json.loads(json.dumps(TINY[name]))
     pngs = list(out.glob("*.png"))
     assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
+    if kinds()[manifest["kind"]].figures is not None:   # every figure from results.nc and the config alone
+        again = runner.redraw(out, tmp_path / "again")  # (`slt-relu plot`): the same pictures, pixel for pixel
+        assert sorted(p.name for p in again) == sorted(p.name for p in pngs)
+        assert all(p.read_bytes() == (out / p.name).read_bytes() for p in again)
     assert (out / "results.nc").exists() and not (out / "arrays.npz").exists()
     assert not list(out.parent.glob(".res.*"))
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())

@@ -269,11 +269,17 @@ def run(r: Resolved, key, ctx) -> Output:
             row["reference"] = c.settings.reference.model_dump()
         rows.append(row)
         curves.append(shown[source]._replace(particles=None, draw_loss=None))
-    from ..plots import lambda_curve_figure
-
     ds = dataset(rows, curves)
     metrics = {"cases": rows, **({"warnings": warnings} if warnings else {})}
-    return Output(metrics, ds, {"lambda_curve": lambda_curve_figure(ds)})
+    return Output(metrics, ds)
+
+
+def figures(r: Resolved, ds) -> dict:
+    """lambda_curve.png: every case's lambda by each estimator against the exact value, and the curves
+    t (E_t[L] - L*) / lambda (:func:`slt_relu.plots.lambda_curve_figure`), from the results Dataset."""
+    from ..plots import lambda_curve_figure
+
+    return {"lambda_curve": lambda_curve_figure(ds)}
 
 
 def memory(s) -> list[Need]:
@@ -305,4 +311,4 @@ def memory(s) -> list[Need]:
 
 
 KIND = register_kind(Kind("lambda_curve", Settings, resolve, run, headline, description=first_line(__doc__),
-                          memory=memory))
+                          memory=memory, figures=figures))

@@ -62,6 +62,10 @@ def parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print a results folder's summary: config, versions, headline numbers, "
                           "warnings, plots")
     show.add_argument("path", help="a results folder (e.g. results/dslt4_pt1_smc or runs/NAME)")
+    plot = sub.add_parser("plot", help="draw a results folder's figures again from its results.nc and its config "
+                          "(e.g. after a change to the plotting code)")
+    plot.add_argument("path", help="a results folder (e.g. results/known_lambda_suite or runs/NAME)")
+    plot.add_argument("--out", default=None, help="where the figures go (default: the results folder, replacing them)")
     check = sub.add_parser("check", help="rerun a results folder's config (its manifest's config and overrides) "
                            "and list the numbers outside their tolerance; exit 1 if any")
     check.add_argument("path", help="a results folder (e.g. results/dslt3_degenerate_node)")
@@ -104,6 +108,12 @@ def _main(args) -> int:
             return 0
         if args.command == "check":
             return _check(args)
+        if args.command == "plot":
+            from .runner import redraw
+
+            for path in redraw(args.path, args.out):
+                print(path)
+            return 0
         return _run(args)
     except ConfigError as err:
         print(f"slt-relu: config error: {err}", file=sys.stderr)

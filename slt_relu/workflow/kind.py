@@ -10,6 +10,10 @@ A kind is what a config's ``kind = "..."`` names: a schema and three functions,
         checkpoint folder, progress, this process's place among the run's processes,
         ``slt_relu.workflow.runner.RunContext``).  A kind writes no file: the runner writes what it returns;
     headline(metrics) -> lines: the numbers printed at the end of a run and by ``slt-relu show``;
+    figures(resolved, results) -> {name: Figure}: every figure of the run, drawn from the resolved settings and
+        the results as read back from ``results.nc`` (a Dataset, or a DataTree where the kind wrote one), so
+        that the figures show exactly the saved numbers and ``slt-relu plot`` redraws them from a results
+        folder; None: no figures;
     memory(settings) -> [Need]: the arrays the run must hold, from the settings alone
         (``slt_relu.workflow.memory``), or None: no estimate (the schema bounds the run).
 
@@ -38,7 +42,8 @@ class Output(NamedTuple):
             (numpy values allowed; NaN becomes null).
         results: ``results.nc``: the experiment's numbers as one labelled xarray Dataset (or DataTree),
             or None.
-        figures: {name: matplotlib Figure}, each written as ``NAME.png``.
+        figures: {name: matplotlib Figure}, each written as ``NAME.png``, of a kind without a ``figures``
+            function (drawn from the run's own objects; being replaced by ``Kind.figures``).
         draws: {name: xarray DataTree of ArviZ groups}, each written as ``draws/NAME.nc``.
     """
 
@@ -59,6 +64,7 @@ class Kind(NamedTuple):
     description: str = ""
     sweeps: bool = False
     memory: Callable | None = None
+    figures: Callable | None = None
 
 
 KINDS: dict[str, Kind] = {}

@@ -66,20 +66,81 @@ def write_json(path: Path, data) -> None:
     path.write_text(json.dumps(to_json(data), indent=2, sort_keys=False) + "\n")
 
 
-def write_output(output, folder: Path) -> None:
-    """A kind's Output (``slt_relu.kinds.kind``) as files: metrics.json, results.nc, NAME.png, draws/NAME.nc."""
+def write_output(output, folder: Path, kind=None, resolved=None) -> None:
+    """A kind's Output (``slt_relu.workflow.kind``) as files: metrics.json, results.nc, NAME.png, draws/NAME.nc.
+    The figures of a kind with a ``figures`` function are drawn from results.nc as written (:func:`draw_figures`)."""
     from ..netcdf import write_tree
-    from ..plots import save_figure
 
     write_json(folder / "metrics.json", output.metrics)
     if output.results is not None:
         write_tree(output.results, folder / "results.nc")
-    for name, fig in output.figures.items():
-        save_figure(fig, folder / f"{name}.png")
+    if kind is not None and kind.figures is not None:
+        draw_figures(kind, resolved, folder, folder)
+    else:
+        save_figures(output.figures, folder)
     if output.draws:
         (folder / "draws").mkdir()
         for name, tree in output.draws.items():
             write_tree(tree, folder / "draws" / f"{name}.nc")
+
+
+def save_figures(figures: dict, folder: Path) -> list[Path]:
+    """Each {name: Figure} as ``folder/NAME.png``, closed once written; the paths."""
+    import matplotlib.pyplot as plt
+
+    from ..plots import save_figure
+
+    out = []
+    for name, fig in figures.items():
+        out.append(save_figure(fig, folder / f"{name}.png"))
+        plt.close(fig)
+    return out
+
+
+def read_results(path: Path):
+    """results.nc as a kind wrote it: its Dataset, or the DataTree where the file has groups."""
+    from ..netcdf import read_tree
+
+    tree = read_tree(path)
+    return tree.to_dataset() if not tree.children else tree
+
+
+def draw_figures(kind, resolved, folder: Path, out: Path) -> list[Path]:
+    """The kind's figures (``Kind.figures``) drawn from ``folder/results.nc`` and the resolved settings,
+    written as ``out/NAME.png``; the paths."""
+    results = read_results(folder / "results.nc") if (folder / "results.nc").is_file() else None
+    return save_figures(kind.figures(resolved, results), out)
+
+
+def redraw(folder: str | Path, out: str | Path | None = None) -> list[Path]:
+    """``slt-relu plot``: the figures of a results folder drawn again from its results.nc and its manifest's config
+    (resolved as the run resolved it), into ``out`` (default: the folder itself, replacing its figures)."""
+    from .config import apply_overrides
+    from .report import read_folder
+
+    folder = Path(folder)
+    manifest, _ = read_folder(folder)
+    raw, overrides = manifest.get("config"), manifest.get("overrides") or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"plot {folder}: its manifest.json records no config to resolve")
+    label = Path(manifest.get("config_path") or f"{manifest.get('name', 'config')}.toml")
+    prep = Prepared(label, apply_overrides(raw, overrides), overrides)
+    if prep.kind.figures is None:
+        raise ConfigError(f"plot {folder}: kind {prep.settings.kind!r} draws its figures during the run only")
+    if not (folder / "results.nc").is_file():
+        raise ConfigError(f"plot {folder}: expected results.nc in the folder")
+    out = folder if out is None else Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"--out {out}: cannot create it ({err.strerror})") from None
+    paths = draw_figures(prep.kind, prep.resolved, folder, out)
+    if out.resolve() == folder.resolve():          # a figure the run did not draw: listed, so the folder stays whole
+        files = manifest.get("files") or []
+        new = [p.name for p in paths if p.name not in files]
+        if new:
+            write_json(folder / "manifest.json", manifest | {"files": sorted([*files, *new])})
+    return paths
 
 
 # ----------------------------------------------------------------------------------------
@@ -368,7 +429,7 @@ def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) ->
             ctx = RunContext(checkpoints, progress, prep.settings.seed, lay)
             output = prep.kind.run(prep.resolved, jax.random.PRNGKey(prep.settings.seed), ctx)
             wall = time.time() - start
-            write_output(output, tmp)
+            write_output(output, tmp, prep.kind, prep.resolved)
             files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()) + ["manifest.json"]
             write_json(tmp / "manifest.json", {
                 "tool": TOOL,
