@@ -134,7 +134,11 @@ def redraw(folder: str | Path, out: str | Path | None = None) -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ConfigError(f"--out {out}: cannot create it ({err.strerror})") from None
-    paths = draw_figures(prep.kind, prep.resolved, folder, out)
+    try:
+        paths = draw_figures(prep.kind, prep.resolved, folder, out)
+    except KeyError as err:                        # a results.nc of an older version, without a variable now drawn
+        raise ConfigError(f"plot {folder}: its results.nc has no {err.args[0]!r}, which this version's figures of "
+                          f"kind {prep.settings.kind!r} draw; run the config again (slt-relu run)") from None
     if out.resolve() == folder.resolve():          # a figure the run did not draw: listed, so the folder stays whole
         files = manifest.get("files") or []
         new = [p.name for p in paths if p.name not in files]
