@@ -1,6 +1,19 @@
+import atexit
 import gc
 import os
+import shutil
+import tempfile
 from pathlib import Path
+
+# The suite does not depend on the user's environment: not on a matplotlib backend or rc file chosen there
+# (MPLBACKEND=Agg, common on servers, leaves the notebooks' kernels without inline figures), nor on a writable HOME
+# (matplotlib's, IPython's and Jupyter's own folders go to a temporary folder of this process, removed at its end).
+for _var in ("MPLBACKEND", "MATPLOTLIBRC"):
+    os.environ.pop(_var, None)
+_STATE = Path(tempfile.mkdtemp(prefix="slt-relu-tests-"))
+atexit.register(shutil.rmtree, _STATE, ignore_errors=True)
+for _var in ("MPLCONFIGDIR", "IPYTHONDIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR", "JUPYTER_CONFIG_DIR"):
+    os.environ[_var] = str(_STATE / _var.lower())
 
 # The suite is compile-bound: three quarters of its time is XLA compiling programs that then run for milliseconds
 # (measured with jax.monitoring's compile durations over the whole suite, jaxlib 0.10.2). Where XLA_FLAGS is not
