@@ -144,6 +144,39 @@ def _dslt4_pt2_example(v: float = 1.0):
                           f"weight v = {v:.4g}; inputs uniform on [-1, 1]^2, sigma = 1")
 
 
+def from_params(truth: TwoLayer, *, width: int | None = None, name: str = "custom", description: str = "",
+                inputs=None, sigma: float = 1.0) -> Example:
+    """An Example of any two-layer truth: a researcher's own, with the model studied at ``width`` nodes.
+
+    The model is the full two-layer network of ``width`` nodes (default: the truth's m), whose base is the truth
+    padded with zero nodes (w = 0, b = 0, q = 0); q(x) is ``inputs`` (default: uniform on [-1, 1]^n_in, as DSLT4)
+    and sigma the noise (default 1).
+
+    Args:
+        truth: the truth f0 (a ``TwoLayer``: w (m, n_in), b (m,), q (m,), c ()).
+        width: the model's nodes d >= m.
+        name, description: the Example's name and one-line description.
+
+    Returns:
+        the Example (no true set drawn, no markers).
+
+    Raises:
+        ValueError: ``width`` below the truth's nodes, or a non-finite parameter.
+    """
+    m, n_in = truth.width, truth.n_in
+    width = m if width is None else width
+    if not (isinstance(width, (int, np.integer)) and width >= m):
+        raise ValueError(f"width: expected an integer >= the truth's {m} nodes, got {width!r}")
+    if not all(np.isfinite(np.asarray(leaf)).all() for leaf in truth):
+        raise ValueError("truth: expected finite parameters w, b, q, c")
+    pad = lambda leaf, shape: np.concatenate([np.asarray(leaf), np.zeros(shape)])
+    base = make_params(pad(truth.w, (width - m, n_in)), pad(truth.b, (width - m,)), pad(truth.q, (width - m,)),
+                       truth.c, dtype=np.asarray(truth.w).dtype)
+    inputs = UniformBox(1.0, n_in) if inputs is None else inputs
+    return Example(name, truth, inputs, float(sigma), Restriction.full(base), None, {},
+                   description or f"{name}: a truth of {m} nodes on {n_in} inputs, model width {width}")
+
+
 REGISTRY: dict[str, Callable[..., Example]] = {
     "dslt3_example_3_1": _example_3_1,
     "dslt3_example_3_2": _example_3_2,

@@ -234,7 +234,7 @@ def test_the_phases_first_principles_values_and_their_potential():
     ({"name": "a", "family": "regular", "num_params": 2, "truth_options": {"t": 1.0}},
      r"cases\[0\]\.truth_options: only for family 'dslt_phase'"),
     ({**PHASE, "phase": "+++"}, r"cases\[0\]\.phase: expected one of \['\+ \| 1 degenerate', '\+\+'\]"),
-    ({**PHASE, "truth_options": {"v": 1.0}}, r"cases\[0\]\.truth_options: "),
+    ({**PHASE, "truth_options": {"v": 1.0}}, r"cases\[0\]\.truth_options\.v: unknown key"),
     ({**PHASE, "truth": "dslt3_example_3_1", "truth_options": {}},
      r"cases\[0\]\.width: expected an integer >= m = 4 \(the truth's nodes\), got 2"),
 ])

@@ -109,6 +109,7 @@ def metrics_of(case: str) -> dict:
     """metrics.json of CASES[case]'s sweep (and its [compare] sampler's) from made-up results, as JSON reads it."""
     from slt_relu.kinds.posterior_report import analyze
     from slt_relu.workflow import runner
+    from slt_relu.workflow.output import to_json
 
     import jax
 
@@ -124,7 +125,7 @@ def metrics_of(case: str) -> dict:
         output = analyze(r, _results(r.points, seed=0), compare_points, compare)
     finally:
         jax.config.update("jax_enable_x64", x64)
-    return json.loads(json.dumps(runner.to_json(output.metrics)))
+    return json.loads(json.dumps(to_json(output.metrics)))
 
 
 def differences(want, got, path: str = "") -> list[str]:

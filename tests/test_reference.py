@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from slt_relu.workflow import compare, runner
+from slt_relu.workflow import compare, replot, runner
 from slt_relu.workflow.kind import kinds
 from tiny import TINY, tiny_run
 
@@ -98,7 +98,7 @@ def test_shipped_config_runs_tiny(name, tmp_path):
     pngs = list(out.glob("*.png"))
     assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
     if kinds()[manifest["kind"]].figures is not None:   # every figure from results.nc and the config alone
-        again = runner.redraw(out, tmp_path / "again")  # (`slt-relu plot`): the same pictures, pixel for pixel
+        again = replot.redraw(out, tmp_path / "again")  # (`slt-relu plot`): the same pictures, pixel for pixel
         assert sorted(p.name for p in again) == sorted(p.name for p in pngs)
         assert all(p.read_bytes() == (out / p.name).read_bytes() for p in again)
     assert (out / "results.nc").exists() and not (out / "arrays.npz").exists()

@@ -61,12 +61,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import truths
 from ..known_lambda.losses import RegressionLoss, family_lambda, family_loss, regression_statistics
 from ..sampling import SMCSettings
 from ..workflow.settings import ConfigError
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need
+from ..workflow.schemas import case_example
 from .lambda_curve_report import (GIBBS_ESTIMATOR, MCMC_ESTIMATOR, SGLD_ESTIMATOR, dataset, estimand_disagreement,
                                   estimate_entry, exact_free_energy_check, headline, left_the_posterior, phase_check)
 from .lambda_curve_settings import (FAMILIES, LINEAR, MAX_GIBBS_PARAMS, MAX_PARAMS, PHASE_KEYS, CaseSettings,
@@ -127,10 +127,7 @@ def _phase(c: CaseSettings, where: str):
     fault."""
     from ..known_lambda.phase import phase_case
 
-    try:
-        ex = truths.get(c.truth, **c.truth_options)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"{where}.truth_options: {err}") from None
+    ex = case_example(c.truth, c.truth_options, where)
     try:
         return phase_case(ex.truth, ex.inputs, float(ex.sigma), c.width, c.phase, c.radius)
     except ValueError as err:

@@ -7,11 +7,10 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from .. import truths
 from ..posterior.linear_gibbs import MAX_T as GIBBS_MAX_T
 from ..posterior.linear_gibbs import MAX_WIDTH
 from ..workflow.settings import SCALE_BOUND, ConfigError, Section
-from ..workflow.schemas import Experiment, SMCSection
+from ..workflow.schemas import CASE_TRUTH_WORDS, Experiment, SMCSection
 
 FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase")
 PHASE_KEYS = ("truth", "width", "phase", "radius")          # dslt_phase's own keys (all needed there, nowhere else)
@@ -143,8 +142,7 @@ class CaseSettings(Section):
     true_rank: int = Field(0, ge=0, description="reduced_rank, deep_linear: the rank r of the true map")
     n: int | None = Field(None, ge=2, le=MAX_SAMPLES, description="every family but dslt_phase: a data set of n "
                           "samples per run (RegressionLoss) instead of K itself; needs t_max <= n")
-    truth: Literal[tuple(truths.names())] | None = Field(None, description="dslt_phase: a registered example "
-                                                         "(slt_relu.truths) with uniform inputs")
+    truth: str | None = Field(None, max_length=1000, description="dslt_phase: " + CASE_TRUTH_WORDS)
     truth_options: dict = Field({}, description="dslt_phase: the example's options, e.g. { v = 1.0 }")
     width: int | None = Field(None, ge=1, le=8, description="dslt_phase: the model's hidden nodes")
     phase: str | None = Field(None, max_length=200, description="dslt_phase: the phase of W0, its label as "

@@ -26,11 +26,10 @@ from typing import Annotated, Literal, NamedTuple, Union
 import numpy as np
 from pydantic import Field, model_validator
 
-from .. import truths
 from ..workflow.settings import SCALE_BOUND, ConfigError, Section, parse
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need, params
-from ..workflow.schemas import TRUTH_SCHEMAS, Experiment, LLCSection, NUTSSection
+from ..workflow.schemas import CASE_TRUTH_WORDS, Experiment, LLCSection, NUTSSection, case_example
 from ..workflow.sweep import Point, fingerprint, run_points
 from .llc_cases import Case, calibration_result, case_result
 
@@ -78,8 +77,8 @@ class _Case(Section):
 
 class TwoLayerCase(_Case):
     model: Literal["two_layer"]
-    truth: Literal[tuple(truths.names())] = Field(description="a registered example")
-    truth_options: dict = Field({}, description="the example's options, e.g. { v = 2.0 }")
+    truth: str = Field(max_length=1000, description=CASE_TRUTH_WORDS)
+    truth_options: dict = Field({}, description="the example's options, e.g. { v = 2.0 }, or your truth's")
     width: int | None = Field(None, ge=1, le=16, description="model width (default: the example's model)")
     at: Literal["truth", "phases"] = Field("truth", description="the truth (padded to the width) or one "
                                            "representative of every phase of W0")
@@ -147,11 +146,7 @@ def resolve(s: Settings, raw=None) -> Resolved:
     for i, c in enumerate(s.cases):
         example = width = None
         if c.model == "two_layer":
-            spec = parse(TRUTH_SCHEMAS[c.truth], {"name": c.truth, **c.truth_options}, prefix=f"cases[{i}].truth_options")
-            try:
-                ex = truths.get(c.truth, **spec.model_dump(exclude={"name"}))
-            except (TypeError, ValueError) as err:
-                raise ConfigError(f"cases[{i}].truth_options: {err}") from None
+            ex = case_example(c.truth, c.truth_options, f"cases[{i}]")
             width = c.width or ex.model.base.width
             if c.at == "truth" and width < ex.truth.width:
                 raise ConfigError(f"cases[{i}].width: expected at least the truth's {ex.truth.width} nodes, got {width}")

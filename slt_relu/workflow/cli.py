@@ -109,7 +109,7 @@ def _main(args) -> int:
         if args.command == "check":
             return _check(args)
         if args.command == "plot":
-            from .runner import redraw
+            from .replot import redraw
 
             for path in redraw(args.path, args.out):
                 print(path)

@@ -49,15 +49,15 @@ def width_keys(s) -> str:
 def truth_size(s) -> tuple[int, int]:
     """(width, n_in) of the model of a config's example ([inputs] n_in where it says one); (1, 1), a lower
     bound, where the example cannot be built (its own one-line error follows when the run resolves it)."""
-    from .. import truths
+    from .schemas import example_of
 
     truth, inputs = getattr(s, "truth", None), getattr(s, "inputs", None)
     width, n_in = 1, 1
     if truth is not None:
         try:
-            base = truths.get(truth.name, **truth.model_dump(exclude={"name"})).model.base
+            base = example_of(truth).model.base
             width, n_in = base.width, base.n_in
-        except (ValueError, TypeError):
+        except ConfigError:
             pass
     if inputs is not None and inputs.n_in:
         n_in = inputs.n_in

@@ -32,119 +32,20 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 from .settings import ConfigError, parse
 from . import memory, provenance
 from .config import load
 from .kind import kinds
+from .output import write_json, write_output
 from .sweep import alive
+from .truth_sources import FunctionTruth, InlineTruth, config_folder, example_of_own, truth_record
 
 _HERE = Path(__file__).resolve().parent.parent   # the package: shipped configs as package data in a wheel
 EXPERIMENTS_DIR = _HERE / "configs" if (_HERE / "configs").is_dir() else _HERE.parent / "experiments"
 RESULTS_DIR = _HERE.parent / "results"                         # committed results: only in a checkout
 TOOL = "slt_relu"
 OWN_FILES = ("metrics.json", "manifest.json")                  # besides the files a manifest lists
-
-
-def to_json(value):
-    """Convert numpy / JAX scalars and arrays to plain JSON values (NaN -> None)."""
-    if isinstance(value, dict):
-        return {str(k): to_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        return to_json(np.asarray(value).tolist())
-    if hasattr(value, "model_dump"):
-        return to_json(value.model_dump(mode="json"))
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
-
-
-def write_json(path: Path, data) -> None:
-    path.write_text(json.dumps(to_json(data), indent=2, sort_keys=False) + "\n")
-
-
-def write_output(output, folder: Path, kind=None, resolved=None) -> None:
-    """A kind's Output (``slt_relu.workflow.kind``) as files: metrics.json, results.nc, NAME.png, draws/NAME.nc.
-    The figures of a kind with a ``figures`` function are drawn from results.nc as written (:func:`draw_figures`)."""
-    from ..netcdf import write_tree
-
-    write_json(folder / "metrics.json", output.metrics)
-    if output.results is not None:
-        write_tree(output.results, folder / "results.nc")
-    if kind is not None and kind.figures is not None:
-        draw_figures(kind, resolved, folder, folder)
-    else:
-        save_figures(output.figures, folder)
-    if output.draws:
-        (folder / "draws").mkdir()
-        for name, tree in output.draws.items():
-            write_tree(tree, folder / "draws" / f"{name}.nc")
-
-
-def save_figures(figures: dict, folder: Path) -> list[Path]:
-    """Each {name: Figure} as ``folder/NAME.png``, closed once written; the paths."""
-    import matplotlib.pyplot as plt
-
-    from ..plots import save_figure
-
-    out = []
-    for name, fig in figures.items():
-        out.append(save_figure(fig, folder / f"{name}.png"))
-        plt.close(fig)
-    return out
-
-
-def read_results(path: Path):
-    """results.nc as a kind wrote it: its Dataset, or the DataTree where the file has groups."""
-    from ..netcdf import read_tree
-
-    tree = read_tree(path)
-    return tree.to_dataset() if not tree.children else tree
-
-
-def draw_figures(kind, resolved, folder: Path, out: Path) -> list[Path]:
-    """The kind's figures (``Kind.figures``) drawn from ``folder/results.nc`` and the resolved settings,
-    written as ``out/NAME.png``; the paths."""
-    results = read_results(folder / "results.nc") if (folder / "results.nc").is_file() else None
-    return save_figures(kind.figures(resolved, results), out)
-
-
-def redraw(folder: str | Path, out: str | Path | None = None) -> list[Path]:
-    """``slt-relu plot``: the figures of a results folder drawn again from its results.nc and its manifest's config
-    (resolved as the run resolved it), into ``out`` (default: the folder itself, replacing its figures)."""
-    from .config import apply_overrides
-    from .report import read_folder
-
-    folder = Path(folder)
-    manifest, _ = read_folder(folder)
-    raw, overrides = manifest.get("config"), manifest.get("overrides") or {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"plot {folder}: its manifest.json records no config to resolve")
-    label = Path(manifest.get("config_path") or f"{manifest.get('name', 'config')}.toml")
-    prep = Prepared(label, apply_overrides(raw, overrides), overrides)
-    if prep.kind.figures is None:
-        raise ConfigError(f"plot {folder}: kind {prep.settings.kind!r} draws its figures during the run only")
-    if not (folder / "results.nc").is_file():
-        raise ConfigError(f"plot {folder}: expected results.nc in the folder")
-    out = folder if out is None else Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ConfigError(f"--out {out}: cannot create it ({err.strerror})") from None
-    try:
-        paths = draw_figures(prep.kind, prep.resolved, folder, out)
-    except KeyError as err:                        # a results.nc of an older version, without a variable now drawn
-        raise ConfigError(f"plot {folder}: its results.nc has no {err.args[0]!r}, which this version's figures of "
-                          f"kind {prep.settings.kind!r} draw; run the config again (slt-relu run)") from None
-    if out.resolve() == folder.resolve():          # a figure the run did not draw: listed, so the folder stays whole
-        files = manifest.get("files") or []
-        new = [p.name for p in paths if p.name not in files]
-        if new:
-            write_json(folder / "manifest.json", manifest | {"files": sorted([*files, *new])})
-    return paths
 
 
 # ----------------------------------------------------------------------------------------
@@ -184,11 +85,15 @@ class Prepared:
             raise ConfigError(f"kind: {'missing; ' if kind is None else ''}expected one of {expected}"
                               + (f", got {kind!r}" if kind is not None else ""))
         self.kind = registry[kind]
-        self.settings = parse(self.kind.settings, raw)
-        memory.check(self.settings)                 # arrays that cannot fit: refused before anything is built
-        self.name = self.settings.name or path.stem
-        _set_dtype(self.settings.dtype)
-        self.resolved = self.kind.resolve(self.settings, raw)
+        with config_folder(path.parent):            # a truth file's path is read from the config's folder
+            self.settings = parse(self.kind.settings, raw)
+            memory.check(self.settings)             # arrays that cannot fit: refused before anything is built
+            self.name = self.settings.name or path.stem
+            _set_dtype(self.settings.dtype)
+            self.resolved = self.kind.resolve(self.settings, raw)
+            truth = getattr(self.settings, "truth", None)
+            # a researcher's own truth: its parameters go into the manifest (the run reads without their file)
+            self.truth = truth_record(example_of_own(truth)) if isinstance(truth, (InlineTruth, FunctionTruth)) else None
 
 
 def prepare(config, overrides: dict | None = None) -> Prepared:
@@ -208,7 +113,7 @@ def _set_dtype(dtype: str) -> None:
 # the output folder
 
 
-def _manifest(folder: Path) -> dict | None:
+def read_manifest(folder: Path) -> dict | None:
     """The manifest of an earlier results folder of this tool in ``folder``, or None."""
     try:
         manifest = json.loads((folder / "manifest.json").read_text())
@@ -225,7 +130,7 @@ def is_results_folder(folder: Path) -> bool:
     manifest names the tool and lists the files the run wrote, and every file in it is one of
     them.  A manifest without a file list (an early version of the tool) proves nothing about
     the files beside it, so such a folder is never replaced."""
-    manifest = _manifest(folder)
+    manifest = read_manifest(folder)
     listed = manifest.get("files") if manifest else None
     if not isinstance(listed, list):
         return False
@@ -290,7 +195,7 @@ def check_output(out: str | Path) -> Path:
         if not out.is_dir():
             raise ConfigError(f"--out {out}: is a file; expected a folder (nothing written)")
         if any(out.iterdir()) and not is_results_folder(out):
-            manifest = _manifest(out)
+            manifest = read_manifest(out)
             if manifest is not None and "files" not in manifest:
                 raise ConfigError(f"--out {out}: a results folder of an early slt-relu whose manifest lists no files, "
                                   "so the tool cannot tell its files from yours; expected a new or empty folder or "
@@ -443,6 +348,7 @@ def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) ->
                 "config": prep.raw,
                 "overrides": prep.overrides,
                 "resolved": prep.settings.model_dump(mode="json"),
+                **({"truth": prep.truth} if getattr(prep, "truth", None) is not None else {}),
                 "seed": prep.settings.seed,
                 "versions": provenance.versions(),
                 "jax_devices": [str(d) for d in jax.devices()],

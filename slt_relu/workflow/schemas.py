@@ -2,7 +2,8 @@
 
 ``[truth]``: ``name`` picks a registered example (``slt_relu.truths``); its other keys are the
 example's options, typed from the example function's signature (so ``t`` for ``dslt4_pt1``,
-``m``, ``bias``, ``q``, ``c``, ``width`` for ``m_symmetric``).  ``[inputs]`` overrides the
+``m``, ``bias``, ``q``, ``c``, ``width`` for ``m_symmetric``); or the table holds a researcher's own truth, inline
+(``w``, ``b``, ``q``, ``c``) or a function of theirs (``name = "file.py:function"``; ``truth_sources``).  ``[inputs]`` overrides the
 example's input distribution; top-level ``sigma`` its noise.  The samplers' tables (``[sampler]``,
 ``[smc]``, ``[llc.sgld]``, ...) are the schemas of the library's settings types (:func:`~slt_relu.workflow.settings.
 section_of`): ``NUTSSection`` ... ``LLCSection``, whose ``build()`` gives the settings the library takes.
@@ -13,12 +14,13 @@ import inspect
 import typing
 from typing import Annotated, Literal, NamedTuple, Union
 
-from pydantic import AfterValidator, Field, create_model
+from pydantic import AfterValidator, Discriminator, Field, Tag, create_model
 
 from .. import truths
 from ..posterior.llc import LLCSettings
 from ..sampling import HMCSettings, NUTSSettings, SGLDSettings, SMCSettings
-from .settings import SCALE_BOUND, ConfigError, Section, section_of
+from .settings import SCALE_BOUND, ConfigError, Section, parse, section_of
+from .truth_sources import FunctionTruth, InlineTruth, example_of_own, truth_tag
 
 NUTSSection = section_of(NUTSSettings, "NUTSSection")
 HMCSection = section_of(HMCSettings, "HMCSection")
@@ -58,8 +60,12 @@ def _truth_schema(name: str):
 
 
 TRUTH_SCHEMAS = {n: _truth_schema(n) for n in truths.names()}
-TruthSettings = Annotated[Union[tuple(TRUTH_SCHEMAS.values())],
-                          Field(discriminator="name", description="the truth f0 and its example's setup")]
+TruthSettings = Annotated[Union[tuple(Annotated[schema, Tag(name)] for name, schema in
+                                     [*TRUTH_SCHEMAS.items(), ("inline", InlineTruth),
+                                                         (FunctionTruth.__tag__, FunctionTruth)])],
+                          Discriminator(truth_tag),
+                          Field(description="the truth f0: a registered example and its options, or your own "
+                                "(inline w, b, q, c, or name = 'file.py:function')")]
 
 
 class _Inputs(Section):
@@ -111,12 +117,35 @@ class Setup(NamedTuple):
 
 def example_of(truth) -> truths.Example:
     """The Example of a [truth] table; ConfigError naming its bad option."""
+    if isinstance(truth, (InlineTruth, FunctionTruth)):
+        return example_of_own(truth)
     options = truth.model_dump(exclude={"name"})
     try:
         return truths.get(truth.name, **options)
     except (TypeError, ValueError) as err:
         message = str(err)
         raise ConfigError(message if message.startswith("truth") else f"truth: {message}") from None
+
+
+class _TruthTable(Section):
+    truth: TruthSettings
+
+
+CASE_TRUTH_WORDS = ("a registered example (slt_relu.truths), 'file.py:function' (your own; truth_options its "
+                    "arguments) or 'inline' (truth_options: w, b, q, c)")
+
+
+def case_example(name: str, options: dict, where: str) -> truths.Example:
+    """The Example of a case's ``truth`` and ``truth_options``, read as the [truth] table {name, **options}
+    (a registered example, 'inline' or 'file.py:function'); ConfigError naming ``where``'s keys."""
+    def keys(message: str) -> str:                   # the table's keys as the case writes them
+        message = message if message.startswith(where) else f"{where}.{message}"
+        return message.replace(f"{where}.truth.name", f"{where}.truth").replace(f"{where}.truth.",
+                                                                                f"{where}.truth_options.")
+    try:
+        return example_of(parse(_TruthTable, {"truth": {"name": name, **dict(options)}}, prefix=where).truth)
+    except ConfigError as err:
+        raise ConfigError(keys(str(err))) from None
 
 
 def resolve_inputs(spec, n_in_default: int | None):

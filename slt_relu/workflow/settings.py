@@ -131,6 +131,8 @@ def tag_field(model) -> str | None:
 
 
 def tag_of(model):
+    if getattr(model, "__tag__", None) is not None:       # an alternative tagged by a discriminator function
+        return model.__tag__
     field = tag_field(model)
     return get_args(model.model_fields[field].annotation)[0] if field else None
 
@@ -169,8 +171,13 @@ def _one_line(schema, e: dict, prefix: str, data=None) -> str:
         known = ", ".join(sorted(parent.model_fields)) if parent is not None else "none"
         return f"{key}: unknown key; expected one of {known}"
     if kind == "union_tag_invalid":
+        if e["ctx"]["discriminator"].endswith("()"):          # a discriminator function: [truth]'s name
+            return f"{join_keys(key, 'name')}: expected one of {e['ctx']['expected_tags']} (inline: w, b, q, c in the "\
+                   f"table), got {_describe(e['ctx']['tag'])}"
         return f"{join_keys(key, e['ctx']['discriminator'].strip(chr(39)))}: expected one of " \
                f"{e['ctx']['expected_tags']}, got {_describe(e['ctx']['tag'])}"
+    if kind == "union_tag_not_found" and e["ctx"]["discriminator"].endswith("()"):
+        return f"{key}: missing name; expected a registered example's name, 'file.py:function', or w (an inline truth)"
     if kind == "union_tag_not_found":
         return f"{key}: missing {e['ctx']['discriminator']}; expected a table with it"
     expected = expected_text(info) if info is not None else e["msg"]
