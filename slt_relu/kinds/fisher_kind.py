@@ -25,7 +25,6 @@ from ..degenerate import (BOX_CASES, DEGENERATE_CASES, box_excess_count, excess_
 from ..fisher import default_rtol, null_accounting
 from ..inputs import UniformBox
 from ..network import from_flat, init_params, num_params, to_flat
-from ..plots import rank_vs_bound_figure, spectrum_figure
 from ..workflow.settings import SCALE_BOUND, ConfigError, Section
 from ..truths import Example, m_symmetric
 from ..workflow.kind import Kind, Output, first_line, register_kind
@@ -225,7 +224,7 @@ def _padded(arrays) -> np.ndarray:
 INT_FIELDS = ("width", "D", "bound", "rank", "nullity", "generator_rank", "excess")
 
 
-def _dataset(rows: list, sigma: float):
+def dataset(rows: list, sigma: float):
     """The points' numbers as one Dataset along ``point`` (module docstring); None -> NaN."""
     import xarray as xr
 
@@ -264,8 +263,7 @@ def run(r: Resolved, key, ctx) -> Output:
     from tqdm.auto import tqdm
 
     rtol = r.settings.rtol
-    rows = []
-    todo = []
+    rows, todo = [], []
     for gi, g in enumerate(r.groups):
         todo += [(gi, g.label, g.inputs, *pt) for pt in _points(g, r, jax.random.fold_in(key, gi))]
     for gi, group, inputs, label, params, free, expected in tqdm(todo, desc="fisher", disable=not ctx.progress,
@@ -274,8 +272,7 @@ def run(r: Resolved, key, ctx) -> Output:
             acc = null_accounting(params, inputs, r.sigma, rtol, free=free)
         except ValueError as err:
             raise ConfigError(f"fisher.points[{gi}] ({label}): {err}") from None
-        D = acc.num_params
-        d = params.width
+        D, d = acc.num_params, params.width
         rows.append({
             "group": group, "label": label, "width": d, "D": D,
             "bound": D - d if free is None else D - acc.generator_rank,
@@ -285,10 +282,17 @@ def run(r: Resolved, key, ctx) -> Output:
             "rtol": rtol if rtol is not None else default_rtol(D, acc.spectrum.dtype),
             "spectrum": acc.spectrum, "params": to_flat(params),
         })
-    ds = _dataset(rows, r.sigma)
-    figures = {"rank_vs_bound": rank_vs_bound_figure(rows), "spectrum": spectrum_figure(rows)}
+    ds = dataset(rows, r.sigma)
     public = [{k: v for k, v in row.items() if k not in ("spectrum", "params")} for row in rows]
-    return Output({"summary": _summary(ds), "points": public}, ds, figures)
+    return Output({"summary": _summary(ds), "points": public}, ds)
+
+
+def figures(r: Resolved, ds) -> dict:
+    """rank_vs_bound.png and spectrum.png (:func:`slt_relu.plots.rank_vs_bound_figure`,
+    :func:`slt_relu.plots.spectrum_figure`), from the results Dataset."""
+    from ..plots import rank_vs_bound_figure, spectrum_figure
+
+    return {"rank_vs_bound": rank_vs_bound_figure(ds), "spectrum": spectrum_figure(ds)}
 
 
 def memory(s) -> list[Need]:
@@ -312,4 +316,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("fisher", Settings, resolve, run, headline,
-                          description=first_line(__doc__), memory=memory))
+                          description=first_line(__doc__), memory=memory, figures=figures))

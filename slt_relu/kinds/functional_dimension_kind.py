@@ -76,7 +76,6 @@ def run(s: FunctionalDimensionSettings, key, ctx) -> Output:
     from tqdm.auto import tqdm
 
     from ..mlp import activation_patterns, init_mlp
-    from ..plots import functional_dimension_figure
     from ..regions import functional_dimension, functional_dimension_bound
 
     n_ins, depths, factors = list(s.n_in), list(s.depths), list(s.point_factors)
@@ -106,12 +105,25 @@ def run(s: FunctionalDimensionSettings, key, ctx) -> Output:
         coords={"n_in": n_ins, "depth": depths, "point_factor": np.asarray(factors, np.float64),
                 "network": np.arange(s.networks)},
         attrs={"bias_std": s.bias_std, **({"rtol": s.rtol} if s.rtol is not None else {})})
-    rows = [_row(ds, n, dep, f) for n in s.n_in for dep in s.depths for f in factors]
-    fig = functional_dimension_figure(
-        rows, title="Batch functional dimension of He-initialised ReLU networks (n0, .., n0, 1) at Gaussian points "
-                    "(Grigsby et al. 2023)")
+    rows = _rows(ds)
     metrics = {"cells": rows, "all_at_or_below_bound": all(r["max_dim_le_bound"] for r in rows)}
-    return Output(metrics, ds, {"functional_dimension": fig})
+    return Output(metrics, ds)
+
+
+def figures(s: FunctionalDimensionSettings, ds) -> dict:
+    """functional_dimension.png (:func:`slt_relu.plots.functional_dimension_figure`) of the cells' rows read off
+    the results Dataset."""
+    from ..plots import functional_dimension_figure
+
+    return {"functional_dimension": functional_dimension_figure(
+        _rows(ds), title="Batch functional dimension of He-initialised ReLU networks (n0, .., n0, 1) at Gaussian "
+                         "points (Grigsby et al. 2023)")}
+
+
+def _rows(ds) -> list[dict]:
+    """metrics.json's rows of every cell, in the order of the Dataset's axes (the config's)."""
+    return [_row(ds, n, dep, f) for n in ds["n_in"].values.tolist() for dep in ds["depth"].values.tolist()
+            for f in ds["point_factor"].values.tolist()]
 
 
 def _row(ds, n: int, dep: int, f: float) -> dict:
@@ -149,4 +161,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("functional_dimension", Settings, resolve, run, headline,
-                          description=first_line(__doc__), memory=memory))
+                          description=first_line(__doc__), memory=memory, figures=figures))

@@ -16,7 +16,6 @@ from pydantic import Field
 from ..fisher import null_accounting
 from ..loss import empirical_loss, loss_slice, population_loss, sample_dataset
 from ..network import coordinate_index, coordinate_names, from_flat, num_params, to_flat
-from ..plots import landscape_figure
 from ..workflow.settings import SCALE_BOUND, ConfigError, Section
 from ..truths import Example
 from ..workflow.kind import Kind, Output, first_line, register_kind
@@ -143,7 +142,6 @@ def run(r: Resolved, key, ctx) -> Output:
                 "parameter": coordinate_names(base.width, base.n_in), "plane_axis": ["x", "y"]},
         attrs={"truth": ex.name, "loss": t.loss, "mode": t.mode, "axes": list(r.axes), "sigma": float(sigma),
                **({"n": t.n} if t.loss == "empirical" else {})})
-    curves, markers = [], {}
     if r.w0_drawable:
         box = tuple(t.ranges)
         curves = ex.true_set(box, 400)
@@ -164,18 +162,29 @@ def run(r: Resolved, key, ctx) -> Output:
             ds = _valley_mass(r, loss, curves[0], ds)
         if t.fisher_points and curves:
             ds = _fisher_along(r, curves[0], ds, ctx.progress)
-    metrics = _metrics(ds, r.w0_drawable)
-    along = []
+    return Output(_metrics(ds, r.w0_drawable), ds)
+
+
+def figures(r: Resolved, ds) -> dict:
+    """landscape.png (:func:`slt_relu.plots.landscape_figure`) from the results Dataset: the loss over (x, y), W0
+    (``true_set_theta`` split by ``true_set_curve``), the markers, the valley mass and the Fisher rank along W0."""
+    from ..plots import landscape_figure
+
+    zlabel, along = ds["loss"].attrs["long_name"], []
+    curves = ([] if "true_set_theta" not in ds else
+              [ds["true_set_theta"].values[ds["true_set_curve"].values == k] for k in np.unique(ds["true_set_curve"])])
+    markers = ({} if "marker_theta" not in ds else
+               {str(k): tuple(v) for k, v in zip(ds["marker"].values, ds["marker_theta"].values)})
     if "valley_mass" in ds:
-        along.append((f"mass across the valley, n*beta = {t.n_beta:g}", ds.position.values, ds.valley_mass.values,
-                      "int exp(-n beta L) dt"))
+        along.append((f"mass across the valley, n*beta = {ds.valley_mass.attrs['n_beta']:g}", ds.position.values,
+                      ds.valley_mass.values, "int exp(-n beta L) dt"))
     if "fisher_rank" in ds:
-        along.append((f"Fisher rank of the restricted model ({ex.model.num_free} free)", ds.fisher_position.values,
-                      ds.fisher_rank.values.tolist(), "rank"))
-    title = f"{ex.description}\n{zlabel} over ({r.axes[0]}, {r.axes[1]})"
-    fig = landscape_figure(xs, ys, Z, xlabel=r.axes[0], ylabel=r.axes[1], title=title,
-                           zlabel=zlabel, curves=curves, markers=markers, along=along)
-    return Output(metrics, ds, {"landscape": fig})
+        along.append((f"Fisher rank of the restricted model ({ds.fisher_rank.attrs['num_free']} free)",
+                      ds.fisher_position.values, ds.fisher_rank.values.tolist(), "rank"))
+    title = f"{r.example.description}\n{zlabel} over ({r.axes[0]}, {r.axes[1]})"
+    return {"landscape": landscape_figure(ds.x.values, ds.y.values, ds.loss.values, xlabel=r.axes[0],
+                                          ylabel=r.axes[1], title=title, zlabel=zlabel, curves=curves,
+                                          markers=markers, along=along)}
 
 
 def _metrics(ds, w0_drawable: bool) -> dict:
@@ -304,4 +313,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("landscape", Settings, resolve, run, headline,
-                          description=first_line(__doc__), memory=memory))
+                          description=first_line(__doc__), memory=memory, figures=figures))

@@ -8,7 +8,8 @@ true_set_width{d}.png (boundaries with arrows into the active side, DSLT3 style)
 effective_weights_width{d}.png (|q_i| w_i, DSLT4 style; n_in = 2), results.nc (one Dataset
 along ``representative``, the widths of all of them, ``width`` and ``label`` as coordinates: K, rank,
 bound, nullity, generator rank, excess, the label's parts, the checks passed, the flat ``params``
-NaN-padded), metrics.json (the per-width summary derived from it).
+NaN-padded, each node's group and orientation ``node_group``, ``node_orientation`` as classify_phase
+gives them: what the figures draw), metrics.json (the per-width summary derived from it).
 """
 from __future__ import annotations
 
@@ -19,10 +20,9 @@ from pydantic import Field
 
 from ..fisher import null_accounting
 from ..loss import population_loss
-from ..network import num_params, to_flat
+from ..network import TwoLayer, num_params, to_flat
 from ..classify import classify_phase
 from ..phases import check_truth, true_set_representatives
-from ..plots import effective_weights_figure, phase_gallery_figure
 from ..workflow.settings import ConfigError, Section
 from ..symmetry import permute, rescale
 from ..truths import Example
@@ -70,8 +70,7 @@ def run(r: Resolved, key, ctx) -> Output:
 
     t, ex, inputs, sigma = r.settings, r.example, r.inputs, r.sigma
     truth = ex.truth
-    half = getattr(inputs, "half_width", getattr(inputs, "std", 1.0))
-    all_rows, figures = [], {}
+    all_rows = []
     for d in dict.fromkeys(t.widths):
         reps = true_set_representatives(truth, d)
         rows = []
@@ -95,24 +94,47 @@ def run(r: Resolved, key, ctx) -> Output:
                 "K": K, "rank": acc.rank, "bound": D - d, "nullity": acc.nullity,
                 "generator_rank": acc.generator_rank, "excess": acc.excess,
                 "classified_as_itself": own.label == rep.label, "checks_kept": kept,
-                "params": np.asarray(to_flat(rep.params)),
-                "_plot": {"label": str(rep.label), "params": rep.params, "group": own.group,
-                          "orientation": own.orientation, "note": f"K={K:.0e}  rank {acc.rank}/{D - d}"},
+                "params": np.asarray(to_flat(rep.params)), "_group": own.group, "_orientation": own.orientation,
             })
         all_rows += rows
-        title = (f"{ex.name}: phases of W0 for width {d} ({len(rows)}); colour = truth boundary, dashed = reversed, "
-                 "black = hidden group")
-        fig = phase_gallery_figure(truth, [row["_plot"] for row in rows], title=title,
-                                   half_width=half)
-        figures[f"true_set_width{d}"] = fig
-        if truth.n_in == 2:
-            fig = effective_weights_figure(truth, [row["_plot"] for row in rows],
-                                           title=f"{ex.name}, width {d}: effective weights |q_i| w_i (grey: truth)")
-            figures[f"effective_weights_width{d}"] = fig
     ds = _dataset(all_rows, r)
     widths = {str(d): _width_summary(ds, d, [row for row in all_rows if row["width"] == d])
               for d in dict.fromkeys(t.widths)}
-    return Output({"truth": ex.name, "widths": widths}, ds, figures)
+    return Output({"truth": ex.name, "widths": widths}, ds)
+
+
+def figures(r: Resolved, ds) -> dict:
+    """Per width true_set_width{d}.png (:func:`slt_relu.plots.phase_gallery_figure`) and, for n_in = 2,
+    effective_weights_width{d}.png (:func:`slt_relu.plots.effective_weights_figure`), from the results Dataset:
+    each representative's flat ``params``, ``node_group``, ``node_orientation``, K, rank and bound."""
+    from ..plots import effective_weights_figure, phase_gallery_figure
+
+    ex, truth = r.example, r.example.truth
+    half = getattr(r.inputs, "half_width", getattr(r.inputs, "std", 1.0))
+    out = {}
+    for d in dict.fromkeys(r.settings.widths):
+        rows = _plot_rows(ds.isel(representative=ds["width"].values == d), d, truth.n_in)
+        title = (f"{ex.name}: phases of W0 for width {d} ({len(rows)}); colour = truth boundary, dashed = reversed, "
+                 "black = hidden group")
+        out[f"true_set_width{d}"] = phase_gallery_figure(truth, rows, title=title, half_width=half)
+        if truth.n_in == 2:
+            out[f"effective_weights_width{d}"] = effective_weights_figure(
+                truth, rows, title=f"{ex.name}, width {d}: effective weights |q_i| w_i (grey: truth)")
+    return out
+
+
+def _plot_rows(sub, d: int, n_in: int) -> list[dict]:
+    """The figures' rows of the representatives of width d (``sub``): label, params (a TwoLayer of numpy arrays, as
+    to_flat flattened them), each node's group and orientation, a note of K and the rank."""
+    nw = d * n_in
+    rows = []
+    for i in range(sub.sizes["representative"]):
+        flat, one = sub["params"].values[i], sub.isel(representative=i)
+        params = TwoLayer(flat[:nw].reshape(d, n_in), flat[nw:nw + d], flat[nw + d:nw + 2 * d], flat[nw + 2 * d])
+        rows.append({"label": str(one["label"].values), "params": params,
+                     "group": one["node_group"].values[:d], "orientation": one["node_orientation"].values[:d],
+                     "note": f"K={float(one['K']):.0e}  rank {int(one['rank'])}/{int(one['bound'])}"})
+    return rows
 
 
 INT_FIELDS = ("rank", "bound", "nullity", "generator_rank", "excess", "degenerate", "checks_kept")
@@ -126,6 +148,12 @@ def _dataset(rows: list, r: Resolved):
     params = np.full((len(rows), longest), np.nan)
     for i, row in enumerate(rows):
         params[i, : row["params"].size] = row["params"]
+    def padded(field, fill, dtype):
+        out = np.full((len(rows), max(row["width"] for row in rows)), fill, dtype)
+        for i, row in enumerate(rows):
+            out[i, :row["width"]] = row[field]
+        return out
+
     data = {f: ("representative", np.asarray([row[f] for row in rows], np.int64)) for f in INT_FIELDS}
     data |= {
         "K": ("representative", np.asarray([row["K"] for row in rows], np.float64), {"long_name": "K(w)"}),
@@ -138,6 +166,12 @@ def _dataset(rows: list, r: Resolved):
         "reversed_kinks": (("representative", "truth_node"),
                            np.asarray([np.asarray(row["reversed_kinks"], np.float64) for row in rows])),
         "classified_as_itself": ("representative", np.asarray([row["classified_as_itself"] for row in rows], bool)),
+        "node_group": (("representative", "node"), padded("_group", -1, np.int64),
+                       {"long_name": "each node's group (classify_phase): truth node j, -1 degenerate, -2 linear, "
+                                     "m + k hidden group k; -1 past the width"}),
+        "node_orientation": (("representative", "node"), padded("_orientation", np.nan, np.float64),
+                             {"long_name": "each node's orientation relative to its group's boundary (+1 / -1, 0 "
+                                           "degenerate or linear); NaN past the width"}),
         "params": (("representative", "parameter"), params,
                    {"long_name": "flat parameters (w, b, q, c), NaN past the width's D"}),
     }
@@ -164,7 +198,8 @@ def _width_summary(ds, d: int, rows: list) -> dict:
         "by_kind": kinds,
         "max_K": float(sub["K"].values.max()),
         "all_classified_as_themselves": bool(sub["classified_as_itself"].values.all()),
-        "representatives": [{k: v for k, v in row.items() if k not in ("params", "_plot", "width", "checks_kept")}
+        "representatives": [{k: v for k, v in row.items()
+                             if k not in ("params", "_group", "_orientation", "width", "checks_kept")}
                             | {"symmetry_checks_passed": f"{n}/{checks}"}
                             for row, n in zip(rows, sub["checks_kept"].values.tolist())],
     }
@@ -178,4 +213,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("symmetry", Settings, resolve, run, headline,
-                          description=first_line(__doc__)))
+                          description=first_line(__doc__), figures=figures))

@@ -54,29 +54,42 @@ def landscape_figure(xs, ys, Z, *, xlabel, ylabel, title, zlabel="K(w)", curves=
     return fig
 
 
-def rank_vs_bound_figure(rows):
-    """Fisher rank against the generic bound D - d, one marker style per group of points."""
+def _by_group(ds) -> dict:
+    """{group: indices of its points} in the order the groups first appear."""
+    groups = [str(g) for g in ds["group"].values]
+    return {g: [i for i, h in enumerate(groups) if h == g] for g in dict.fromkeys(groups)}
+
+
+def rank_vs_bound_figure(ds):
+    """Fisher rank against the generic bound D - d, one marker style per group of points; beside it the measured
+    excess null directions against the hand count at every point with either.
+
+    Args:
+        ds: the ``fisher`` kind's results Dataset: along ``point`` the variables ``bound``, ``rank``, ``excess`` and
+            ``expected_excess`` (NaN: no hand count), the coordinates ``group`` and ``label``.
+
+    Returns:
+        the Figure.
+    """
     fig, (ax, ax2) = subplots(1, 2, figsize=(13, 5.0))
-    groups = sorted({r["group"] for r in rows}, key=[r["group"] for r in rows].index)
+    bound, rank, excess = (ds[v].values for v in ("bound", "rank", "excess"))
+    expected = ds["expected_excess"].values.astype(float)
     markers = "osD^v<>p*h"
-    top = max(r["bound"] for r in rows)
+    top = bound.max()
     ax.plot([0, top], [0, top], "k--", lw=1, label="rank = D - d")
-    for g, m in zip(groups, markers * 4):
-        pts = [r for r in rows if r["group"] == g]
-        ax.scatter([r["bound"] for r in pts], [r["rank"] for r in pts], marker=m, s=30, alpha=0.7, label=g)
+    for (g, idx), m in zip(_by_group(ds).items(), markers * 4):
+        ax.scatter(bound[idx], rank[idx], marker=m, s=30, alpha=0.7, label=g)
     ax.set_xlabel("D - d (parameters minus hidden nodes)")
     ax.set_ylabel("numerical rank of I(w)")
     ax.set_title("Fisher rank vs the scaling bound D - d")
     legend_right(ax, wrap_at=26)
     ax.grid(alpha=0.3)
-    sel = [r for r in rows if r["excess"] > 0 or (r["expected_excess"] or 0) > 0]
-    labels = [r["label"] for r in sel]
-    if labels:
-        x = np.arange(len(sel))
-        ax2.bar(x - 0.2, [r["excess"] for r in sel], 0.4, label="measured excess")
-        exp = [r["expected_excess"] if r["expected_excess"] is not None else np.nan for r in sel]
-        ax2.bar(x + 0.2, exp, 0.4, label="hand count")
-        ax2.set_xticks(x, labels, rotation=90, fontsize=7)       # vertical: side by side, never overlapping
+    sel = np.flatnonzero((excess > 0) | (expected > 0))        # NaN (no hand count): not > 0
+    if sel.size:
+        x = np.arange(sel.size)
+        ax2.bar(x - 0.2, excess[sel], 0.4, label="measured excess")
+        ax2.bar(x + 0.2, expected[sel], 0.4, label="hand count")
+        ax2.set_xticks(x, [str(v) for v in ds["label"].values[sel]], rotation=90, fontsize=7)   # vertical: never overlapping
         ax2.set_xlabel("point")
         ax2.set_ylabel("excess null directions")
         legend_right(ax2)
@@ -88,21 +101,31 @@ def rank_vs_bound_figure(rows):
     return fig
 
 
-def spectrum_figure(rows, max_lines: int = 60, *, ax=None):
-    """Eigenvalues of I(w) / lambda_max (log scale) with the rank threshold, per point.
-    ax: draw into this axes (its figure is returned) instead of a new figure."""
+def spectrum_figure(ds, max_lines: int = 60, *, ax=None):
+    """Eigenvalues of I(w) / lambda_max (log scale) with the rank threshold, per point (at most ``max_lines`` points
+    per group).
+
+    Args:
+        ds: the ``fisher`` kind's results Dataset: along ``point`` the ``spectrum`` (point, eigenvalue), NaN past a
+            point's number of eigenvalues, ``rank`` and ``rtol``, and the coordinate ``group``.
+        max_lines: the most points drawn of one group.
+        ax: draw into this axes (its figure is returned) instead of a new figure.
+
+    Returns:
+        the Figure.
+    """
     fig, ax = figure_axes(ax, (9.5, 4.8))
-    groups = sorted({r["group"] for r in rows}, key=[r["group"] for r in rows].index)
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    spectra, rank, rtol = ds["spectrum"].values, ds["rank"].values, ds["rtol"].values
     floor = 1e-32
-    for g, col in zip(groups, colors * 4):
-        pts = [r for r in rows if r["group"] == g][:max_lines]
-        for i, r in enumerate(pts):
-            spec = np.asarray(r["spectrum"], float)
+    for (g, idx), col in zip(_by_group(ds).items(), colors * 4):
+        for k, i in enumerate(idx[:max_lines]):
+            spec = np.asarray(spectra[i], float)
+            spec = spec[~np.isnan(spec)]                                  # the padding past its eigenvalues
             spec = np.maximum(spec / max(spec.max(), 1e-300), floor)
             ax.semilogy(np.arange(1, len(spec) + 1), spec, "-", color=col, alpha=0.5, lw=1,
-                        label=g if i == 0 else None)
-            ax.plot(r["rank"] + 0.5, r["rtol"], "|", color="k", ms=8)
+                        label=g if k == 0 else None)
+            ax.plot(rank[i] + 0.5, rtol[i], "|", color="k", ms=8)
     ax.set_xlabel("eigenvalue index j")
     ax.set_ylabel("lambda_j / lambda_max (floored at 1e-32)")
     ax.set_title("Fisher spectra; | marks the rank cut at rtol")
