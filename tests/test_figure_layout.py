@@ -746,11 +746,13 @@ def _tms_training():
     nrk = ("n", "run", "checkpoint")
     ds = xr.Dataset({"W": (nrk + ("hidden", "feature"), W), "b": (nrk + ("feature",), np.full((N, R, K, c), -0.2)),
                      "phase": (nrk, phases), "population_loss": (nrk, loss), "llc": (nrk, llc),
-                     "llc_se": (nrk, np.full((N, R, K), 0.3))},
-                    coords={"n": [100, 400, 1600, 5000], "step": ("checkpoint", steps)},
+                     "llc_se": (nrk, np.full((N, R, K), 0.3)),
+                     "kgon_loss": ("kgon", [0.0482, 0.0618, 0.0687, 0.111]),
+                     "kgon_lambda": ("kgon", [8.5, 8.5, 7.0, 7.5])},
+                    coords={"n": [100, 400, 1600, 5000], "step": ("checkpoint", steps),
+                            "kgon": ["6-gon", "5-gon +", "5-gon -", "4-gon --"]},
                     attrs={"c": c, "batch_size": 0, "optimizer": "adam", "learning_rate": 0.01, "init_std": 0.1})
-    minima = {"6-gon": (0.0482, 8.5), "5-gon +": (0.0618, 8.5), "5-gon -": (0.0687, 7.0), "4-gon --": (0.111, 7.5)}
-    return figure(ds, minima, True)
+    return figure(ds)
 
 
 FIGURES = {

@@ -81,6 +81,31 @@ def test_the_headline_without_a_crossover():
         "6-gon vs 5-gon -: n = 430 +- 47; formula 445"]
 
 
+def test_the_free_energy_panel_is_read_back_from_results_nc(tmp_path):
+    """The figure's third panel from results.nc as written (the tiny runs fit no phase): per fitted phase G's mean
+    and se over data sets at the n of its fit only, lambda and C (None where the fit has none)."""
+    import xarray as xr
+
+    from slt_relu.kinds.tms_transition_kind import free_energy_panel
+    from slt_relu.netcdf import write_tree
+    from slt_relu.tms.transition_checks import free_energy_dataset
+
+    ds = xr.Dataset({"log_z_mean": (("n", "dataset"), np.zeros((3, 2)))}, coords={"n": [20, 40, 80]})
+    curves = {"5-gon": {"n": np.array([40, 80]), "G": np.array([[10.0, 12.0], [14.0, np.nan]]), "lambda": 7.0},
+              "4-gon +": {"n": np.array([20, 40, 80]), "G": np.ones((3, 2)), "lambda": None}, "_prediction": None}
+    fits = {"5-gon": {"lambda": 7.0, "C": -1.5}, "4-gon +": {"lambda": None, "C": None},
+            "n_formula_with_constants": {"a": "5-gon", "b": "4-gon -", "n": 35.0, "C_a_minus_C_b": 0.5}}
+    write_tree(ds.merge(free_energy_dataset(ds, curves, fits)), tmp_path / "results.nc")
+    panel = free_energy_panel(read_tree(tmp_path / "results.nc").to_dataset())
+    assert list(panel) == ["5-gon", "4-gon +"]
+    np.testing.assert_array_equal(panel["5-gon"]["n"], [40, 80])
+    np.testing.assert_array_equal(panel["5-gon"]["G"], [11.0, 14.0])
+    np.testing.assert_array_equal(panel["5-gon"]["G_se"], [1.0, np.nan])
+    assert (panel["5-gon"]["lambda"], panel["5-gon"]["C"]) == (7.0, -1.5)
+    assert panel["4-gon +"]["lambda"] is None and panel["4-gon +"]["C"] is None
+    np.testing.assert_array_equal(panel["4-gon +"]["n"], [20, 40, 80])
+
+
 @pytest.mark.parametrize("config, overrides, match", [
     ("tms_transition", {"transition.ns": [50, 40, 100]},
      r"^transition\.ns: expected increasing sample sizes, got \[50, 40, 100\]$"),

@@ -6,9 +6,12 @@ the two (Fig. 11); a 3-layer network trained on circle (r < inner) vs annulus (F
 along random segments against the number of neurons (Hanin & Rolnick 2019).  Training:
 full-batch Adam (optax) on the squared error to labels +-1.  Outputs: xor_regions.png,
 xor_affine_map.png, annulus_regions.png, annulus_layers.png, lines.png, results.nc (one Dataset: the
-three networks' dual points on the picture grid over (y, x, term), the XOR network's distinct dual
-points, values at the corners and k-means errors, the affine map, the annulus network's zero sets per
-layer, regions along lines per ``lines_width``; the scalars as attributes), metrics.json.
+three networks' dual points on the picture grid over (y, x, term), the XOR and annulus networks'
+pre-activations and activation patterns (y, x, PREFIX_neuron) and outputs on it, the wide network's and
+the mapped local maps' outputs, the XOR network's distinct dual points, labels and values at the corners
+and k-means errors, the affine map, the annulus network's first training points, its zero sets per
+layer, regions along lines per ``lines_width``; the scalars as attributes), metrics.json.  Every figure
+is drawn from that Dataset (``slt_relu.kinds.regions_report``).
 """
 from __future__ import annotations
 
@@ -21,7 +24,9 @@ from ..workflow.settings import SCALE_BOUND, Section
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need
 from ..workflow.schemas import Experiment
+from .regions_report import dataset, figures
 
+SHOWN_SAMPLES = 300           # the annulus network's training points drawn in its picture
 XOR_WEIGHTS = ([[1.0, 1.0], [1.0, 1.0]], [1.0, 0.0], [[1.0, -2.0]], [-1.0])
 Positive = Annotated[int, Field(ge=1)]
 
@@ -93,7 +98,7 @@ def _grid_data(params, half_width, resolution):
     pre = [np.asarray(z).reshape(shape + (-1,)) for z in preactivations(params, pts)]
     pats = np.asarray(activation_patterns(params, pts)).reshape(shape + (-1,))
     vals = np.asarray(mlp_forward(params, pts))[:, 0].reshape(shape)
-    return pts, np.asarray(pts).reshape(shape + (2,)), pre, pats, vals
+    return pts, pre, pats, vals
 
 
 def run(s: RegionsSettings, key, ctx) -> Output:
@@ -101,17 +106,16 @@ def run(s: RegionsSettings, key, ctx) -> Output:
     import jax.numpy as jnp
 
     from ..mlp import MLP, Dense, dual_points, init_mlp, mlp_forward, train_mlp
-    from ..plots import affine_map_figure, layer_boundaries_figure, lines_figure, regions_figure
     from ..regions import affine_map_between, cluster_affine_maps, count_linear_regions, distinct_patterns
 
     a, R = s.half_width, s.resolution
     k_xor, k_wide, k_ann, k_lines = jax.random.split(key, 4)
-    metrics, figures = {}, {}
+    metrics = {}
 
     # --- Sattelberg's XOR network: regions (exact), dual points, clusters
     w1, b1, w2, b2 = (jnp.asarray(v, jnp.zeros(()).dtype) for v in XOR_WEIGHTS)
     xor = MLP((Dense(w1, b1), Dense(w2, b2)))
-    pts, grid, pre, pats, vals = _grid_data(xor, a, R)
+    pts, pre, pats, vals = _grid_data(xor, a, R)
     C = np.asarray(dual_points(xor, pts))
     clusters = {}
     for k in s.clusters:
@@ -130,14 +134,6 @@ def run(s: RegionsSettings, key, ctx) -> Output:
         "values_at_corners": np.asarray(mlp_forward(xor, jnp.asarray(corners)))[:, 0],
         "clusters": clusters,
     }
-    fig = regions_figure(
-        grid, pats, vals, pre, C,
-        title="Sattelberg's XOR network relu(x+y+1) - 2 relu(x+y) - 1: three regions, the fourth pattern "
-              "(0, 1) is empty",
-        points=(corners, np.array([-1, -1, 1, 1])),
-        extra=("k-means on the dual points: rebuilt f", [int(k) for k in clusters],
-               [v["rms_error"] for v in clusters.values()], "clusters k", "rms error of the rebuilt f"))
-    figures["xor_regions"] = fig
 
     # --- a wide network trained on XOR data, and the affine map between the two networks' dual points
     wx = s.xor_wide
@@ -159,8 +155,6 @@ def run(s: RegionsSettings, key, ctx) -> Output:
         "sign_agreement_mapped_vs_wide": float(np.mean(np.sign(mapped) == np.sign(f2))),
         "wide_regions_in_box_exact": count_linear_regions(wide, half_width=a),
     }
-    fig = affine_map_figure(C @ M, C2, mapped.reshape(R, R), f2.reshape(R, R), grid, resid)
-    figures["xor_affine_map"] = fig
 
     # --- circle vs annulus, trained; regions and layer-by-layer boundaries (Figure 5)
     an = s.annulus
@@ -173,7 +167,7 @@ def run(s: RegionsSettings, key, ctx) -> Output:
     xa = jnp.stack([radius * jnp.cos(angle), radius * jnp.sin(angle)], 1)
     ya = jnp.where(inside, 1.0, -1.0)
     net, ann_loss = train_mlp(k_ann, tuple(an.widths), xa, ya, an.steps, an.learning_rate)
-    apts, agrid, apre, apats, avals = _grid_data(net, a, R)
+    apts, apre, apats, avals = _grid_data(net, a, R)
     CA = np.asarray(dual_points(net, apts))
     metrics["annulus"] = {
         "widths": an.widths, "train_loss": ann_loss,
@@ -183,15 +177,6 @@ def run(s: RegionsSettings, key, ctx) -> Output:
         "neurons_with_a_zero_set_in_box": [int(sum(p[..., k].min() < 0 < p[..., k].max() for k in range(p.shape[-1])))
                                            for p in apre],
     }
-    sub = np.asarray(xa[:300])
-    fig = regions_figure(agrid, apats, avals, apre, CA,
-                         title=f"circle vs annulus, widths {an.widths} trained with Adam: regions, f, dual points",
-                         points=(sub, np.asarray(ya[:300])))
-    figures["annulus_regions"] = fig
-    fig = layer_boundaries_figure(agrid, apre, avals,
-                                  title="Sattelberg Fig. 5: zero sets layer by layer (earlier layers in grey); "
-                                        "each layer bends only where it meets an earlier boundary")
-    figures["annulus_layers"] = fig
 
     # --- regions along random lines vs neurons (Hanin & Rolnick)
     ln = s.lines
@@ -214,57 +199,12 @@ def run(s: RegionsSettings, key, ctx) -> Output:
     slope = float(np.sum(N * (m - 1)) / np.sum(N * N))
     metrics["lines"] = {"neurons": neurons, "mean_regions": means, "se": ses, "slope_per_neuron": slope,
                         "regions_per_neuron": list((m - 1) / N)}
-    fig = lines_figure(neurons, means, ses, slope,
-                       title=f"regions along random segments of length {ln.length} (n_in = {ln.n_in}, "
-                             f"{ln.hidden_layers} hidden layers, He weights): about linear in N")
-    figures["lines"] = fig
-    ds = _dataset(metrics, s, corners, {"xor_dual": C, "wide_dual": C2, "annulus_dual": CA})
-    return Output(metrics, ds, figures)
-
-
-def _attrs(prefix: str, section: dict) -> dict:
-    """A metrics section's scalar numbers and strings as attributes PREFIX_KEY (bools as 0 / 1)."""
-    out = {}
-    for k, v in section.items():
-        if hasattr(v, "item") and np.ndim(v) == 0:
-            v = v.item()
-        if isinstance(v, (bool, int, float, str)):
-            out[f"{prefix}_{k}"] = int(v) if isinstance(v, bool) else v
-    return out
-
-
-def _dataset(metrics: dict, s: RegionsSettings, corners, duals: dict):
-    """The run's numbers as one Dataset (module docstring)."""
-    import xarray as xr
-
-    R, a = s.resolution, s.half_width
-    grid = np.linspace(-a, a, R)              # slt_relu.regions.box_grid: x varies fastest
-    terms = ["x", "y", "1"]
-    x, wide, ann, ln = metrics["xor"], metrics["xor_affine_map"], metrics["annulus"], metrics["lines"]
-    data = {name: (("y", "x", "term"), np.asarray(C).reshape(R, R, -1),
-                   {"long_name": "dual point [w, b] of the local affine map f = w . (x, y) + b"})
-            for name, C in duals.items()}
-    data |= {
-        "xor_dual_points": (("xor_dual_point", "term"), np.asarray(x["dual_points"])),
-        "xor_at_corner": ("corner", np.asarray(x["values_at_corners"])),
-        "affine_map": (("term", "wide_term"), np.asarray(wide["M"]),
-                       {"long_name": "M with C_xor M ~= C_wide (rows: the XOR network's dual coordinates)"}),
-        "annulus_neurons_with_a_zero_set_in_box": ("layer", np.asarray(ann["neurons_with_a_zero_set_in_box"])),
-        "lines_neurons": ("lines_width", np.asarray(ln["neurons"])),
-        "lines_mean_regions": ("lines_width", np.asarray(ln["mean_regions"])),
-        "lines_se": ("lines_width", np.asarray(ln["se"])),
-        "lines_regions_per_neuron": ("lines_width", np.asarray(ln["regions_per_neuron"])),
-    }
-    coords = {"x": grid, "y": grid, "term": terms, "wide_term": terms, "corner_x": ("corner", corners[:, 0]),
-              "corner_y": ("corner", corners[:, 1]), "lines_width": list(s.lines.widths),
-              "layer": np.arange(1, len(ann["neurons_with_a_zero_set_in_box"]) + 1)}
-    if x["clusters"]:
-        coords["clusters"] = [int(k) for k in x["clusters"]]
-        data["xor_cluster_rms_error"] = ("clusters", [float(v["rms_error"]) for v in x["clusters"].values()])
-        data["xor_cluster_sign_agreement"] = ("clusters", [float(v["sign_agreement"]) for v in x["clusters"].values()])
-    attrs = {**_attrs("xor", x), "xor_patterns_seen": list(x["patterns_seen"]), **_attrs("xor_affine_map", wide),
-             **_attrs("annulus", ann), "annulus_widths": list(ann["widths"]), **_attrs("lines", ln)}
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    pictures = {"xor_label": np.asarray(labels), "wide_output": f2.reshape(R, R),
+                "xor_mapped_output": mapped.reshape(R, R), "annulus_sample_point": np.asarray(xa[:SHOWN_SAMPLES]),
+                "annulus_sample_label": np.asarray(ya[:SHOWN_SAMPLES])}
+    ds = dataset(metrics, s, corners, {"xor_dual": C, "wide_dual": C2, "annulus_dual": CA},
+                 {"xor": (pre, pats, vals), "annulus": (apre, apats, avals)}, pictures)
+    return Output(metrics, ds)
 
 
 def memory(s) -> list[Need]:
@@ -297,4 +237,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("regions", Settings, resolve, run, headline,
-                          description=first_line(__doc__), memory=memory))
+                          description=first_line(__doc__), memory=memory, figures=figures))

@@ -19,7 +19,8 @@ through the phases the Bayesian posterior prefers at smaller n: the phase of lea
 F_a(n) = n L_a + lambda_a log n (beta = 1) over the k-gon minima with a first-principles lambda (exact losses,
 ``slt_relu.tms.crossover.bayes_sequence``) along n, against the phases each run visits.
 
-Outputs: metrics.json, results.nc (dims n, run, checkpoint, hidden, feature, sample, variant), training.png.
+Outputs: metrics.json, results.nc (dims n, run, checkpoint, hidden, feature, sample, variant; kgon: the k-gon
+minima's exact losses and lambdas), training.png (drawn from results.nc).
 
 References:
     Chen, Lau, Mendel, Wei, Murfet 2023, "Dynamical versus Bayesian phase transitions in a toy model of
@@ -135,7 +136,11 @@ def run(r: Resolved, key, ctx) -> Output:
     minima = kgon_minima(t.c)
     metrics = _metrics(ds, minima, llc.enabled)
     metrics["wall_s"] = {"training": train_s}
-    return Output(metrics, ds, {"training": figure(ds, minima, llc.enabled)})
+    loss, lam = (np.array([v[j] for v in minima.values()], np.float64) for j in (0, 1))
+    ds = ds.assign({"kgon_loss": ("kgon", loss, {"long_name": "the k-gon minimum's exact population loss"}),
+                    "kgon_lambda": ("kgon", lam, {"long_name": "its first-principles learning coefficient"})})
+    ds = ds.assign_coords(kgon=list(minima))
+    return Output(metrics, ds)
 
 
 def llc_settings(table: LLCTable) -> LLCSettings:
@@ -215,13 +220,20 @@ def _metrics(ds, minima: dict, with_llc: bool) -> dict:
             "by_n": by_n}
 
 
-def figure(ds, minima: dict, with_llc: bool):
-    """training.png: the population loss, the phase and the LLC along training per n, and snapshots of one run's
-    columns of W where its phase changes (``slt_relu.plots.tms_training``)."""
+def figures(r: Resolved, ds) -> dict:
+    """training.png (:func:`figure`), from the results Dataset."""
+    return {"training": figure(ds)}
+
+
+def figure(ds):
+    """training.png: the population loss, the phase and the LLC along training per n (the LLC where the Dataset has
+    ``llc``), the k-gon minima's exact losses (``kgon_loss``) of the final phases, and snapshots of one run's columns
+    of W where its phase changes (``slt_relu.plots.tms_training``), from the kind's results Dataset."""
     from ..plots.tms_training import tms_training_figure
     from ..tms.training import phase_sequence
 
     N, R, K = ds.sizes["n"], ds.sizes["run"], ds.sizes["checkpoint"]
+    with_llc = "llc" in ds
     llc = ds.llc.values if with_llc else np.full((N, R, K), np.nan)
     llc_se = ds.llc_se.values if with_llc else np.full((N, R, K), np.nan)
     # the run at the largest n that visits the most k-gons: its columns of W where its phase changes
@@ -237,7 +249,8 @@ def figure(ds, minima: dict, with_llc: bool):
               "title": (f"n = {n_last}, run {r}\n" if j == 0 else "\n") + f"step {int(ds.step.values[k])}: {phases[r, k]}"}
              for j, k in enumerate(picks)]
     seen = set(ds.phase.values[:, :, -1].astype(str).reshape(-1))
-    levels = {f"{name} {loss:.4f}": loss for name, (loss, _) in minima.items() if name in seen}
+    levels = {f"{name} {loss:.4f}": float(loss) for name, loss in zip(ds.kgon.values.astype(str), ds.kgon_loss.values)
+              if name in seen}
     t = ds.attrs
     batch = "full batch" if not t["batch_size"] else f"batches of {t['batch_size']}"
     return tms_training_figure(
@@ -286,4 +299,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("tms_training", Settings, resolve, run, headline, description=first_line(__doc__),
-                          memory=memory))
+                          memory=memory, figures=figures))

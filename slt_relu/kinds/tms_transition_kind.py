@@ -27,7 +27,8 @@ measurement (``slt_relu.tms.transition_checks``):
 Outputs: metrics.json (``transition``: ``n_crossover``, ``n_crossover_se``, ``n_formula`` of the grouped
 comparison; ``comparisons``: every pair; ``masses``: per n each phase's and variant's mass with its se and mcse,
 log Z; ``check``; ``labelling_sensitivity``; ``free_energy_fits``; ``formula``; ``wall_s``), results.nc (dims n,
-dataset, run, variant, phase, comparison, check_dataset) and transition.png.
+dataset, run, variant, phase, comparison, check_dataset; fit_phase: the local free energies the figure draws) and
+transition.png (drawn from results.nc).
 
 References:
     Chen, Lau, Mendel, Wei, Murfet 2023, "Dynamical versus Bayesian phase transitions in a toy model of
@@ -167,12 +168,12 @@ def run(r: Resolved, key, ctx) -> Output:
     if r.check_smc is not None:
         check, check_ds = C.settings_check(jax.random.fold_in(root, 1_000_003), ds, xs, f"{a} vs {b}", r.check_smc,
                                            min(s.check.datasets, t.datasets), rule)
-    results = ds.drop_vars(["particles", "particle_loss"])
+    results = ds.drop_vars(["particles", "particle_loss"]).merge(C.free_energy_dataset(ds, curves, fits))
     if check_ds is not None:
         results = results.merge(check_ds)
     metrics = _metrics(ds, r.pairs, check, sensitivity, fits)
     metrics["wall_s"] = {"scan": scan_s, "total": time.time() - start}
-    return Output(metrics, results, {"transition": _figure(ds, f"{a} vs {b}", curves, fits)})
+    return Output(metrics, results)
 
 
 def _comparison(q) -> dict:
@@ -223,24 +224,31 @@ def _metrics(ds, pairs, check, sensitivity, fits) -> dict:
         "free_energy_fits": fits, "formula": formula}
 
 
-def free_energy_panel(curves: dict, fits: dict) -> dict:
-    """The figure's free-energy panel from ``slt_relu.tms.transition_checks.local_free_energies`` and
-    ``free_energy_fits``: per fitted phase the mean and se over data sets of G_alpha at each n, lambda and the
-    fitted C."""
+def free_energy_panel(ds) -> dict:
+    """The figure's free-energy panel from the results Dataset (``slt_relu.tms.transition_checks.free_energy_dataset``):
+    per fitted phase the mean and se over data sets of G_alpha at each n of its fit, lambda and the fitted C."""
     from ..tms.transition_checks import standard_error
 
     out = {}
-    for name, fit in fits.items():
-        if name not in curves or name == "_prediction":
-            continue
-        G = curves[name]["G"]
-        out[name] = {"n": curves[name]["n"], "G": np.nanmean(G, axis=1),
-                     "G_se": np.array([standard_error(row[np.isfinite(row)]) for row in G]), "lambda": fit["lambda"],
-                     "C": fit["C"]}
+    for name in ds.fit_phase.values:
+        q = ds.sel(fit_phase=name)
+        used = q.free_energy_fitted.values.astype(bool)
+        G = q.free_energy_less_loss.transpose("n", "dataset").values[used]
+        lam, C = float(q.fit_lambda), float(q.fit_C)
+        out[str(name)] = {"n": ds.n.values[used], "G": np.nanmean(G, axis=1),
+                          "G_se": np.array([standard_error(row[np.isfinite(row)]) for row in G]),
+                          "lambda": lam if np.isfinite(lam) else None, "C": C if np.isfinite(C) else None}
     return out
 
 
-def _figure(ds, comparison: str, curves: dict | None = None, fits: dict | None = None):
+def figures(r: Resolved, ds) -> dict:
+    """transition.png (:func:`figure`) of the compared pair, from the results Dataset."""
+    return {"transition": figure(ds, "{} vs {}".format(*r.pairs[0]))}
+
+
+def figure(ds, comparison: str):
+    """The masses, the log mass ratio of ``comparison`` with its crossover beside the formula's, and the local free
+    energies (``slt_relu.plots.tms_transition_figure``), from the kind's results Dataset."""
     from ..plots import tms_transition_figure
 
     q = ds.sel(comparison=comparison)
@@ -248,7 +256,7 @@ def _figure(ds, comparison: str, curves: dict | None = None, fits: dict | None =
     return tms_transition_figure(
         ds.n.values, ds.phase.values, ds.phase_mass_mean.values, ds.phase_mass_se.values, q.log_mass_ratio.values,
         float(q.n_crossover), float(q.n_crossover_se), float(q.n_formula), pair=(a, b),
-        free_energy=free_energy_panel(curves, fits) if curves and fits else None, beta=float(ds.attrs["beta"]),
+        free_energy=free_energy_panel(ds) or None, beta=float(ds.attrs["beta"]),
         title=f"TMS c = {int(ds.attrs['c'])}, beta = {float(ds.attrs['beta']):g}: the posterior mass of each k-gon "
               f"phase (tempered SMC, {ds.sizes['dataset']} data sets x {ds.sizes['run']} runs per n), where the "
               f"{a} takes the lead from the {b}, and each phase's local free energy against its asymptotic form")
@@ -295,4 +303,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("tms_transition", Settings, resolve, run, headline, description=first_line(__doc__),
-                          memory=memory))
+                          memory=memory, figures=figures))

@@ -15,7 +15,8 @@ far are the phases' free energies from their asymptotic form?
   fitted per data set over the n where the phase's mean mass is at least ``min_mass``: the slope lambda_eff
   (pre-asymptotic where it differs from the first-principles lambda), the constant C_alpha = mean of
   G_alpha - lambda_alpha log(n beta), and the formula's crossover with these constants,
-  n beta L_a + lambda_a log(n beta) + C_a = n beta L_b + lambda_b log(n beta) + C_b.
+  n beta L_a + lambda_a log(n beta) + C_a = n beta L_b + lambda_b log(n beta) + C_b;
+  :func:`free_energy_dataset`: the fitted phases' G_alpha, lambda and C as a Dataset (what the kind's figure draws).
 
 References:
     Chen, Lau, Mendel, Wei, Murfet 2023 (arXiv 2310.06301); Watanabe 2009 (the free energy's asymptotics).
@@ -169,6 +170,42 @@ def free_energy_fits(ds, xs, a: str, b: str, *, min_mass: float = 0.02, curves: 
             n_const = float("nan")
         fits["n_formula_with_constants"] = {"a": pred["a"], "b": dom, "n": n_const, "C_a_minus_C_b": fa["C"] - fb["C"]}
     return fits
+
+
+def free_energy_dataset(ds, curves: dict, fits: dict):
+    """The local free energies of the phases :func:`free_energy_fits` fitted, as a Dataset to merge with ``ds``.
+
+    Args:
+        ds: the Dataset of ``bayesian_transition`` the curves were read from.
+        curves: :func:`local_free_energies` of it.
+        fits: :func:`free_energy_fits` of the curves.
+
+    Returns:
+        A Dataset along ``fit_phase`` (the fitted phases, in the fits' order) and ``ds``'s ``n`` and ``dataset``:
+        ``free_energy_less_loss`` (fit_phase, n, dataset) G_alpha per data set (NaN at the n the phase was not
+        fitted at), ``free_energy_fitted`` (fit_phase, n) bool: the n of its fit, ``fit_lambda`` and ``fit_C``
+        (fit_phase): the first-principles lambda and the fitted constant C (NaN: none).
+    """
+    import xarray as xr
+
+    names = [nm for nm in fits if nm in curves and nm != "_prediction"]
+    ns = [int(n) for n in ds.n.values]
+    G = np.full((len(names), len(ns), ds.sizes["dataset"]), np.nan)
+    used = np.zeros((len(names), len(ns)), bool)
+    for i, nm in enumerate(names):
+        at = [ns.index(int(n)) for n in curves[nm]["n"]]
+        G[i, at], used[i, at] = curves[nm]["G"], True
+    num = lambda v: np.nan if v is None else float(v)
+    return xr.Dataset(
+        {"free_energy_less_loss": (("fit_phase", "n", "dataset"), G, {"long_name": "G_alpha = F_alpha - n beta "
+                                   "L_n(w_alpha) per data set where the phase was fitted (NaN elsewhere)"}),
+         "free_energy_fitted": (("fit_phase", "n"), used, {"long_name": "the n of the phase's fit (mean mass at "
+                                                                        "least min_mass)"}),
+         "fit_lambda": ("fit_phase", np.array([num(fits[nm]["lambda"]) for nm in names], np.float64),
+                        {"long_name": "first-principles lambda, NaN: none"}),
+         "fit_C": ("fit_phase", np.array([num(fits[nm]["C"]) for nm in names], np.float64),
+                   {"long_name": "C of lambda log(n beta) + C fitted to G_alpha, NaN: no lambda"})},
+        coords={"fit_phase": names})
 
 
 def _per_dataset_mcse(ds, name: str) -> np.ndarray:
