@@ -447,6 +447,8 @@ LLC_KNOWN = [("generic truth d = m = 3", 5.0, None), ("generic truth d = m = 3, 
 
 
 def _llc(which):
+    """learning_coefficient's figures of made-up rows, through the kind's results Dataset as a run draws them."""
+    from slt_relu.kinds.llc_cases import dataset
     from slt_relu.plots import beta_sweep_figure, llc_calibration_figure, llc_cases_figure
 
     rng = _rng()
@@ -454,20 +456,20 @@ def _llc(which):
         rows = [{"name": f"PT{1 + (k > 1)} v = 1, width {3 + k // 6}: {'+ - +'[: 1 + k % 5]} | 1 degenerate",
                  "method": "sgld", "true_lambda": "unknown", "estimate": 5 + rng.normal(), "se": 0.2,
                  "exact_finite_n": None} for k in range(12)]
-        return llc_cases_figure(rows, title="Learning coefficient")
+        return llc_cases_figure(dataset(rows, {}), title="Learning coefficient")
     if which == "llc_known_values/llc":
         rows = []
         for name, lam, exact in LLC_KNOWN:
             for method, loc in (("sgld", 3.0), ("beta_sweep", 3.0), ("beta_sweep", 0.0)):
                 rows.append({"name": name, "method": method, "localization": loc, "true_lambda": lam,
                              "estimate": lam * (1 + 0.1 * rng.normal()), "se": 0.05 * lam, "exact_finite_n": exact})
-        return llc_cases_figure(rows, title="Learning coefficient")
+        return llc_cases_figure(dataset(rows, {}), title="Learning coefficient")
     if which == "llc_known_values/beta_sweep":
         betas = np.array([0.0723, 0.108, 0.163, 0.217, 0.326])
-        sweeps = [{"name": name, "true_lambda": lam, "betas": betas, "expected_nl": 410 + lam / betas + rng.normal(size=5),
-                   "expected_nl_se": np.full(5, 0.5), "estimate": lam * 1.02, "se": 0.06, "intercept": 410.0}
+        sweeps = [{"name": name, "method": "beta_sweep", "localization": 0.0, "true_lambda": lam, "betas": betas,
+                   "expected_nl": 410 + lam / betas + rng.normal(size=5), "expected_nl_se": np.full(5, 0.5), "estimate": lam * 1.02, "se": 0.06, "intercept": 410.0}
                   for name, lam, _ in LLC_KNOWN]
-        return beta_sweep_figure(sweeps, n=10000)
+        return beta_sweep_figure(dataset(sweeps, {}), n=10000)
     steps, gammas = np.array([3e-5, 1e-4, 3e-4]), np.array([1.0, 3.0, 30.0, 100.0])
     grid = SimpleNamespace(step_sizes=steps, localizations=gammas, estimate=5 + rng.normal(size=(3, 4)),
                            se=np.full((3, 4), 0.3), accept=0.99 - rng.uniform(0, 0.06, (3, 4)),
@@ -673,35 +675,39 @@ def _tms_rows():
 
 
 def _tms(which: str):
-    """tms_kgons' figures: its 27 minima's columns of W, lambda of 6 k-gons (8 runs of 120 stages), the losses."""
+    """tms_kgons' figures: its 27 minima's columns of W, lambda of 6 k-gons (8 runs of 120 stages), the losses;
+    through the kind's results Dataset as a run draws them."""
+    from slt_relu.kinds.tms_kind import dataset
     from slt_relu.plots import kgon_gallery_figure, kgon_loss_figure, tms_lambda_figure
 
     rng, rows = _rng(), _tms_rows()
+    kgons = []
+    for r in rows:
+        r.update({"length": 1.0, "bias": 0.0, "grad_norm": 0.0, "fisher_rank": 0,
+                  "hessian": {"positive": 0, "zero": 0, "negative": 0}})
+        theta = 2 * np.pi * np.arange(r["k"]) / r["k"]
+        W = np.zeros((2, r["c"]))
+        W[:, :r["k"]] = (1.0 + 0.1 * max(r["k"] - 4, 0)) * np.stack([np.cos(theta), np.sin(theta)])
+        unused = np.where(np.arange(r["c"] - r["k"]) < r["n_positive"], 0.1, -0.1)
+        kgons.append(SimpleNamespace(W=W, b=np.concatenate([np.full(r["k"], -0.3), unused])))
     if which == "kgons":
-        panels = []
         for r in rows:
-            if r["kind"] != "minimum":
-                continue
-            theta = 2 * np.pi * np.arange(r["k"]) / r["k"]
-            W = np.zeros((2, r["c"]))
-            W[:, :r["k"]] = (1.0 + 0.1 * max(r["k"] - 4, 0)) * np.stack([np.cos(theta), np.sin(theta)])
-            unused = np.where(np.arange(r["c"] - r["k"]) < r["n_positive"], 0.1, -0.1)
-            b = np.concatenate([np.full(r["k"], -0.3), unused])
-            est = r["c"] in (5, 6) and r["k"] >= 4
-            panels.append({"W": W, "b": b, **{k: r[k] for k in ("c", "k", "variant", "loss", "lambda_exact")},
-                           "lambda": r["lambda_exact"] * 1.01 if est else None, "lambda_se": 0.02 if est else None})
-        return kgon_gallery_figure(panels)
+            if r["kind"] == "minimum" and r["c"] in (5, 6) and r["k"] >= 4:
+                r.update({"lambda": r["lambda_exact"] * 1.01, "lambda_se": 0.02})
+        ds = dataset(rows, [], [], kgons)
+        return kgon_gallery_figure(ds.isel(row=np.flatnonzero(ds["critical_kind"].values == "minimum")))
     if which == "lambda":
-        est, curves = [], []
+        chosen, curves = [], []
         for c, k, v, lam in ((5, 4, "-", 6.5), (5, 5, "", 7.0), (6, 4, "--", 7.5), (6, 5, "-", 7.0), (6, 5, "+", 8.5),
                              (6, 6, "", 8.5)):
-            est.append({"c": c, "k": k, "variant": v, "lambda_exact": lam, "lambda": lam + 0.05 * rng.normal(),
-                        "lambda_se": 0.02, "fit": {"t_range": [1e7, 1e10]}})
+            i = next(i for i, r in enumerate(rows) if (r["c"], r["k"], r["variant"]) == (c, k, v))
+            rows[i].update({"lambda_exact": lam, "lambda": lam + 0.05 * rng.normal(), "lambda_se": 0.02,
+                            "fit": {"t_range": [1e7, 1e10]}})
+            chosen.append(i)
             t = np.tile(np.geomspace(1e2, 1e10, 120), (8, 1))
-            curves.append(SimpleNamespace(t=t, mean_loss=lam / t * (1 - np.exp(-t / 1e5)) * (1 + 0.03 * rng.normal(
-                size=t.shape))))
-        return tms_lambda_figure(est, curves)
-    return kgon_loss_figure(rows)
+            curves.append(_curve(t, lam / t * (1 - np.exp(-t / 1e5)) * (1 + 0.03 * rng.normal(size=t.shape))))
+        return tms_lambda_figure(dataset(rows, chosen, curves, kgons))
+    return kgon_loss_figure(dataset(rows, [], [], kgons))
 
 
 def _tms_transition(c: int):

@@ -183,3 +183,50 @@ def calibration_result(c: Case, llc, key) -> dict:
                         num_burnin=cs.sgld.num_burnin if cal.num_burnin is None else cal.num_burnin)
     grid = calibrate_llc(jax.random.fold_in(key, 10_000), loss, star, data, cal.step_sizes, cal.localizations, g)
     return {"label": label, "true_lambda": lam, **grid._asdict()}
+
+
+def dataset(rows: list, traces: dict, grid=None, case: str = "", true_lambda=None):
+    """results.nc: every estimate (``estimate``, ``se``, ``true_lambda``, ``relative_error`` along ``row``,
+    with its case's ``name`` and ``method``) with what the figures draw beside it (``row_localization``,
+    ``exact_finite_n``; a beta sweep's ``beta``, ``expected_nl``, ``expected_nl_se`` along (row, beta_index) and
+    ``intercept``), the SGLD traces n beta (mean L_n(t) - L_n(w*)) along ``step`` (NaN after a shorter trace's
+    end) and the calibration grid over (``step_size``, ``localization``) of the point ``case`` (its
+    ``calibration_case``, ``calibration_true_lambda``)."""
+    import xarray as xr
+
+    num = lambda v: float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
+    ds = xr.Dataset({f: ("row", [num(row.get(f)) for row in rows])
+                     for f in ("estimate", "se", "true_lambda", "relative_error")},
+                    coords={"name": ("row", [row["name"] for row in rows]),
+                            "method": ("row", [row["method"] for row in rows])})
+    ds["row_localization"] = ("row", [num(row.get("localization")) for row in rows],
+                              {"long_name": "gamma of the estimate's localization (SGLD, beta sweep), NaN: none"})
+    ds["exact_finite_n"] = ("row", [num(row.get("exact_finite_n")) for row in rows],
+                            {"long_name": "the exact finite-n value E[n beta K] of the localized posterior, NaN: "
+                                          "not known"})
+    B = max([len(row["betas"]) for row in rows if "betas" in row] + [0])
+    if B:
+        pad = lambda row, key: np.concatenate([np.asarray(row.get(key, ()), np.float64),
+                                               np.full(B - len(row.get(key, ())), np.nan)])
+        for key, name, words in (("betas", "beta", "the beta sweep's inverse temperatures, NaN: padding or no "
+                                  "sweep"), ("expected_nl", "expected_nl", "E_beta[n L_n]"),
+                                 ("expected_nl_se", "expected_nl_se", "E_beta[n L_n]'s standard error")):
+            ds[name] = (("row", "beta_index"), np.stack([pad(row, key) for row in rows]), {"long_name": words})
+        ds["intercept"] = ("row", [num(row.get("intercept")) for row in rows],
+                           {"long_name": "the beta sweep's intercept n L*, NaN: no sweep"})
+    if traces:
+        T = max(len(t) for t in traces.values())
+        padded = [np.concatenate([np.asarray(t, np.float64), np.full(T - len(t), np.nan)]) for t in traces.values()]
+        ds["sgld_trace"] = xr.DataArray(np.stack(padded), dims=("trace", "step"),
+                                        coords={"trace": [k.removesuffix(" sgld trace") for k in traces]})
+    if grid is not None:
+        cal = {"step_size": np.asarray(grid.step_sizes), "localization": np.asarray(grid.localizations)}
+        for name, v in (("estimate", grid.estimate), ("se", grid.se), ("accept_prob", grid.accept),
+                        ("rhat", grid.rhat)):
+            ds[f"calibration_{name}"] = xr.DataArray(np.asarray(v), dims=tuple(cal), coords=cal)
+        ds["calibration_mean_trace"] = xr.DataArray(np.asarray(grid.mean_trace),
+                                                    dims=("step_size", "localization", "calibration_step"))
+        ds["calibration_case"] = ((), case, {"long_name": "the calibrated point"})
+        ds["calibration_true_lambda"] = ((), num(true_lambda), {"long_name": "its known lambda, NaN: unknown"})
+        ds.attrs["calibration_n_beta"] = float(grid.n_beta)
+    return ds

@@ -14,9 +14,10 @@ localized posterior (llc.normal_crossing_expectation); theta0 != 0: lambda = 1/2
 next to the two-layer point (llc.minimize_loss), not at the point itself, which misses it by
 O(1/sqrt n) and so lowers lambda_hat by n beta (L_n(w*) - L_n(w_hat)).
 
-Outputs: metrics.json ("cases": a list of {name, true_lambda, estimate, se, method, ...}), llc.png
-(estimates against the known values), beta_sweep.png, calibration.png, results.nc (the estimates, the
-SGLD traces and the calibration grid as one labelled Dataset), draws/ (ArviZ data of the SGLD traces).
+Outputs: metrics.json ("cases": a list of {name, true_lambda, estimate, se, method, ...}), results.nc (the
+estimates, the beta sweeps' points, the SGLD traces and the calibration grid as one labelled Dataset,
+llc_cases.dataset), llc.png (estimates against the known values), beta_sweep.png, calibration.png (drawn from
+results.nc), draws/ (ArviZ data of the SGLD traces).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need, params
 from ..workflow.schemas import CASE_TRUTH_WORDS, Experiment, LLCSection, NUTSSection, case_example
 from ..workflow.sweep import Point, fingerprint, run_points
-from .llc_cases import Case, calibration_result, case_result
+from .llc_cases import Case, calibration_result, case_result, dataset
 
 Method = Literal["sgld", "beta_sweep", "wbic"]
 
@@ -184,7 +185,6 @@ def _ident(pt: Point, s: Settings, seed: int) -> str:
 
 def run(r: Resolved, key, ctx):
     from ..posterior.llc import Calibration
-    from ..plots import beta_sweep_figure, llc_calibration_figure, llc_cases_figure
 
     s = r.settings
     report = run_points(r.points, partial(_run_point, key=key, s=s), ident=partial(_ident, s=s, seed=ctx.seed),
@@ -205,12 +205,7 @@ def run(r: Resolved, key, ctx):
             row["relative_error"] = (row["estimate"] - row["true_lambda"]) / row["true_lambda"]
     metrics = {"n": s.llc.n, "cases": rows, "warnings": warnings}
     metrics["draws"], draw_trees = _draws(s.save_draws, draws)
-    figures = {"llc": llc_cases_figure([row for row in rows if row["estimate"] is not None],
-                                       title="Learning coefficient")}
-    sweeps = [row for row in rows if row["method"] == "beta_sweep"]
-    if sweeps:
-        figures["beta_sweep"] = beta_sweep_figure(sweeps, n=s.llc.n)
-    grid = None
+    grid, cal = None, {"label": "", "true_lambda": None}
     if s.llc.calibration is not None:
         cal = report.results[r.points[-1].index]["calibration"]
         grid = Calibration(**{k: np.asarray(cal[k]) if k not in ("n_beta", "init_loss") else cal[k]
@@ -219,39 +214,30 @@ def run(r: Resolved, key, ctx):
                                   "step_sizes": grid.step_sizes, "localizations": grid.localizations,
                                   "estimate": grid.estimate, "se": grid.se, "accept_prob": grid.accept,
                                   "rhat": grid.rhat, "n_beta": grid.n_beta}
-        figures["calibration"] = llc_calibration_figure(grid, true_lambda=cal["true_lambda"],
-                                                        title=f"Calibration: {cal['label']}")
     metrics["resumed_cases"] = report.resumed
     metrics["resumed_wall_s"] = report.resumed_wall_s()
-    return Output(metrics, _dataset(rows, traces, grid), figures, draw_trees)
+    return Output(metrics, dataset(rows, traces, grid, cal["label"], cal["true_lambda"]), draws=draw_trees)
 
 
-def _dataset(rows: list, traces: dict, grid):
-    """results.nc: every estimate (``estimate``, ``se``, ``true_lambda``, ``relative_error`` along ``row``,
-    with its case's ``name`` and ``method``), the SGLD traces n beta (mean L_n(t) - L_n(w*)) along
-    ``step`` (NaN after a shorter trace's end) and the calibration grid over (``step_size``,
-    ``localization``)."""
-    import xarray as xr
+def figures(r: Resolved, ds) -> dict:
+    """llc.png (every row but WBIC's), beta_sweep.png (the beta sweeps' rows), calibration.png, from results.nc."""
+    from types import SimpleNamespace
 
-    num = lambda v: float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan
-    ds = xr.Dataset({f: ("row", [num(row.get(f)) for row in rows])
-                     for f in ("estimate", "se", "true_lambda", "relative_error")},
-                    coords={"name": ("row", [row["name"] for row in rows]),
-                            "method": ("row", [row["method"] for row in rows])})
-    if traces:
-        T = max(len(t) for t in traces.values())
-        padded = [np.concatenate([np.asarray(t, np.float64), np.full(T - len(t), np.nan)]) for t in traces.values()]
-        ds["sgld_trace"] = xr.DataArray(np.stack(padded), dims=("trace", "step"),
-                                        coords={"trace": [k.removesuffix(" sgld trace") for k in traces]})
-    if grid is not None:
-        cal = {"step_size": np.asarray(grid.step_sizes), "localization": np.asarray(grid.localizations)}
-        for name, v in (("estimate", grid.estimate), ("se", grid.se), ("accept_prob", grid.accept),
-                        ("rhat", grid.rhat)):
-            ds[f"calibration_{name}"] = xr.DataArray(np.asarray(v), dims=tuple(cal), coords=cal)
-        ds["calibration_mean_trace"] = xr.DataArray(np.asarray(grid.mean_trace),
-                                                    dims=("step_size", "localization", "calibration_step"))
-        ds.attrs["calibration_n_beta"] = float(grid.n_beta)
-    return ds
+    from ..plots import beta_sweep_figure, llc_calibration_figure, llc_cases_figure
+
+    method = ds["method"].values.astype(str)
+    out = {"llc": llc_cases_figure(ds.isel(row=np.flatnonzero(method != "wbic")), title="Learning coefficient")}
+    if (method == "beta_sweep").any():
+        out["beta_sweep"] = beta_sweep_figure(ds.isel(row=np.flatnonzero(method == "beta_sweep")), n=r.settings.llc.n)
+    if "calibration_estimate" in ds:
+        grid = SimpleNamespace(step_sizes=ds["step_size"].values, localizations=ds["localization"].values,
+                               estimate=ds["calibration_estimate"].values, se=ds["calibration_se"].values,
+                               accept=ds["calibration_accept_prob"].values,
+                               mean_trace=ds["calibration_mean_trace"].values)
+        lam = float(ds["calibration_true_lambda"])
+        out["calibration"] = llc_calibration_figure(grid, true_lambda=lam if np.isfinite(lam) else None,
+                                                    title=f"Calibration: {ds['calibration_case'].values.item()}")
+    return out
 
 
 def _draws(save: bool | None, draws: list) -> tuple[dict, dict]:
@@ -309,4 +295,5 @@ def headline(metrics: dict) -> list[str]:
 
 # cases are points: the processes of a multi-process run share them
 KIND = register_kind(Kind("learning_coefficient", Settings, resolve, run, headline,
-                          description=first_line(__doc__), sweeps=True, memory=memory))
+                          description=first_line(__doc__), sweeps=True, memory=memory,
+                          figures=figures))

@@ -18,7 +18,8 @@ them says the window is not asymptotic).
 
 Outputs: metrics.json (``kgons``: a row per k-gon and variant with the exact numbers and, where estimated,
 ``lambda``, ``lambda_se``, ``fit``, ``verdict``), results.nc (the table along ``row``, the free-energy curves
-along (``estimated``, ``run``, ``stage``)), kgons.png, lambda.png, loss_landscape.png.
+along (``estimated``, ``run``, ``stage``), each row's refined k-gon ``W``, ``b``), kgons.png, lambda.png,
+loss_landscape.png (drawn from results.nc).
 """
 from __future__ import annotations
 
@@ -153,12 +154,12 @@ def run(r: Resolved, key, ctx) -> Output:
             chosen.append(i)
     chosen.sort()
     warnings, curves = [], []
+    kgons = [refined_kgon(row["c"], row["k"], row["n_positive"]) for row in rows]
     for i in tqdm(chosen, desc="k-gons", disable=not ctx.progress, leave=False):
         row = rows[i]
         name = f"c = {row['c']} {row['k']}-gon {row['variant']}".rstrip()
-        params = refined_kgon(row["c"], row["k"], row["n_positive"])
         try:
-            est = kgon_lambda(jax.random.fold_in(key, i), params, s.smc.build(), prior_std=e.prior_std,
+            est = kgon_lambda(jax.random.fold_in(key, i), kgons[i], s.smc.build(), prior_std=e.prior_std,
                               radius=e.radius, t_max=e.t_max, decades=e.decades, runs=e.runs,
                               estimator=e.estimator, max_multiplicity=e.max_multiplicity)
         except ValueError as err:               # too few stages in the window: the settings' doing
@@ -167,11 +168,10 @@ def run(r: Resolved, key, ctx) -> Output:
         row["verdict"], row["z"] = verdict(row["lambda"], row["lambda_se"], row["lambda_exact"])
         warnings += [f"{name}: {w}" for w in est.warnings]
         curves.append(est.details.curve)
-    estimated = [rows[i] for i in chosen]
     metrics = {"kgons": rows, "region": {"prior_std": e.prior_std, "radius": e.radius, "t_max": e.t_max,
                                          "decades": e.decades, "runs": e.runs},
                "warnings": warnings}
-    return Output(metrics, _dataset(rows, chosen, curves), _figures(rows, estimated, curves))
+    return Output(metrics, dataset(rows, chosen, curves, kgons))
 
 
 def _estimate_entry(est) -> dict:
@@ -190,28 +190,29 @@ def _estimate_entry(est) -> dict:
                     "num_params": d.num_params, "pinned": d.pinned, "folded": d.folded}}
 
 
-def _figures(rows, estimated, curves) -> dict:
+def figures(r: Resolved, ds) -> dict:
+    """kgons.png (the minima's columns of W), loss_landscape.png (every k-gon's loss) and, where k-gons were
+    estimated, lambda.png, from the results Dataset."""
     from ..plots import kgon_gallery_figure, kgon_loss_figure, tms_lambda_figure
-    from ..tms import refined_kgon
 
-    panels = []
-    for row in rows:
-        if row["kind"] != "minimum":
-            continue
-        p = refined_kgon(row["c"], row["k"], row["n_positive"])
-        panels.append({"W": np.asarray(p.W), "b": np.asarray(p.b), **{k: row[k] for k in (
-            "c", "k", "variant", "loss", "lambda_exact", "lambda", "lambda_se")}})
-    figures = {"kgons": kgon_gallery_figure(panels), "loss_landscape": kgon_loss_figure(rows)}
-    if estimated:
-        figures["lambda"] = tms_lambda_figure(estimated, curves)
-    return figures
+    minima = np.flatnonzero(ds["critical_kind"].values.astype(str) == "minimum")
+    out = {"kgons": kgon_gallery_figure(ds.isel(row=minima)), "loss_landscape": kgon_loss_figure(ds)}
+    if ds.sizes.get("estimated"):
+        out["lambda"] = tms_lambda_figure(ds)
+    return out
 
 
-def _dataset(rows, chosen, curves):
-    """The table along ``row``; the estimated k-gons' free-energy curves along (estimated, run, stage)."""
+def dataset(rows, chosen, curves, kgons):
+    """The table along ``row`` with each row's refined k-gon (``W``, ``b``: TMSParams, one per row); the estimated
+    k-gons' (rows ``chosen``) free-energy curves (TemperedCurve, one each) along (estimated, run, stage) and fitted
+    windows (``fit.t_range`` of their rows)."""
     import xarray as xr
 
     num = lambda key: np.array([np.nan if row[key] is None else row[key] for row in rows], np.float64)
+    F = max(row["c"] for row in rows)
+    W, b = np.full((len(rows), 2, F), np.nan), np.full((len(rows), F), np.nan)
+    for i, (row, p) in enumerate(zip(rows, kgons)):
+        W[i, :, :row["c"]], b[i, :row["c"]] = np.asarray(p.W, np.float64), np.asarray(p.b, np.float64)
     ds = xr.Dataset(
         {"loss": ("row", num("loss"), {"long_name": "exact population loss L"}),
          "length": ("row", num("length")), "bias": ("row", num("bias")), "grad_norm": ("row", num("grad_norm")),
@@ -221,9 +222,14 @@ def _dataset(rows, chosen, curves):
          "hessian_negative": ("row", np.array([row["hessian"]["negative"] for row in rows], np.int64)),
          "lambda_exact": ("row", num("lambda_exact"), {"long_name": "lambda from first principles, NaN: none"}),
          "lambda": ("row", num("lambda"), {"long_name": "lambda estimated, NaN: not estimated"}),
-         "lambda_se": ("row", num("lambda_se"))},
+         "lambda_se": ("row", num("lambda_se")),
+         "W": (("row", "hidden", "feature"), W, {"long_name": "the refined k-gon's W (refined_kgon(c, k, "
+                                                 "n_positive)), NaN beyond its c features"}),
+         "b": (("row", "feature"), b, {"long_name": "the refined k-gon's b, NaN beyond its c features"})},
         coords={"c": ("row", np.array([row["c"] for row in rows], np.int64)),
                 "k": ("row", np.array([row["k"] for row in rows], np.int64)),
+                "n_positive": ("row", np.array([row["n_positive"] for row in rows], np.int64),
+                               {"long_name": "unused features with a positive bias"}),
                 "variant": ("row", [row["variant"] for row in rows]),
                 "critical_kind": ("row", [row["kind"] for row in rows])})
     if curves:
@@ -233,10 +239,12 @@ def _dataset(rows, chosen, curves):
         ds = ds.assign({"t": (dims, stack_curves(curves, "t")),
                         "free_energy": (dims, stack_curves(curves, "free_energy"),
                                         {"long_name": "F(t) = -log Z(t) of t (L - L*) on the region"}),
-                        "mean_loss": (dims, stack_curves(curves, "mean_loss"), {"long_name": "E_t[L - L*]"})})
+                        "mean_loss": (dims, stack_curves(curves, "mean_loss"), {"long_name": "E_t[L - L*]"}),
+                        "window": (("estimated", "bound"), np.array([rows[i]["fit"]["t_range"] for i in chosen],
+                                                                    np.float64), {"long_name": "the fitted window of t"})})
         label = lambda row: f"c{row['c']} {row['k']}-gon {row['variant']}".rstrip()
         ds = ds.assign_coords(estimated=[label(rows[i]) for i in chosen],
-                              estimated_row=("estimated", np.array(chosen, np.int64)))
+                              estimated_row=("estimated", np.array(chosen, np.int64)), bound=["lo", "hi"])
     return ds
 
 
@@ -271,4 +279,4 @@ def headline(metrics: dict) -> list[str]:
 
 
 KIND = register_kind(Kind("tms", Settings, resolve, run, headline, description=first_line(__doc__),
-                          memory=memory))
+                          memory=memory, figures=figures))

@@ -10,29 +10,44 @@ from ._style import (figure_axes, figure_legend, finish_panels, legend_right, lo
                      suptitle, wrap)
 
 
-def llc_cases_figure(rows, *, title: str, ax=None):
+def llc_cases_figure(ds, *, title: str, ax=None):
     """Each case's estimate (+- 2 standard errors) by method: divided by the known value, with the
     +-10% band, when every case has one (and the exact finite-n value as a grey bar where known);
     otherwise the estimates themselves.
-    ax: draw into this axes (its figure is returned) instead of a new figure."""
-    def method(r):
-        return r["method"] + (" (localized)" if r["method"] == "beta_sweep" and r.get("localization") else "")
 
+    Args:
+        ds: the ``learning_coefficient`` kind's results Dataset, or the rows of it to draw (``ds.isel(row=...)``):
+            along ``row`` the coordinates ``name``, ``method`` and ``estimate``, ``se``, ``true_lambda`` (NaN:
+            unknown), ``row_localization`` (a beta sweep's nonzero one is drawn as "beta_sweep (localized)"),
+            ``exact_finite_n`` (NaN: none).
+        title: the axes' title (the error bars' meaning is appended).
+        ax: draw into this axes (its figure is returned) instead of a new figure.
+
+    Returns:
+        the Figure.
+    """
+    loc = ds["row_localization"].values
+    rows = [{"name": str(name), "method": str(m) + (" (localized)" if m == "beta_sweep" and np.isfinite(g) and g
+                                                    else ""),
+             "estimate": est, "se": se, "true_lambda": lam, "exact_finite_n": exact}
+            for name, m, g, est, se, lam, exact in zip(ds["name"].values, ds["method"].values, loc,
+                                                       ds["estimate"].values, ds["se"].values,
+                                                       ds["true_lambda"].values, ds["exact_finite_n"].values)]
     names = list(dict.fromkeys(r["name"] for r in rows))
-    methods = list(dict.fromkeys(method(r) for r in rows))
-    known = all(isinstance(r["true_lambda"], (int, float)) for r in rows)
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    known = all(np.isfinite(r["true_lambda"]) for r in rows)
     fig, ax = figure_axes(ax, (max(6.0, 1.2 * len(names) + 2) + 2.0, 4.8))
     exact_labelled = False
     for k, m in enumerate(methods):
         first = True
         for r in rows:
-            if method(r) != m:
+            if r["method"] != m:
                 continue
             i = names.index(r["name"]) + (k - (len(methods) - 1) / 2) * 0.2
             scale = r["true_lambda"] if known else 1.0
-            ax.errorbar(i, r["estimate"] / scale, yerr=2 * (r["se"] or 0) / scale, fmt="o", color=f"C{k}", capsize=3,
+            ax.errorbar(i, r["estimate"] / scale, yerr=2 * r["se"] / scale, fmt="o", color=f"C{k}", capsize=3,
                         label=m if first else None)
-            if known and r.get("exact_finite_n"):
+            if known and np.isfinite(r["exact_finite_n"]) and r["exact_finite_n"]:
                 ax.hlines(r["exact_finite_n"] / scale, i - 0.12, i + 0.12, color="gray", lw=3,
                           label=None if exact_labelled else "exact finite-n value")
                 exact_labelled = True
@@ -51,35 +66,40 @@ def llc_cases_figure(rows, *, title: str, ax=None):
     return fig
 
 
-def beta_sweep_figure(rows, *, n: int):
+def beta_sweep_figure(ds, *, n: int):
     """E_beta[n L_n] against 1/beta per case with the weighted least-squares line (slope = lambda):
     E_beta[n L_n] = n E_t[L_n] at t = n beta, ``slt_relu.posterior.beta_sweep``.
 
     Args:
-        rows: one per case: the ``learning_coefficient`` kind's beta_sweep rows (name, true_lambda (a number or
-            not), estimate and se (the slope), betas (B,), expected_nl (B,), expected_nl_se (B,), intercept).
+        ds: the ``learning_coefficient`` kind's results Dataset's beta-sweep rows (``ds.isel(row=...)``), a panel
+            each: along ``row`` the coordinate ``name`` and ``true_lambda`` (NaN: unknown), ``estimate`` and ``se``
+            (the slope), ``intercept``; along (row, beta_index) ``beta``, ``expected_nl``, ``expected_nl_se`` (NaN
+            beyond a sweep's betas).
         n: the data sets' size.
 
     Returns:
         the Figure.
     """
-    fig, axes, nrows = panel_grid(len(rows), 3.6, 3.4)
-    for ax, row in zip(axes.flat, rows):
-        lam, slope, slope_se = row["true_lambda"], row["estimate"], row["se"]
-        t = 1 / np.asarray(row["betas"])
-        v = np.asarray(row["expected_nl"]) - row["intercept"]
-        ax.errorbar(t, v, yerr=2 * np.asarray(row["expected_nl_se"]), fmt="o", capsize=3, color="C0",
+    fig, axes, nrows = panel_grid(ds.sizes["row"], 3.6, 3.4)
+    for ax, i in zip(axes.flat, range(ds.sizes["row"])):
+        row = ds.isel(row=i)
+        lam, slope, slope_se = float(row["true_lambda"]), float(row["estimate"]), float(row["se"])
+        betas = row["beta"].values
+        kept = np.isfinite(betas)                     # NaN: beyond this sweep's betas
+        t = 1 / betas[kept]
+        v = row["expected_nl"].values[kept] - float(row["intercept"])
+        ax.errorbar(t, v, yerr=2 * row["expected_nl_se"].values[kept], fmt="o", capsize=3, color="C0",
                     label="E_beta[n L_n] +- 2 se")
         tt = np.linspace(0, t.max() * 1.05, 50)
         ax.plot(tt, slope * tt, "-", color="C1", label="weighted least squares (slope = lambda_hat)")
         known = ""
-        if isinstance(lam, (int, float)):
+        if np.isfinite(lam):
             ax.plot(tt, lam * tt, "k--", lw=1, label="known lambda")
             known = f", known {lam:.4g}"
         ax.axvline(math.log(n), color="gray", ls=":", lw=1)
         ax.set_xlabel("1 / beta (dotted: log n)")
         ax.set_ylabel("E_beta[n L_n] - intercept")
-        ax.set_title(wrap(row["name"], 3.4, 8) + f"\nslope {slope:.3f} +- {slope_se:.3f}{known}", fontsize=8)
+        ax.set_title(wrap(str(row["name"].values), 3.4, 8) + f"\nslope {slope:.3f} +- {slope_se:.3f}{known}", fontsize=8)
         ax.grid(alpha=0.3)
     figure_legend(fig, axes=axes.flat)
     return finish_panels(fig, f"beta sweep: E_beta[n L_n] = n L_n(w0) + lambda / beta (n = {n})", nrows)
@@ -87,7 +107,18 @@ def beta_sweep_figure(rows, *, n: int):
 
 def llc_calibration_figure(grid, *, true_lambda, title: str):
     """lambda_hat over step size x localization (with the known value), the MALA acceptance, and the
-    mean trace n beta (L_n(w_t) - L_n(w*)) against the step for every setting."""
+    mean trace n beta (L_n(w_t) - L_n(w*)) against the step for every setting.
+
+    Args:
+        grid: a :class:`slt_relu.posterior.llc.Calibration` (``calibrate_llc``), or anything with its
+            ``step_sizes`` (S,), ``localizations`` (G,), ``estimate``, ``se``, ``accept`` (S, G) and
+            ``mean_trace`` (S, G, T).
+        true_lambda: the known lambda (a number), or anything else (e.g. None) where it is not known.
+        title: the figure's title.
+
+    Returns:
+        the Figure.
+    """
     S, G = grid.estimate.shape
     fig, axes = subplots(1, 3, figsize=(16, 4.8))
     for j, gamma in enumerate(grid.localizations):

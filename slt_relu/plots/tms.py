@@ -23,23 +23,37 @@ def _variant_label(k: int, variant: str) -> str:
     return f"{k}-gon" + (f" {variant}" if variant else "")
 
 
-def kgon_gallery_figure(panels: list, *, title: str = "The k-gon minima of the TMS: the columns of W"):
+def _rows(ds) -> list[dict]:
+    """The ``tms`` kind's table rows (``c``, ``k``, ``variant``, ``loss``, ``kind``, ``lambda_exact``, ``lambda``,
+    ``lambda_se``; NaN: none; those the Dataset has) of its results Dataset, along ``row``."""
+    cols = {"c": "c", "k": "k", "variant": "variant", "loss": "loss", "kind": "critical_kind",
+            "lambda_exact": "lambda_exact", "lambda": "lambda", "lambda_se": "lambda_se"}
+    cols = {key: name for key, name in cols.items() if name in ds.variables}
+    values = {key: ds[name].values.tolist() for key, name in cols.items()}
+    return [{key: values[key][i] for key in cols} for i in range(ds.sizes["row"])]
+
+
+def kgon_gallery_figure(ds, *, title: str = "The k-gon minima of the TMS: the columns of W"):
     """One small panel per k-gon: the columns W[:, i] of W as arrows from the origin (as in Chen et al.
     2023's figures), the zero columns of unused features as dots (filled: positive bias, hollow: negative).
 
     Args:
-        panels: dicts with ``W`` (2, c), ``b`` (c,), ``c``, ``k``, ``variant``, ``loss``, and ``lambda_exact``,
-            ``lambda``, ``lambda_se`` (each may be None).
+        ds: the ``tms`` kind's results Dataset, or the rows of it to draw (``ds.isel(row=...)``), a panel each:
+            along ``row`` ``W`` (row, hidden, feature) and ``b`` (row, feature) (NaN beyond the row's c), the
+            coordinates ``c``, ``k``, ``variant`` and ``loss``, ``lambda_exact``, ``lambda``, ``lambda_se`` (NaN:
+            none).
         title: the figure's title.
 
     Returns:
         the Figure.
     """
-    n = len(panels)
+    rows = _rows(ds)
+    n = len(rows)
+    Ws = [ds["W"].values[i][:, :r["c"]] for i, r in enumerate(rows)]
+    bs = [ds["b"].values[i][:r["c"]] for i, r in enumerate(rows)]
     fig, axes, _ = panel_grid(max(n, 1), 1.75, 2.0, share=True)
-    lim = 1.15 * max([float(np.max(np.linalg.norm(np.asarray(p["W"]), axis=0))) for p in panels] + [1.0])
-    for ax, p in zip(axes.flat, panels):
-        W, b = np.asarray(p["W"], float), np.asarray(p["b"], float)
+    lim = 1.15 * max([float(np.max(np.linalg.norm(W, axis=0))) for W in Ws] + [1.0])
+    for ax, p, W, b in zip(axes.flat, rows, Ws, bs):
         long = np.linalg.norm(W, axis=0) > 1e-12
         ax.quiver(np.zeros(long.sum()), np.zeros(long.sum()), W[0, long], W[1, long], angles="xy",
                   scale_units="xy", scale=1, width=0.02, color="C0")
@@ -50,9 +64,9 @@ def kgon_gallery_figure(panels: list, *, title: str = "The k-gon minima of the T
             if (short & ~pos).any():
                 ax.plot([0], [0], "o", mfc="none", color="C3", ms=8)
         lam = []
-        if p.get("lambda_exact") is not None:
+        if np.isfinite(p["lambda_exact"]):
             lam.append(f"λ {p['lambda_exact']:.3g}")
-        if p.get("lambda") is not None:
+        if np.isfinite(p["lambda"]):
             lam.append(f"est {p['lambda']:.3g}±{p['lambda_se']:.1g}")
         head = f"c={p['c']} {_variant_label(p['k'], p['variant'])}"
         ax.set_title(f"{head}\nL={p['loss']:.4g}" + ("\n" + ", ".join(lam) if lam else ""), fontsize=7)
@@ -63,27 +77,28 @@ def kgon_gallery_figure(panels: list, *, title: str = "The k-gon minima of the T
     return fig
 
 
-def tms_lambda_figure(rows: list, curves: list, *, title: str = "lambda per k-gon: tempered SMC's free-energy "
-                                                                   "curve of the local potential against first "
-                                                                   "principles"):
+def tms_lambda_figure(ds, *, title: str = "lambda per k-gon: tempered SMC's free-energy curve of the local "
+                                         "potential against first principles"):
     """Two panels: each estimated k-gon's lambda minus its first-principles value (bars: 2 standard errors; 0:
     agreement) against the first-principles value (rows without one are left out there); and t E_t[L - L*]
     against log10 t for every run (the fitted window shaded), which levels off at lambda.
 
     Args:
-        rows: the kind's metrics rows of the estimated k-gons (c, k, variant, lambda, lambda_se, lambda_exact
-            (None where there is none), fit.t_range).
-        curves: their :class:`slt_relu.TemperedCurve`, one per row.
+        ds: the ``tms`` kind's results Dataset: the table along ``row`` (``c``, ``k``, ``variant``, ``lambda``,
+            ``lambda_se``, ``lambda_exact``, NaN where there is none), the estimated k-gons along ``estimated``
+            (their rows ``estimated_row``, the fitted ``window`` (estimated, bound)) with their curves ``t`` and
+            ``mean_loss`` (estimated, run, stage; NaN: padding).
 
     Returns:
         the Figure.
     """
+    rows = _rows(ds.isel(row=ds["estimated_row"].values))
     fig, (ax, ax2) = subplots(1, 2, figsize=(11, 4.2))
     markers = "osD^v<>ph*"
     n = len(rows)
     ax.axhline(0, color="0.6", lw=0.8, zorder=0, label="estimate = first principles")
     for i, r in enumerate(rows):
-        if r.get("lambda_exact") is None:
+        if not np.isfinite(r["lambda_exact"]):
             continue
         x = r["lambda_exact"] + 0.06 * (i - (n - 1) / 2)          # side by side where the values coincide
         ax.errorbar([x], [r["lambda"] - r["lambda_exact"]], yerr=[2 * r["lambda_se"]], fmt=markers[i % len(markers)],
@@ -91,14 +106,15 @@ def tms_lambda_figure(rows: list, curves: list, *, title: str = "lambda per k-go
     ax.set_xlabel("lambda from first principles")
     ax.set_ylabel("estimate - first principles (bars: 2 se)")
     legend_right(ax)
-    for i, (r, c) in enumerate(zip(rows, curves)):
-        for t, loss in zip(c.t, c.mean_loss):
-            ok = np.isfinite(t) & (t > 1)
-            ax2.plot(np.log10(t[ok]), t[ok] * loss[ok], lw=0.6, color=f"C{i % 10}", alpha=0.45)
-        if r.get("lambda_exact") is not None:
+    for i, r in enumerate(rows):
+        for t, loss in zip(ds["t"].values[i], ds["mean_loss"].values[i]):
+            ok = np.isfinite(t) & (t > 1)                     # NaN: padding
+            if ok.any():
+                ax2.plot(np.log10(t[ok]), t[ok] * loss[ok], lw=0.6, color=f"C{i % 10}", alpha=0.45)
+        if np.isfinite(r["lambda_exact"]):
             ax2.axhline(r["lambda_exact"], color=f"C{i % 10}", lw=0.8, ls="--")
     if rows:
-        t_lo, t_hi = rows[0]["fit"]["t_range"]
+        t_lo, t_hi = ds["window"].values[0]
         ax2.axvspan(np.log10(t_lo), np.log10(t_hi), color="0.93", zorder=0)
     ax2.set_xlabel("log10 t (shaded: the fitted window)")
     ax2.set_ylabel("t E_t[L - L*] (dashed: first principles)")
@@ -106,18 +122,20 @@ def tms_lambda_figure(rows: list, curves: list, *, title: str = "lambda per k-go
     return fig
 
 
-def kgon_loss_figure(rows: list, *, title: str = "The exact population loss of every k-gon", ax=None):
+def kgon_loss_figure(ds, *, title: str = "The exact population loss of every k-gon", ax=None):
     """The exact loss of every k-gon and variant against k, one colour per c: minima filled, saddles and numerical
     minima hollow, points that are not critical as crosses, the lowest minimum of each k joined by a line.
 
     Args:
-        rows: the kind's metrics rows (c, k, variant, loss, kind).
+        ds: the ``tms`` kind's results Dataset: along ``row`` the coordinates ``c``, ``k``, ``critical_kind`` and
+            ``loss``.
         title: the axes' title.
         ax: draw into this axes (default: a new figure).
 
     Returns:
         the Figure.
     """
+    rows = _rows(ds)
     fig, ax = figure_axes(ax, (7.5, 4.2))
     cs = sorted({r["c"] for r in rows})
     groups = (("minimum", "o", {}, "minima"), ("saddle", "o", {"mfc": "none"}, "saddles, numerical minima"),
