@@ -233,3 +233,28 @@ def test_readme_first_command_leaves_git_status_clean(tmp_path):
     assert status == "", status
     manifest = json.loads((clone / "runs" / "dslt3_degenerate_node" / "manifest.json").read_text())
     assert manifest["git_commit"] and not manifest["git_commit"].endswith("+dirty")
+
+
+def test_show_groups_warnings_by_what_they_say(tmp_path):
+    """slt-relu show: warnings that say the same thing of different places (numbers masked) are one group, counted,
+    with its first two; --all lists every one."""
+    from slt_relu.workflow.report import _warning_lines, warning_groups
+
+    warnings = [f"t = {t}: runs on data set {k} differ by {1 + t:.2f} nats in log evidence" for t in range(5)
+                for k in (0, 1)] + ["t = 3: the mass of degenerate rests on fewer than 20 of the 512 particles",
+                                    "t = 4: the mass of degenerate rests on fewer than 20 of the 512 particles",
+                                    "t = 1: R-hat of L_n is 1.2 in W0"]
+    groups = warning_groups(warnings)
+    assert [(what, len(items)) for what, items in groups] == [
+        ("runs on data set N differ by N nats in log evidence", 10),
+        ("the mass of degenerate rests on fewer than N of the N particles", 2), ("R-hat of L_n is N in W0", 1)]
+    lines = _warning_lines(warnings, every=False)
+    assert lines[0] == "  10 x runs on data set N differ by N nats in log evidence"
+    assert lines[1:3] == [f"      {w}" for w in warnings[:2]] and "and 8 more" in lines[3]
+    assert lines[-1] == "  t = 1: R-hat of L_n is 1.2 in W0"
+    assert _warning_lines(warnings, every=True) == [f"  {w}" for w in warnings]
+
+
+def test_a_shipped_config_is_recorded_relative_to_the_checkout():
+    assert runner.recorded_path(runner.EXPERIMENTS_DIR / "dslt4_pt1_smc.toml") == "experiments/dslt4_pt1_smc.toml"
+    assert runner.recorded_path(Path("/tmp/elsewhere/x.toml")) == "/tmp/elsewhere/x.toml"

@@ -62,6 +62,8 @@ def parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print a results folder's summary: config, versions, headline numbers, "
                           "warnings, plots")
     show.add_argument("path", help="a results folder (e.g. results/dslt4_pt1_smc or runs/NAME)")
+    show.add_argument("--all", action="store_true", help="list every warning (default: a count per kind of "
+                      "warning with its first few)")
     plot = sub.add_parser("plot", help="draw a results folder's figures again from its results.nc and its config "
                           "(e.g. after a change to the plotting code)")
     plot.add_argument("path", help="a results folder (e.g. results/known_lambda_suite or runs/NAME)")
@@ -104,7 +106,7 @@ def _main(args) -> int:
         if args.command == "show":
             from .report import show
 
-            print(show(args.path))
+            print(show(args.path, every=args.all))
             return 0
         if args.command == "check":
             return _check(args)

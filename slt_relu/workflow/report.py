@@ -49,9 +49,39 @@ def end_of_run(folder: Path) -> tuple[list[str], list[str]]:
     return headline(manifest.get("kind"), metrics), list(metrics.get("warnings") or [])
 
 
-def show(folder) -> str:
+SHOWN_PER_GROUP = 2          # warnings listed per group unless every warning is asked for
+
+
+def warning_groups(warnings: list[str]) -> list[tuple[str, list[str]]]:
+    """Warnings grouped by what they say: (what they say with every number as N, every warning in it), largest
+    group first.  Two warnings are of one group when they are equal once the place they name (the text before the
+    first ': ', e.g. a sweep point) is dropped and every number is masked."""
+    import re
+
+    groups: dict[str, list[str]] = {}
+    for w in warnings:
+        what = w.split(": ", 1)[-1]
+        groups.setdefault(re.sub(r"(?<![\w.])-?\d+(\.\d+)?(e[-+]?\d+)?(?![\w.])", "N", what), []).append(w)
+    return sorted(groups.items(), key=lambda g: -len(g[1]))
+
+
+def _warning_lines(warnings: list[str], every: bool) -> list[str]:
+    """``slt-relu show``'s warnings: a count per group with its first few (all of them with ``every``)."""
+    if every or len(warnings) <= 2 * SHOWN_PER_GROUP:
+        return [f"  {w}" for w in warnings]
+    out = []
+    for what, items in warning_groups(warnings):
+        out.append(f"  {len(items)} x {what}" if len(items) > 1 else f"  {items[0]}")
+        if len(items) > 1:
+            out += [f"      {w}" for w in items[:SHOWN_PER_GROUP]]
+            if len(items) > SHOWN_PER_GROUP:
+                out.append(f"      ... and {len(items) - SHOWN_PER_GROUP} more (slt-relu show --all lists them)")
+    return out
+
+
+def show(folder, every: bool = False) -> str:
     """``slt-relu show``: a results folder's config, versions, machine, headline numbers, warnings
-    and files."""
+    (grouped by what they say, a few of each; ``every``: all of them) and files."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"show {folder}: expected a results folder, got {'a file' if folder.exists() else 'nothing'}")
@@ -72,8 +102,10 @@ def show(folder) -> str:
     out += headline(manifest.get("kind"), metrics) or ["(no headline numbers for this kind)"]
     warnings = metrics.get("warnings") or []
     out.append("")
-    out.append(f"{len(warnings)} warning{'' if len(warnings) == 1 else 's'}" + (":" if warnings else ""))
-    out += [f"  {w}" for w in warnings]
+    groups = len(warning_groups(warnings))
+    out.append(f"{len(warnings)} warning{'' if len(warnings) == 1 else 's'}"
+               + (f" of {groups} kinds" if groups > 1 and not every else "") + (":" if warnings else ""))
+    out += _warning_lines(warnings, every)
     files = manifest.get("files") or sorted(p.name for p in folder.iterdir())
     plots = [f for f in files if f.endswith(".png")]
     draws = [f for f in files if f.startswith("draws/") and f.endswith(".nc")]

@@ -103,6 +103,15 @@ def prepare(config, overrides: dict | None = None) -> Prepared:
     return Prepared(path, load(path, overrides), overrides)
 
 
+def recorded_path(path: Path) -> str:
+    """A config's path as the manifest records it: a shipped config as ``experiments/NAME.toml`` (the same in every
+    checkout), any other as given."""
+    try:
+        return Path(path).resolve().relative_to(EXPERIMENTS_DIR.resolve().parent).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def _set_dtype(dtype: str) -> None:
     import jax
 
@@ -344,7 +353,7 @@ def _run(prep: Prepared, out, progress: bool, keep_checkpoints: bool = False) ->
                 "tool": TOOL,
                 "name": prep.name,
                 "kind": prep.settings.kind,
-                "config_path": str(prep.path),
+                "config_path": recorded_path(prep.path),
                 "config": prep.raw,
                 "overrides": prep.overrides,
                 "resolved": prep.settings.model_dump(mode="json"),
