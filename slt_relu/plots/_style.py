@@ -53,7 +53,11 @@ def own_figure(fig, ax) -> bool:
 def wrap(text: str, width_in: float, fontsize: float) -> str:
     """text wrapped (each of its lines) to about width_in inches at fontsize points."""
     chars = max(12, int(width_in * 72 / (0.6 * fontsize)))
-    return "\n".join(textwrap.fill(line, chars) or line for line in str(text).split("\n"))
+    lines = []
+    for line in str(text).split("\n"):            # a long line breaks after its first ': ' before anywhere else,
+        head, sep, rest = line.partition(": ")      # so a title's formula stays whole
+        lines += [head + ":", rest] if len(line) > chars and sep and len(head) < chars else [line]
+    return "\n".join(textwrap.fill(line, chars) or line for line in lines)
 
 
 def suptitle(fig, title: str, fontsize: float = 10):

@@ -27,7 +27,7 @@ def landscape_figure(xs, ys, Z, *, xlabel, ylabel, title, zlabel="K(w)", curves=
     if top > 0:
         levels = np.geomspace(max(top * 1e-4, 1e-6), top, 9)
         cs = ax.contour(xs, ys, shifted.T, levels=levels, colors="white", linewidths=0.7, alpha=0.8)
-        ax.clabel(cs, fmt="%.2g", fontsize=7)
+        ax.clabel(cs, cs.levels[3::2], fmt="%.2g", fontsize=7)   # the outer levels: the inner crowd the valley
     for i, curve in enumerate(curves):
         curve = np.asarray(curve)
         ax.plot(curve[:, 0], curve[:, 1], color="#ff4f4f", lw=2.2, label="W0 (K = 0)" if i == 0 else None)
