@@ -504,6 +504,7 @@ def _posterior(config: str, which: str):
     from slt_relu.plots import (cross_table_figure, free_energy_figure, free_energy_scaling_figure,
                                 phase_diagram_figure, phase_mass_figure, posterior_traces_figure,
                                 weights_facets_figure)
+    from slt_relu.plots.posterior import trace_lines
 
     xs, (xlabel, other), phases, sampler, compare = POSTERIOR[config]
     rng, xs, X = _rng(), np.asarray(xs, float), len(xs)
@@ -552,8 +553,9 @@ def _posterior(config: str, which: str):
     if which == "traces":
         pick = [0, X // 2, X - 1]
         traces = [({"posterior.beta": "wbic", f"truth.{xlabel}": float(xs[i])} if other else
-                   {f"truth.{xlabel}": float(xs[i])}, 1.42 + 0.005 * rng.normal(size=(4, 300)),
-                   np.abs(rng.normal(size=(4, 300, 2)))) for i in pick]
+                   {f"truth.{xlabel}": float(xs[i])},
+                   *trace_lines(1.42 + 0.005 * rng.normal(size=(4, 300)), np.abs(rng.normal(size=(4, 300, 2)))))
+                  for i in pick]
         return posterior_traces_figure(traces, title=f"{title}: traces")
     raise KeyError(which)
 

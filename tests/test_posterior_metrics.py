@@ -105,15 +105,14 @@ def _results(points, seed: int) -> dict:
     return out
 
 
-def metrics_of(case: str) -> dict:
-    """metrics.json of CASES[case]'s sweep (and its [compare] sampler's) from made-up results, as JSON reads it."""
+def analysis(config: str, overrides: dict):
+    """(the resolved config, the kind's Output, {point index: results}) of a shipped config's sweep (and its
+    [compare] sampler's) analysed from made-up results (``posterior_report.analyze``)."""
     from slt_relu.kinds.posterior_report import analyze
     from slt_relu.workflow import runner
-    from slt_relu.workflow.output import to_json
 
     import jax
 
-    config, overrides = CASES[case]
     x64 = jax.config.read("jax_enable_x64")
     try:                                             # a config's dtype is set while it is prepared and analysed
         r = runner.prepare(ROOT / "experiments" / config, overrides).resolved
@@ -122,10 +121,18 @@ def metrics_of(case: str) -> dict:
             compare_points = [pt._replace(settings=pt.settings._replace(sampler=r.settings.compare.build(),
                                                                         convergence=None)) for pt in r.points]
             compare = _results(compare_points, seed=1)
-        output = analyze(r, _results(r.points, seed=0), compare_points, compare)
+        results = _results(r.points, seed=0)
+        output = analyze(r, results, compare_points, compare)
     finally:
         jax.config.update("jax_enable_x64", x64)
-    return json.loads(json.dumps(to_json(output.metrics)))
+    return r, output, results
+
+
+def metrics_of(case: str) -> dict:
+    """metrics.json of CASES[case]'s sweep (and its [compare] sampler's) from made-up results, as JSON reads it."""
+    from slt_relu.workflow.output import to_json
+
+    return json.loads(json.dumps(to_json(analysis(*CASES[case])[1].metrics)))
 
 
 def differences(want, got, path: str = "") -> list[str]:

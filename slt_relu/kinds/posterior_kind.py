@@ -5,7 +5,7 @@ resumable, points that share a compiled program run together) data sets drawn wi
 posterior sampled by the sampler of ``[sampler]`` (``slt_relu.posterior.sample_posterior``), with SMC's stopping
 rule (more runs until they agree, ``[convergence]``: ``slt_relu.posterior.stopping``); the analysis (masses, trial
 filter, diagnostics, crossovers; ``slt_relu.posterior.masses``, ``slt_relu.posterior.evidence``) is
-``posterior_report``, the figures ``posterior_figures``.
+``posterior_report``, the figures ``posterior_figures`` (the kind's ``figures``: drawn from results.nc).
 
 Data for every trial is drawn with its own key (fold_in(seed, data index) split per trial;
 points that differ only in beta, prior, model or sampler share their data sets, see
@@ -14,9 +14,9 @@ do not depend on which points share its program.
 
 Outputs: results.nc (the sweep as one labelled Dataset: sweep axes, data set, run and phase as
 dimensions, ``slt_relu.posterior.sweep_results``; the grids of metrics.json and the figures derive from
-it), metrics.json (per point: masses with standard errors across trials and Monte Carlo
-errors, per-trial masses, classify_phase masses and their cross-table with the DSLT4 rule, trial
-filter, diagnostics, SMC's log evidence and free energies; per sweep axis the values and mass
+it, and it holds what the figures draw beyond: ``posterior_figures.with_figure_data``), metrics.json (per
+point: masses with standard errors across trials and Monte Carlo errors, per-trial masses, classify_phase
+masses and their cross-table with the DSLT4 rule, trial filter, diagnostics, SMC's log evidence and free energies; per sweep axis the values and mass
 grids; the crossover and where each phase leads; the [compare] sampler's numbers), phase_mass.png,
 rules_vs_phases.png, free_energy.png and free_energy_scaling.png (SMC), effective_weights.png,
 traces.png, phase_diagram.png (two sweep axes), and draws/[compare-]point-NNNNN.nc (each point's draws as ArviZ data, ``save_draws``).
@@ -38,6 +38,7 @@ from ..workflow.kind import Kind, first_line, register_kind
 from ..workflow.memory import Need, params, truth_size
 from ..workflow.schemas import SMCSection, resolve_setup
 from ..workflow.sweep import Point, data_indices, expand, fingerprint, flatten_sweep, run_points
+from .posterior_figures import posterior_figures
 from .posterior_report import analyze, draws_params, headline, point_rule
 from .posterior_settings import ModelSettings, PhasesSettings, PriorSettings, Settings, check_convergence
 
@@ -345,4 +346,4 @@ def memory(s) -> list[Need]:
 
 # a sweep: the processes of a multi-process run share its points
 KIND = register_kind(Kind("posterior", Settings, resolve, run, headline,
-                          description=first_line(__doc__), sweeps=True, memory=memory))
+                          description=first_line(__doc__), sweeps=True, memory=memory, figures=posterior_figures))

@@ -2,8 +2,8 @@
 (``slt_relu.posterior.point.PosteriorPoint``: phase masses by DSLT4's rule and by classify_phase, their
 cross-table, the trial filter, diagnostics, log evidence and free energies for SMC, the stopping rule's
 verdict), the sweep's Dataset from the points' own (``slt_relu.posterior.sweep_results``), metrics.json (the
-sweep's tables derived from that Dataset, each point's row from its results, one function per part), the
-figures (``posterior_figures``, from the Dataset), the draws as ArviZ netCDF files, and the headline numbers a
+sweep's tables derived from that Dataset, each point's row from its results, one function per part), what the
+figures (``posterior_figures``) draw beyond it, the draws as ArviZ netCDF files, and the headline numbers a
 run prints (read back from metrics.json, so that ``slt-relu show`` reads committed folders too).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from ..phases import rule_labels
 from ..sampling import NUTSInfo, NUTSSettings, SMCSettings, info_from_dict, tree_depth
 from ..workflow.kind import Output
-from .posterior_figures import posterior_figures
+from .posterior_figures import with_figure_data, with_label_rank
 
 SAVE_DRAWS_MB = 50          # save_draws = None (the default): the draws are saved when they take at most this
 
@@ -214,8 +214,8 @@ def analyze(r, results: dict, compare_points: list | None = None, compare: dict 
     """A posterior sweep's Output (``slt_relu.kinds.kind``) from its points' results (and the [compare]
     sampler's on the same data sets): each point's results typed (:func:`_points`), results.nc (the sweep as one
     Dataset of the points' own, ``slt_relu.posterior.sweep_results``), metrics.json (the sweep's tables derived
-    from that Dataset, each point's row from its results: :func:`point_row`), its figures (from the Dataset) and,
-    when asked or small, the draws as ArviZ data."""
+    from that Dataset, each point's row from its results: :func:`point_row`; with what its figures draw beyond the
+    sweep's numbers, ``posterior_figures.with_figure_data``) and, when asked or small, the draws as ArviZ data."""
     from ..posterior.sweep_results import by_sampler, grids, lambda_along_beta, sweep_dataset, with_crossover
 
     s, ph = r.settings, r.settings.phases
@@ -223,7 +223,8 @@ def analyze(r, results: dict, compare_points: list | None = None, compare: dict 
     attrs = {"truth": r.points[0].settings.example.name, "rule": ph.rule, "sampler": r.points[0].settings.sampler.name}
 
     def dataset(specs, points_, attrs_):
-        ds_ = sweep_dataset(r.sweep, [point.to_dataset() for point in points_], [pt.values for pt in specs], attrs_)
+        ds_ = with_label_rank(sweep_dataset(r.sweep, [point.to_dataset() for point in points_],
+                                            [pt.values for pt in specs], attrs_))
         return ds_ if ph.crossover is None else with_crossover(ds_, r.sweep, ph.crossover, ph.crossover_axis)
 
     ds = dataset(r.points, points, attrs)
@@ -240,8 +241,9 @@ def analyze(r, results: dict, compare_points: list | None = None, compare: dict 
     metrics["warnings"] = warnings
     metrics["sampler_totals"] = {"grad_evals": sum(point.diagnostics.grad_evals for point in points),
                                  "draws": int(sum(np.size(results[pt.index]["loss"]) for pt in r.points))}
-    if "posterior.beta" in r.sweep and "free_energy" in metrics:
-        metrics["lambda_from_free_energy"] = [lambda_entry(p) for p in lambda_along_beta(ds, r.sweep)]
+    lambdas = lambda_along_beta(ds, r.sweep) if "posterior.beta" in r.sweep and "free_energy" in metrics else []
+    if lambdas:
+        metrics["lambda_from_free_energy"] = [lambda_entry(p) for p in lambdas]
     runs = [("", r.points, results, params_per_point)]
     cds = None
     if compare is not None:
@@ -256,8 +258,8 @@ def analyze(r, results: dict, compare_points: list | None = None, compare: dict 
         metrics["warnings"] += [f"{s.compare.name} (compare): {w}" for w in cwarnings]
         runs.append(("compare-", compare_points, compare, cparams))
     metrics["draws"], draws = sweep_draws(s.save_draws, runs)
-    figures = posterior_figures(r, ds, cds, metrics, params_per_point, results)
-    return Output(metrics, ds if cds is None else by_sampler(ds, cds), figures, draws)
+    both = ds if cds is None else by_sampler(ds, cds)
+    return Output(metrics, with_figure_data(both, r, lambdas, params_per_point, results), draws=draws)
 
 
 def sweep_draws(save: bool | None, runs: list) -> tuple[dict, dict]:

@@ -178,18 +178,45 @@ def phase_diagram_figure(xs, ys, masses: dict, crossover, crossover_se, *, xlabe
     return suptitle(fig, title)
 
 
-def weights_facets_figure(panels, *, title: str, max_points: int = 40000):
+WEIGHTS_MAX_POINTS = 40000      # effective weights drawn per panel at most (a random subsample beyond)
+TRACE_MAX_LEN = 1500            # draws per trace about at most (every k-th beyond)
+
+
+def weights_subsample(effs, max_points: int = WEIGHTS_MAX_POINTS) -> list:
+    """The effective weights that :func:`weights_facets_figure` draws: each panel's points, those of a panel with more
+    than ``max_points`` a random subsample of ``max_points`` (one generator seeded 0, drawn from panel by panel).
+
+    Args:
+        effs: each panel's effective weights, (N, 2) each.
+        max_points: the most points a panel draws.
+
+    Returns:
+        each panel's (N', 2) points, N' = min(N, max_points); a panel whose N is at most max_points as it was.
+    """
+    rng = np.random.default_rng(0)
+    out = []
+    for eff in effs:
+        eff = np.asarray(eff)
+        out.append(eff[rng.choice(len(eff), max_points, replace=False)] if len(eff) > max_points else eff)
+    return out
+
+
+def weights_facets_figure(panels, *, title: str, max_points: int = WEIGHTS_MAX_POINTS):
     """One panel per sweep point: a 2-D histogram (log colour) of the effective weights |q_i| w_i
     of all nodes over all draws (DSLT4's posterior pictures), the truth's as red crosses.
 
-    panels: list of (label, eff (N, 2), truth_eff (m, 2))."""
+    Args:
+        panels: list of (label, eff (N, 2), truth_eff (m, 2)).
+        title: the figure's title.
+        max_points: the most points a panel draws: beyond, a random subsample (:func:`weights_subsample`).
+
+    Returns:
+        the Figure.
+    """
     fig, axes, nrows = panel_grid(len(panels), 2.8, 3.0, share=True)
     R = 1.2 * max(max(float(np.max(np.linalg.norm(t, axis=1))) for _, _, t in panels), 1.0)
-    rng = np.random.default_rng(0)
-    for ax, (label, eff, truth_eff) in zip(axes.flat, panels):
-        eff = np.asarray(eff)
-        if len(eff) > max_points:
-            eff = eff[rng.choice(len(eff), max_points, replace=False)]
+    effs = weights_subsample([eff for _, eff, _ in panels], max_points)
+    for ax, (label, _, truth_eff), eff in zip(axes.flat, panels, effs):
         ax.hist2d(eff[:, 0], eff[:, 1], bins=90, range=[[-R, R], [-R, R]], cmap="Greys",
                   norm=matplotlib.colors.LogNorm())
         ax.plot(truth_eff[:, 0], truth_eff[:, 1], "x", color="red", ms=7, mew=2)
@@ -202,22 +229,43 @@ def weights_facets_figure(panels, *, title: str, max_points: int = 40000):
     return finish_panels(fig, title, nrows)
 
 
-def posterior_traces_figure(traces, *, title: str, max_len: int = 1500):
+def trace_lines(loss, radii, max_len: int = TRACE_MAX_LEN):
+    """What :func:`posterior_traces_figure` draws of one sweep point's chains: every k-th draw, k = max(1, S //
+    max_len), of each chain's L_n and of its smallest and largest effective-weight radius.
+
+    Args:
+        loss: (C, S) L_n of each chain's draws.
+        radii: (C, S, d) the radius |q_i| |w_i| of each node of each draw.
+        max_len: about the most draws a trace keeps.
+
+    Returns:
+        (draw (S',): the kept draws' positions, loss (C, S'), smallest radius (C, S'), largest radius (C, S')).
+    """
+    loss, radii = np.asarray(loss), np.asarray(radii)
+    step = max(1, loss.shape[1] // max_len)
+    return np.arange(0, loss.shape[1], step), loss[:, ::step], radii[:, ::step].min(-1), radii[:, ::step].max(-1)
+
+
+def posterior_traces_figure(traces, *, title: str):
     """Per chosen sweep point: L_n of every chain against the draw (left) and the smallest and
     largest effective-weight radius |q_i| |w_i| of every chain (right).
 
-    traces: list of (values dict, loss (C, S), radii (C, S, d))."""
+    Args:
+        traces: list of (values: {sweep key: value} of the point, draw (S,), loss (C, S), smallest radius (C, S),
+            largest radius (C, S)), the draws as :func:`trace_lines` keeps them.
+        title: the figure's title.
+
+    Returns:
+        the Figure.
+    """
     fig, axes = subplots(len(traces), 2, figsize=(11, 2.6 * len(traces) + 0.5), squeeze=False)
-    for row, (values, loss, radii) in zip(axes, traces):
-        S = loss.shape[1]
-        step = max(1, S // max_len)
-        idx = np.arange(0, S, step)
+    for row, (values, idx, loss, rmin, rmax) in zip(axes, traces):
         label = ", ".join(f"{k.split('.')[-1]} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
                           for k, v in values.items())
         for c in range(loss.shape[0]):
-            row[0].plot(idx, loss[c, ::step], lw=0.5, color=f"C{c % 10}")
-            row[1].plot(idx, radii[c, ::step].min(-1), lw=0.5, color=f"C{c % 10}")
-            row[1].plot(idx, radii[c, ::step].max(-1), lw=0.5, color=f"C{c % 10}", ls=":")
+            row[0].plot(idx, loss[c], lw=0.5, color=f"C{c % 10}")
+            row[1].plot(idx, rmin[c], lw=0.5, color=f"C{c % 10}")
+            row[1].plot(idx, rmax[c], lw=0.5, color=f"C{c % 10}", ls=":")
         row[0].set_ylabel("L_n(w)")
         row[0].set_title(wrap(f"{label}: L_n per chain", 5.0, 8), fontsize=8)
         row[1].set_ylabel("radius |q_i||w_i|")

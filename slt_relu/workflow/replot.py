@@ -11,7 +11,18 @@ from .settings import ConfigError
 
 def redraw(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     """``slt-relu plot``: the figures of a results folder drawn again from its results.nc and its manifest's config
-    (resolved as the run resolved it), into ``out`` (default: the folder itself, replacing its figures)."""
+    (resolved as the run resolved it), into ``out`` (default: the folder itself, replacing its figures).  The
+    config's ``dtype`` holds while it is resolved and drawn only: JAX's x64 flag is restored afterwards."""
+    import jax
+
+    x64_before = bool(jax.config.read("jax_enable_x64"))
+    try:
+        return _redraw(folder, out)
+    finally:
+        jax.config.update("jax_enable_x64", x64_before)
+
+
+def _redraw(folder: str | Path, out: str | Path | None) -> list[Path]:
     folder = Path(folder)
     manifest = read_manifest(folder)
     if manifest is None:
