@@ -845,12 +845,10 @@ def test_kind_runs_draw_only_listed_figures(tmp_path, config):
         output = prep.kind.run(prep.resolved, jax.random.PRNGKey(prep.settings.seed), ctx)
     finally:
         jax.config.update("jax_enable_x64", x64)
-    figures = output.figures
-    if prep.kind.figures is not None:                 # drawn from results.nc as written and read back
-        from slt_relu.netcdf import write_tree
-        from slt_relu.workflow.output import read_results
+    from slt_relu.netcdf import write_tree           # drawn from results.nc as written and read back
+    from slt_relu.workflow.output import read_results
 
-        figures = prep.kind.figures(prep.resolved, read_results(write_tree(output.results, tmp_path / "results.nc")))
+    figures = prep.kind.figures(prep.resolved, read_results(write_tree(output.results, tmp_path / "results.nc")))
     listed = {_figure_name(case.split("/")[1]) for case in FIGURES[prep.settings.kind]}
     assert figures and {_figure_name(n) for n in figures} <= listed
     for name, fig in figures.items():

@@ -41,9 +41,13 @@ def run(resolved, key, ctx) -> Output:
     losses = [float(population_loss(rescale(truth, np.r_[a, np.ones(truth.width - 1)]), truth, setup.inputs,
                                     setup.sigma)) for a in scales]
     ds = xr.Dataset({"loss": ("scale", losses)}, coords={"scale": scales})
+    return Output({"scales": scales, "loss": losses, "max_loss": float(ds["loss"].max())}, ds)
+
+
+def figures(resolved, ds) -> dict:
     fig, ax = subplots(figsize=(4, 3))
     ds["loss"].plot.line(ax=ax, xscale="log", marker="o")
-    return Output({"scales": scales, "loss": losses, "max_loss": float(ds["loss"].max())}, ds, {"orbit": fig})
+    return {"orbit": fig}
 
 
 def headline(metrics: dict) -> list[str]:
@@ -52,7 +56,8 @@ def headline(metrics: dict) -> list[str]:
 
 @pytest.fixture
 def orbit_kind():
-    kind = register_kind(Kind("scaling_orbit", Settings, resolve, run, headline, description=Settings.__doc__))
+    kind = register_kind(Kind("scaling_orbit", Settings, resolve, run, headline, description=Settings.__doc__,
+                              figures=figures))
     yield kind
     del KINDS["scaling_orbit"]
 

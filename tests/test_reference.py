@@ -97,10 +97,11 @@ def test_shipped_config_runs_tiny(name, tmp_path):
     assert manifest["wall_time_s"] > 0 and manifest["overrides"] == json.loads(json.dumps(TINY[name]))
     pngs = list(out.glob("*.png"))
     assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
-    if kinds()[manifest["kind"]].figures is not None:   # every figure from results.nc and the config alone
-        again = replot.redraw(out, tmp_path / "again")  # (`slt-relu plot`): the same pictures, pixel for pixel
-        assert sorted(p.name for p in again) == sorted(p.name for p in pngs)
-        assert all(p.read_bytes() == (out / p.name).read_bytes() for p in again)
+    # every figure from results.nc and the config alone (`slt-relu plot`): the same pictures, pixel for pixel
+    assert kinds()[manifest["kind"]].figures is not None
+    again = replot.redraw(out, tmp_path / "again")
+    assert sorted(p.name for p in again) == sorted(p.name for p in pngs)
+    assert all(p.read_bytes() == (out / p.name).read_bytes() for p in again)
     assert (out / "results.nc").exists() and not (out / "arrays.npz").exists()
     assert not list(out.parent.glob(".res.*"))
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())

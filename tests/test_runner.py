@@ -258,3 +258,12 @@ def test_show_groups_warnings_by_what_they_say(tmp_path):
 def test_a_shipped_config_is_recorded_relative_to_the_checkout():
     assert runner.recorded_path(runner.EXPERIMENTS_DIR / "dslt4_pt1_smc.toml") == "experiments/dslt4_pt1_smc.toml"
     assert runner.recorded_path(Path("/tmp/elsewhere/x.toml")) == "/tmp/elsewhere/x.toml"
+
+
+def test_plot_of_something_else_is_one_line(tmp_path, capsys):
+    """slt-relu plot on a folder that is not a results folder, or one without results.nc: one line, exit 2, and
+    nothing written."""
+    code = cli.main(["plot", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "plot " in err and "expected a results folder" in err and err.count("\n") == 1
+    assert not list(tmp_path.iterdir())

@@ -13,7 +13,7 @@ A kind is what a config's ``kind = "..."`` names: a schema and three functions,
     figures(resolved, results) -> {name: Figure}: every figure of the run, drawn from the resolved settings and
         the results as read back from ``results.nc`` (a Dataset, or a DataTree where the kind wrote one), so
         that the figures show exactly the saved numbers and ``slt-relu plot`` redraws them from a results
-        folder; None: no figures;
+        folder; None: no figures.  A kind's ``run`` draws nothing;
     memory(settings) -> [Need]: the arrays the run must hold, from the settings alone
         (``slt_relu.workflow.memory``), or None: no estimate (the schema bounds the run).
 
@@ -42,14 +42,11 @@ class Output(NamedTuple):
             (numpy values allowed; NaN becomes null).
         results: ``results.nc``: the experiment's numbers as one labelled xarray Dataset (or DataTree),
             or None.
-        figures: {name: matplotlib Figure}, each written as ``NAME.png``, of a kind without a ``figures``
-            function (drawn from the run's own objects; being replaced by ``Kind.figures``).
         draws: {name: xarray DataTree of ArviZ groups}, each written as ``draws/NAME.nc``.
     """
 
     metrics: dict
     results: object = None
-    figures: dict = {}
     draws: dict = {}
 
 

@@ -38,8 +38,6 @@ def write_output(output, folder: Path, kind=None, resolved=None) -> None:
         write_tree(output.results, folder / "results.nc")
     if kind is not None and kind.figures is not None:
         draw_figures(kind, resolved, folder, folder)
-    else:
-        save_figures(output.figures, folder)
     if output.draws:
         (folder / "draws").mkdir()
         for name, tree in output.draws.items():
