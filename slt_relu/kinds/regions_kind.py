@@ -6,12 +6,14 @@ the two (Fig. 11); a 3-layer network trained on circle (r < inner) vs annulus (F
 along random segments against the number of neurons (Hanin & Rolnick 2019).  Training:
 full-batch Adam (optax) on the squared error to labels +-1.  Outputs: xor_regions.png,
 xor_affine_map.png, annulus_regions.png, annulus_layers.png, lines.png, results.nc (one Dataset: the
-three networks' dual points on the picture grid over (y, x, term), the XOR and annulus networks'
-pre-activations and activation patterns (y, x, PREFIX_neuron) and outputs on it, the wide network's and
-the mapped local maps' outputs, the XOR network's distinct dual points, labels and values at the corners
-and k-means errors, the affine map, the annulus network's first training points, its zero sets per
-layer, regions along lines per ``lines_width``; the scalars as attributes), metrics.json.  Every figure
-is drawn from that Dataset (``slt_relu.kinds.regions_report``).
+picture grid as coordinates x, y (``resolution`` points on [-half_width, half_width]); the parameters of
+the XOR, wide and annulus networks (PREFIX = xor, wide, annulus): PREFIX_Wl (PREFIX_hiddenl,
+PREFIX_hidden(l-1)) and PREFIX_bl (PREFIX_hiddenl,) for l = 1..L, layer 1 reading ``input`` and layer L
+writing PREFIX_out; the XOR network's distinct dual points, labels and values at the corners and k-means
+errors, the affine map, the annulus network's first training points, its zero sets per layer, regions
+along lines per ``lines_width``; the scalars as attributes), metrics.json.  Every figure is drawn from
+that Dataset (``slt_relu.kinds.regions_report``): the pre-activations, activation patterns, outputs and
+dual points on the grid are computed again from the stored parameters, with the functions the run uses.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from ..workflow.settings import SCALE_BOUND, Section
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need
 from ..workflow.schemas import Experiment
-from .regions_report import dataset, figures
+from .regions_report import dataset, figures, grid_data
 
 SHOWN_SAMPLES = 300           # the annulus network's training points drawn in its picture
 XOR_WEIGHTS = ([[1.0, 1.0], [1.0, 1.0]], [1.0, 0.0], [[1.0, -2.0]], [-1.0])
@@ -87,20 +89,6 @@ def resolve(s: Settings, raw=None) -> RegionsSettings:
     return s.regions
 
 
-def _grid_data(params, half_width, resolution):
-    import jax.numpy as jnp
-
-    from ..mlp import activation_patterns, mlp_forward, preactivations
-    from ..regions import box_grid
-
-    pts = jnp.asarray(box_grid(half_width, resolution))
-    shape = (resolution, resolution)
-    pre = [np.asarray(z).reshape(shape + (-1,)) for z in preactivations(params, pts)]
-    pats = np.asarray(activation_patterns(params, pts)).reshape(shape + (-1,))
-    vals = np.asarray(mlp_forward(params, pts))[:, 0].reshape(shape)
-    return pts, pre, pats, vals
-
-
 def run(s: RegionsSettings, key, ctx) -> Output:
     import jax
     import jax.numpy as jnp
@@ -115,7 +103,7 @@ def run(s: RegionsSettings, key, ctx) -> Output:
     # --- Sattelberg's XOR network: regions (exact), dual points, clusters
     w1, b1, w2, b2 = (jnp.asarray(v, jnp.zeros(()).dtype) for v in XOR_WEIGHTS)
     xor = MLP((Dense(w1, b1), Dense(w2, b2)))
-    pts, pre, pats, vals = _grid_data(xor, a, R)
+    pts, _, pats, _ = grid_data(xor, a, R)
     C = np.asarray(dual_points(xor, pts))
     clusters = {}
     for k in s.clusters:
@@ -167,7 +155,7 @@ def run(s: RegionsSettings, key, ctx) -> Output:
     xa = jnp.stack([radius * jnp.cos(angle), radius * jnp.sin(angle)], 1)
     ya = jnp.where(inside, 1.0, -1.0)
     net, ann_loss = train_mlp(k_ann, tuple(an.widths), xa, ya, an.steps, an.learning_rate)
-    apts, apre, apats, avals = _grid_data(net, a, R)
+    apts, apre, apats, _ = grid_data(net, a, R)
     CA = np.asarray(dual_points(net, apts))
     metrics["annulus"] = {
         "widths": an.widths, "train_loss": ann_loss,
@@ -199,11 +187,9 @@ def run(s: RegionsSettings, key, ctx) -> Output:
     slope = float(np.sum(N * (m - 1)) / np.sum(N * N))
     metrics["lines"] = {"neurons": neurons, "mean_regions": means, "se": ses, "slope_per_neuron": slope,
                         "regions_per_neuron": list((m - 1) / N)}
-    pictures = {"xor_label": np.asarray(labels), "wide_output": f2.reshape(R, R),
-                "xor_mapped_output": mapped.reshape(R, R), "annulus_sample_point": np.asarray(xa[:SHOWN_SAMPLES]),
+    pictures = {"xor_label": np.asarray(labels), "annulus_sample_point": np.asarray(xa[:SHOWN_SAMPLES]),
                 "annulus_sample_label": np.asarray(ya[:SHOWN_SAMPLES])}
-    ds = dataset(metrics, s, corners, {"xor_dual": C, "wide_dual": C2, "annulus_dual": CA},
-                 {"xor": (pre, pats, vals), "annulus": (apre, apats, avals)}, pictures)
+    ds = dataset(metrics, s, corners, {"xor": xor, "wide": wide, "annulus": net}, pictures)
     return Output(metrics, ds)
 
 
