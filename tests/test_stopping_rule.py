@@ -13,7 +13,7 @@ from slt_relu.workflow.config import ConfigError
 from slt_relu.kinds.posterior_report import headline
 from tiny import TINY
 
-CONFIG = "experiments/dslt4_pt2_smc.toml"
+CONFIG = runner.EXPERIMENTS_DIR / "dslt4_pt2_smc.toml"   # from any working directory
 BASE = {**TINY["dslt4_pt2_smc.toml"], "sweep.truth.v": [1.0]}
 
 
