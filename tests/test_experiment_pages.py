@@ -58,7 +58,7 @@ def test_the_headline_is_read_from_metrics_json():
     assert ratio == pytest.approx([0.5 + 0.5 ** 0.5] * 2, abs=1e-3)    # DSLT3's 1/2 + 1/sqrt 2
     lines = X.headline("dslt3_degenerate_node")
     assert lines == report.headline("landscape", metrics)             # what `slt-relu show` prints
-    assert "mass across the valley, end / middle: " + ", ".join(f"{v:.4f}" for v in ratio) in lines
+    assert f"mass across the valley, end / middle: first end {ratio[0]:.4f}, last end {ratio[1]:.4f}" in lines
     assert X.headline("dslt3_degenerate_node", match="valley") == [lines[2]]
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from slt_relu.workflow import runner
 from slt_relu.workflow.config import ConfigError
-from slt_relu.kinds.posterior_report import headline
+from slt_relu.kinds.posterior_headline import headline
 from tiny import TINY
 
 CONFIG = runner.EXPERIMENTS_DIR / "dslt4_pt2_smc.toml"   # from any working directory

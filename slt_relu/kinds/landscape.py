@@ -303,8 +303,8 @@ def headline(metrics: dict) -> list[str]:
     if "loss_on_true_set_max" in metrics:
         lines.append(f"on W0: max {metrics['loss_on_true_set_max']:.3g}")
     if "valley_mass_end_to_middle_ratio" in metrics:
-        lines.append("mass across the valley, end / middle: "
-                     + ", ".join(f"{v:.4f}" for v in metrics["valley_mass_end_to_middle_ratio"]))
+        first, last = metrics["valley_mass_end_to_middle_ratio"]
+        lines.append(f"mass across the valley, end / middle: first end {first:.4f}, last end {last:.4f}")
     fa = metrics.get("fisher_along_true_set")
     if fa:
         lines.append(f"Fisher rank along W0: {sorted(set(fa['rank']))} of {fa['num_free']} (excess "

@@ -39,7 +39,8 @@ from ..workflow.memory import Need, params, truth_size
 from ..workflow.schemas import SMCSection, resolve_setup
 from ..workflow.sweep import Point, data_indices, expand, fingerprint, flatten_sweep, run_points
 from .posterior_figures import posterior_figures
-from .posterior_report import analyze, draws_params, headline, point_rule
+from .posterior_headline import headline
+from .posterior_report import analyze, draws_params, point_rule
 from .posterior_settings import ModelSettings, PhasesSettings, PriorSettings, Settings, check_convergence
 
 SWEEP_TABLES = ("truth", "inputs", "model", "prior", "posterior", "sampler")

@@ -3,8 +3,8 @@
 cross-table, the trial filter, diagnostics, log evidence and free energies for SMC, the stopping rule's
 verdict), the sweep's Dataset from the points' own (``slt_relu.posterior.sweep_results``), metrics.json (the
 sweep's tables derived from that Dataset, each point's row from its results, one function per part), what the
-figures (``posterior_figures``) draw beyond it, the draws as ArviZ netCDF files, and the headline numbers a
-run prints (read back from metrics.json, so that ``slt-relu show`` reads committed folders too).
+figures (``posterior_figures``) draw beyond it and the draws as ArviZ netCDF files.  The headline numbers are
+``posterior_headline``'s, read back from metrics.json.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ..phases import rule_labels
 from ..sampling import NUTSInfo, NUTSSettings, SMCSettings, info_from_dict, tree_depth
 from ..workflow.kind import Output
 from .posterior_figures import with_figure_data, with_label_rank
+from .posterior_headline import point_label
 
 SAVE_DRAWS_MB = 50          # save_draws = None (the default): the draws are saved when they take at most this
 
@@ -65,9 +66,6 @@ def _classify_labels(ph, p, params):
     return codes, dict(zip(map(str, got.label.ravel()), got.name.ravel()))
 
 
-def _where(values: dict) -> str:
-    return ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in values.items()) \
-        or "the run"
 
 
 def _points(r, points, results) -> tuple[list, list, list]:
@@ -93,7 +91,7 @@ def _points(r, points, results) -> tuple[list, list, list]:
         table = None if rule is None or classified is None else \
             cross_table(rule[0][:, ::ph.classify_every], rule[1], classified, ds, lz)
         info = point_info(p, res)
-        where = _where(pt.values)
+        where = point_label(pt.values)
         point_evidence = agreement = None
         if smc:
             d = evidence.smc_diagnostics(info, res["grad_evals"], res.get("grad_evals_replaced"))
@@ -193,11 +191,6 @@ def point_row(pt, point, res) -> dict:
     return row
 
 
-def _phase_converged(c: dict, phase: str) -> bool:
-    """Whether a phase's mass met the stopping rule's target (its own Monte Carlo error at most mass_mcse), from a
-    row of metrics.json."""
-    v, target = c["mass_mcse"][phase], c["targets"]["mass_mcse"]
-    return bool(target is None or (np.isfinite(v) and v <= target))
 
 
 def lambda_entry(p) -> dict:
@@ -292,57 +285,8 @@ def sweep_draws(save: bool | None, runs: list) -> tuple[dict, dict]:
     return {"saved": True, "files": [f"draws/{name}.nc" for name in trees], "megabytes": round(mb, 1)}, trees
 
 
-def headline(metrics: dict) -> list[str]:
-    """A posterior sweep's headline numbers: each point's masses (mean over data sets, +- their standard
-    error across data sets, and the Monte Carlo error), log Z for SMC, the crossover and who leads."""
-    lines = []
-    for row in metrics.get("points", []):
-        where = _where(row["values"]) if row["values"] else f"n beta = {row['n_beta']:.4g}"
-        conv = row.get("convergence")
-        if "mass" in row:
-            disagree = lambda nm: conv is not None and nm in conv["mass_mcse"] and not _phase_converged(conv, nm)
-            parts = [f"{nm} {m:.3f} +- {row['mass_se'][nm] or 0:.3f} (MC {row['mass_mcse'][nm] or 0:.3f}"
-                     f"{' > target: runs disagree' if disagree(nm) else ''})" for nm, m in row["mass"].items()]
-        else:
-            cp = row.get("classify_phase", {})
-            names = cp.get("names", {})
-            top = sorted(cp.get("mass", {}).items(), key=lambda kv: -kv[1])[:3]
-            parts = [f"{names.get(nm, nm)} {m:.3f}" for nm, m in top]
-        lz_target = conv["targets"]["log_evidence_mcse"] if conv else None
-        lz_bad = lz_target is not None and not conv["log_evidence_mcse"] <= lz_target
-        lz = (f"; log Z {row['log_evidence']:.2f} +- {row['log_evidence_se'] or 0:.2f} (MC "
-              f"{row['log_evidence_mcse'] or 0:.2f}{' > target: runs disagree' if lz_bad else ''})"
-              if row.get("log_evidence") is not None else "")
-        flag = "" if conv is None or conv["converged"] else "NOT CONVERGED: "
-        lines.append(f"{where}: {flag}" + ", ".join(parts) + lz)
-    axis = _crossover_axis(metrics)
-    if axis is not None:
-        a, b = metrics["crossover_phases"]
-        lines.append(f"crossover of {a} and {b} along {axis}: {_fmt(metrics[f'crossover_{axis}'])} +- "
-                     f"{_fmt(metrics.get(f'crossover_{axis}_se'))}")
-    lead = metrics.get("lead")
-    if lead:
-        a, b = lead["phases"]
-        at = lead.get(f"{a}_leads_at", [])
-        lines.append(f"{a} leads {b} (by two standard errors) at {len(at)} of {len(metrics.get('points', []))} points")
-    cm = metrics.get("compare")
-    if cm and axis is not None and f"crossover_{axis}" in cm:
-        lines.append(f"{cm['sampler']} on the same data sets: crossover along {axis}: {_fmt(cm[f'crossover_{axis}'])} "
-                     f"+- {_fmt(cm.get(f'crossover_{axis}_se'))}")
-    return lines
 
 
-def _crossover_axis(metrics: dict) -> str | None:
-    """The short name of the axis a sweep's crossover runs along (``crossover_<axis>`` in metrics.json), or None;
-    folders written before ``crossover_axis`` was recorded name it only through that key."""
-    if "crossover_phases" not in metrics:
-        return None
-    if "crossover_axis" in metrics:
-        return metrics["crossover_axis"].split(".")[-1]
-    return next((k.split(".")[-1] for k in metrics.get("sweep", {}) if f"crossover_{k.split('.')[-1]}" in metrics), None)
 
 
-def _fmt(value) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(_fmt(v) for v in value) + "]"
-    return "none" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
+
