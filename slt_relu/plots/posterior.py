@@ -222,8 +222,8 @@ def weights_facets_figure(panels, *, title: str, max_points: int = WEIGHTS_MAX_P
         ax.plot(truth_eff[:, 0], truth_eff[:, 1], "x", color="red", ms=7, mew=2)
         ax.plot([0], [0], "+", color="tab:blue", ms=6)
         ax.set_aspect("equal")
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.locator_params(nbins=5)
+        ax.tick_params(labelsize=7)                       # shared axes: the tick labels on the outer panels
         ax.set_title(wrap(label, 2.6, 7.5), fontsize=7.5)
     label_grid(axes, len(panels), "|q_i| w_i1", "|q_i| w_i2")
     return finish_panels(fig, title, nrows)

@@ -105,11 +105,11 @@ def prepare(config, overrides: dict | None = None) -> Prepared:
 
 def recorded_path(path: Path) -> str:
     """A config's path as the manifest records it: a shipped config as ``experiments/NAME.toml`` (the same in every
-    checkout), any other as given."""
+    checkout), any other absolute (``slt-relu check`` and ``plot`` read a truth file beside it from any folder)."""
     try:
         return Path(path).resolve().relative_to(EXPERIMENTS_DIR.resolve().parent).as_posix()
     except ValueError:
-        return str(path)
+        return str(Path(path).resolve())
 
 
 def _set_dtype(dtype: str) -> None:

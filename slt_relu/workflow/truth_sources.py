@@ -187,7 +187,7 @@ def example_of_own(truth) -> truths.Example:
     """The Example of an inline or function ``[truth]`` (:func:`slt_relu.truths.from_params`); ConfigError."""
     if isinstance(truth, InlineTruth):
         params = _as_truth({"w": truth.w, "b": truth.b, "q": truth.q, "c": truth.c}, "truth")
-        name, description = "inline", "inline truth"
+        name, description, options = "inline", "inline truth", {}
     else:
         fn = load_function(truth.name)
         options = dict(truth.model_extra or {})
@@ -204,12 +204,13 @@ def example_of_own(truth) -> truths.Example:
         except Exception as err:  # noqa: BLE001
             raise ConfigError(f"truth.name: {truth.name} raised {type(err).__name__}: {err}") from None
         params = _as_truth(value, f"truth.name: {truth.name}")
-        name = truth.name.rsplit(":", 1)[1]
-        description = truth.name + "".join(f", {k} = {v}" for k, v in options.items())
+        source, name = truth.name.rsplit(":", 1)
+        description = f"{name} ({source})"
     if truth.width is not None and truth.width < params.width:
         raise ConfigError(f"truth.width: expected at least the truth's {params.width} nodes, got {truth.width}")
     example = truths.from_params(params, width=truth.width, name=name)
-    return example._replace(description=f"{description}: {params.width} nodes on {params.n_in} inputs, model width "
+    return example._replace(description=f"{description}: " + "".join(f"{k} = {v}, " for k, v in options.items())
+                            + f"{params.width} nodes on {params.n_in} inputs, model width "
                                          f"{example.model.base.width}")
 
 
