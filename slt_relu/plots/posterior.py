@@ -260,8 +260,8 @@ def posterior_traces_figure(traces, *, title: str):
     """
     fig, axes = subplots(len(traces), 2, figsize=(11, 2.6 * len(traces) + 0.5), squeeze=False)
     for row, (values, idx, loss, rmin, rmax) in zip(axes, traces):
-        label = ", ".join(f"{k.split('.')[-1]} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
-                          for k, v in values.items())
+        label = ", ".join(f"{k.split('.')[-1]} = {v:.4g}" if isinstance(v, float) else f"{k.split('.')[-1]} = {v}"
+                          for k, v in values.items())           # the same short key whatever the value's type
         for c in range(loss.shape[0]):
             row[0].plot(idx, loss[c], lw=0.5, color=f"C{c % 10}")
             row[1].plot(idx, rmin[c], lw=0.5, color=f"C{c % 10}")
