@@ -82,6 +82,20 @@ def test_other_sampler_outputs_are_checked_for_their_form_only():
     assert diff(POSTERIOR, other) == []
     assert [x.path for x in diff(POSTERIOR, changed(POSTERIOR, ("points", 0, "diagnostics", "divergences"), "0"))] == [
         "points[0].diagnostics.divergences"]
+    # where a phase leads is a list of sweep points, whose values are numbers or labels ('wbic'): a run that leads
+    # at one point more lists other values at the same places (measured: dslt4_pt1_smc's check)
+    leads = lambda *vs: {**POSTERIOR, "lead": {"degenerate_leads_at": [{"posterior": {"beta": v}} for v in vs]}}
+    assert diff(leads(0.6, 0.6), leads("wbic", 0.6, 0.6)) == []
+
+
+def test_a_statistical_number_with_no_spread_still_rounds():
+    """A mass of 1 with a Monte Carlo error of 0 on both sides (every draw in one phase) reads 1 - 2^-53 in
+    another run: within the dtype's rounding (measured: dslt4_pt1_smc's check, classify_phase mass '+ +')."""
+    one = changed(POSTERIOR, ("points", 0, "mass_mcse", "other"), 0.0)
+    one = changed(one, ("points", 0, "mass", "other"), 1.0)
+    assert diff(one, changed(one, ("points", 0, "mass", "other"), 0.9999999999999999), dtype="float64") == []
+    assert [x.path for x in diff(one, changed(one, ("points", 0, "mass", "other"), 0.999), dtype="float64")] == [
+        "points[0].mass.other"]
 
 
 def test_a_missing_number_is_a_difference_and_added_numbers_are_not():
