@@ -50,14 +50,22 @@ FUNCTION_PATTERN = re.compile(r"^(?P<source>[^:]+):(?P<function>[A-Za-z_]\w*)$")
 CONFIG_DIR: contextvars.ContextVar[Path | None] = contextvars.ContextVar("CONFIG_DIR", default=None)
 
 
+# the functions read while a config is prepared, by their spec: its schema check, memory estimate, resolve and
+# manifest each build the truth, and the user's file runs once
+_LOADED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("_LOADED", default=None)
+
+
 @contextlib.contextmanager
 def config_folder(path: Path | None):
-    """Within: a truth file's relative path is relative to ``path`` (the config's folder)."""
+    """Within: a truth file's relative path is relative to ``path`` (the config's folder), and each truth function
+    is read once."""
     token = CONFIG_DIR.set(None if path is None else Path(path).resolve())
+    loaded = _LOADED.set({})
     try:
         yield
     finally:
         CONFIG_DIR.reset(token)
+        _LOADED.reset(loaded)
 
 
 def _bounded(value):
@@ -114,6 +122,16 @@ def truth_tag(value) -> str | None:
 def load_function(spec: str):
     """The function ``spec`` names ('file.py:function', relative to the config's folder, or 'module:function');
     ConfigError naming ``truth.name``.  A file is executed as a module without writing bytecode next to it."""
+    loaded = _LOADED.get()
+    if loaded is not None and spec in loaded:
+        return loaded[spec]
+    fn = _load(spec)
+    if loaded is not None:
+        loaded[spec] = fn
+    return fn
+
+
+def _load(spec: str):
     source, function = FUNCTION_PATTERN.match(spec).group("source", "function")
     if source.endswith(".py"):
         base = CONFIG_DIR.get() or Path.cwd()
