@@ -28,7 +28,7 @@ def write_json(path: Path, data) -> None:
     path.write_text(json.dumps(to_json(data), indent=2, sort_keys=False) + "\n")
 
 
-def write_output(output, folder: Path, kind=None, resolved=None) -> None:
+def write_output(output, folder: Path, kind, resolved) -> None:
     """A kind's Output (``slt_relu.workflow.kind``) as files: metrics.json, results.nc, NAME.png, draws/NAME.nc.
     The figures of a kind with a ``figures`` function are drawn from results.nc as written (:func:`draw_figures`)."""
     from ..netcdf import write_tree
@@ -36,7 +36,7 @@ def write_output(output, folder: Path, kind=None, resolved=None) -> None:
     write_json(folder / "metrics.json", output.metrics)
     if output.results is not None:
         write_tree(output.results, folder / "results.nc")
-    if kind is not None and kind.figures is not None:
+    if kind.figures is not None:
         draw_figures(kind, resolved, folder, folder)
     if output.draws:
         (folder / "draws").mkdir()
