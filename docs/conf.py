@@ -16,6 +16,7 @@ release = slt_relu.__version__
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax"]
 extensions.append("experiment_results")   # docs/_ext: the experiment pages read their numbers from results/
 extensions.append("local_mathjax")        # docs/_ext: MathJax from the build's _static/, not from a CDN
+extensions.append("full_size_images")     # docs/_ext: every image links to its file, to open it at full size
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}     # myst-nb reads MyST Markdown and notebooks
 exclude_patterns = ["_build"]
 html_theme = "furo"
