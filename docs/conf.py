@@ -17,6 +17,7 @@ extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ex
 extensions.append("experiment_results")   # docs/_ext: the experiment pages read their numbers from results/
 extensions.append("local_mathjax")        # docs/_ext: MathJax from the build's _static/, not from a CDN
 extensions.append("full_size_images")     # docs/_ext: every image links to its file, to open it at full size
+extensions.append("breakable_names")      # docs/_ext: a dotted name or a path in a table cell may break after . and /
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}     # myst-nb reads MyST Markdown and notebooks
 exclude_patterns = ["_build"]
 html_theme = "furo"
