@@ -15,10 +15,15 @@ author = "the slt_relu developers"
 release = slt_relu.__version__
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax"]
 extensions.append("experiment_results")   # docs/_ext: the experiment pages read their numbers from results/
+extensions.append("local_mathjax")        # docs/_ext: MathJax from the build's _static/, not from a CDN
+extensions.append("full_size_images")     # docs/_ext: every image links to its file, to open it at full size
+extensions.append("breakable_names")      # docs/_ext: a dotted name or a path in a table cell may break after . and /
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}     # myst-nb reads MyST Markdown and notebooks
 exclude_patterns = ["_build"]
 html_theme = "furo"
 html_title = "slt_relu"
+html_static_path = ["_static"]
+html_css_files = ["site.css"]              # docs/_static/site.css: tables, lists and code that fit the column
 autodoc_typehints = "description"
 autodoc_member_order = "bysource"
 napoleon_google_docstring = True

@@ -4,9 +4,10 @@ results at build time, so a page never quotes a stale headline.
     ```{experiment-headline} dslt4_pt1_smc
     ```
         the headline numbers of results/dslt4_pt1_smc/ (its metrics.json, by its kind's headline function:
-        the same lines ``slt-relu show results/dslt4_pt1_smc`` prints), as a literal block after a line
-        saying when, where and how long it ran; ``:match: REGEX`` keeps only the lines matching REGEX
-        (a page's highlight; without the provenance line).
+        the same lines ``slt-relu show results/dslt4_pt1_smc`` prints), as a list, one line to an item (text
+        that wraps at the column's width, where a code block of lines up to 300 characters would scroll),
+        after a line saying when, where and how long it ran; ``:match: REGEX`` keeps only the lines matching
+        REGEX (a page's highlight; without the provenance line).
 
     ```{experiment-index}
     ```
@@ -80,8 +81,9 @@ class ExperimentHeadline(SphinxDirective):
             ran = provenance(name)
         except ConfigError as err:
             raise self.error(f"experiment-headline: {err}") from None
-        text = "\n".join(lines)
-        block = nodes.literal_block(text, text, language="text")
+        block = nodes.bullet_list(classes=["experiment-headline"])
+        for line in lines:
+            block += nodes.list_item("", nodes.paragraph(line, line))
         self.set_source_info(block)
         if match is not None:
             return [block]
