@@ -19,6 +19,8 @@ import numpy as np
 from .inputs import UniformBox
 from .network import TwoLayer, check_count, check_number, check_params, make_params
 
+__all__ = ["box_excess_count", "excess_counts", "generic_crossing_params", "make_degenerate"]
+
 
 def excess_counts(n_in: int) -> dict:
     """Hand counts of the excess null directions (node 0 degenerate, all other nodes generic), by case.

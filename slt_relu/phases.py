@@ -39,6 +39,9 @@ import numpy as np
 from .network import TwoLayer, check_number, check_params, make_params
 from .symmetry import are_equivalent, default_tol, numpy_params
 
+__all__ = ["PhaseLabel", "Representative", "RuleLabels", "check_truth", "effective_weights", "radius_rule",
+           "reduced_truth", "rule_labels", "sector_phase", "sector_rule", "true_set_representatives"]
+
 RADIUS_PHASES = ("other", "degenerate", "non_degenerate")
 SECTOR_PHASES = ("other", "true_orientation", "reversed")
 

@@ -20,6 +20,9 @@ import numpy as np
 
 from . import values
 
+__all__ = ["MonomialLoss", "PolynomialLoss", "ProductLoss", "RegressionLoss", "coordinate_powers", "family_lambda",
+           "family_loss", "layer_product", "regression_statistics"]
+
 CHUNK = 4096                 # samples per chunk of a data set (its statistics are sums over chunks)
 FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear")
 

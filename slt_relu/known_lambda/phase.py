@@ -44,6 +44,8 @@ import numpy as np
 
 from . import values
 
+__all__ = ["PhaseCase", "PhaseLoss", "final_phases", "first_principles", "phase_case"]
+
 WALL = 1.0                   # K - K(w_a) outside the ball: t * 1 at the fitted t is a wall
 
 

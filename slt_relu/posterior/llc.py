@@ -51,6 +51,10 @@ from ..loss import TwoLayerLoss, two_layer_loss
 from .learning_coefficient import LambdaEstimate
 from .target import TemperedTarget, num_data
 
+__all__ = ["Calibration", "LLCSettings", "LocalSGLD", "Minimum", "RestrictedLoss", "calibrate_llc", "estimate_llc",
+           "llc_two_layer", "minimize_loss", "normal_crossing_expectation", "restricted_two_layer_loss",
+           "two_layer_loss_for"]
+
 
 @settings_type
 class LLCSettings(SGLDSettings):

@@ -59,6 +59,8 @@ from ..models.likelihood import GaussianLoss, check_regression_data
 from ..network import TwoLayer, check_count, check_params, forward_columns, from_flat, num_params
 from .target import LOSSES_CHUNK_POINTS
 
+__all__ = ["bayesian_influence", "per_sample_losses", "susceptibility"]
+
 JACKKNIFE = ("delete-one-chain jackknife of the pooled estimate: se^2 = (C-1)/C sum_c "
              "(theta_-c - mean theta_-c)^2")
 

@@ -26,6 +26,8 @@ from .evidence import PointEvidence, SMCDiagnostics
 from .masses import ChainDiagnostics, phase_masses, pool_weights, trial_filter
 from .stopping import RunAgreement
 
+__all__ = ["CrossTable", "PointMasses", "PosteriorPoint", "TrialFilter", "cross_table", "filter_trials", "point_masses"]
+
 
 class TrialFilter(NamedTuple):
     """DSLT4's trial filter at one point of K trials: keep the trials whose mean L_n has |z-score| <= z

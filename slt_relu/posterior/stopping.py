@@ -41,6 +41,9 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+__all__ = ["RunAgreement", "StoppingRule", "agreement_warnings", "growth", "pool_runs", "replace_runs", "run_agreement",
+           "stored_agreement", "until_runs_agree"]
+
 MAX_ROUNDS = 3                 # rounds of growth: the first's estimate of the runs needed is itself noisy
 MIN_EFFECTIVE_RUNS = 2.0       # a data set's evidence-weighted pool resting on fewer runs is not converged
 CHAIN_AXIS = ("flat", "loss", "dataset", "potential_energy", "grad_evals", "log_evidence")

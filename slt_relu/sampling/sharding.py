@@ -17,6 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+__all__ = ["chain_mesh", "pad_chains", "run_blocks", "run_sharded"]
+
 def chain_mesh(devices=None) -> jax.sharding.Mesh:
     """A one-axis mesh ("chains") over ``devices`` (default ``jax.local_devices()``: this process's
     devices, all of them in a single-process run; the processes of a multi-process run share a

@@ -28,6 +28,9 @@ import time
 
 import numpy as np
 
+__all__ = ["free_energy_dataset", "free_energy_fits", "labelling_sensitivity", "local_free_energies", "nested_inputs",
+           "settings_check", "standard_error"]
+
 
 def nested_inputs(k_data, c: int, n_max: int, datasets: int) -> np.ndarray:
     """(K, n_max, c) the nested data sets of ``bayesian_transition`` (data set k: key k of ``split(k_data, K)``)."""

@@ -22,6 +22,9 @@ from ..sampling import HMCSettings, NUTSSettings, SGLDSettings, SMCSettings
 from .settings import SCALE_BOUND, ConfigError, Section, parse, section_of
 from .truth_sources import FunctionTruth, InlineTruth, example_of_own, truth_tag
 
+__all__ = ["Experiment", "Setup", "TruthExperiment", "case_example", "example_of", "require_float64",
+           "require_increasing", "resolve_inputs", "resolve_setup"]
+
 NUTSSection = section_of(NUTSSettings, "NUTSSection")
 HMCSection = section_of(HMCSettings, "HMCSection")
 SMCSection = section_of(SMCSettings, "SMCSection")
