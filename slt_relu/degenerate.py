@@ -45,7 +45,7 @@ def excess_counts(n_in: int) -> dict:
         n_in: the input dimension, >= 1.
 
     Returns:
-        {case: excess}, the cases of DEGENERATE_CASES in that order.
+        ``{case: excess}``, the cases of DEGENERATE_CASES in that order.
     """
     n_in = check_count(n_in, "n_in")
     return {"q_zero": n_in, "w_zero_b_positive": 1, "shared_boundary": n_in + 1, "dead_node": n_in + 1,

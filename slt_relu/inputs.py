@@ -151,7 +151,7 @@ def _check_dimension(n_in, cells, order):
 
 
 Distribution = UniformBox | Gaussian
-"""An input distribution q(x): the type the losses and the Fisher information take as ``inputs``."""
+"""An input distribution q(x), the type the losses and the Fisher information take as ``inputs``."""
 
 
 def piecewise_rule_1d(edges: jax.Array, order: int, density) -> Quadrature:

@@ -77,7 +77,7 @@ class PhaseLabel(NamedTuple):
 
     @property
     def kind(self) -> str:
-        """One word for plots: 'true_orientation', 'reversed' (each truth node by one model node,
+        """One word for plots, one of 'true_orientation', 'reversed' (each truth node by one model node,
         some reversed), 'degenerate', 'shared' (a truth boundary carries several nodes), 'linear'
         (a node active on the whole input box), 'hidden', in that order of precedence from the last."""
         if self.hidden:

@@ -259,7 +259,7 @@ def family_loss(family: str, key, num_params: int, layers=None, k=(), true_rank:
         true_rank: r of reduced_rank and deep_linear.
 
     Returns:
-        (K, (P0 (b, a), C (a, a))): the loss and its regression y = P(w0) x + e, x = C z.
+        (K, regression): the loss and its regression y = P(w0) x + e, x = C z, as regression = (P0 (b, a), C (a, a)).
     """
     import jax
 

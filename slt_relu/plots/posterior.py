@@ -242,7 +242,8 @@ def trace_lines(loss, radii, max_len: int = TRACE_MAX_LEN):
         max_len: about the most draws a trace keeps.
 
     Returns:
-        (draw (S',): the kept draws' positions, loss (C, S'), smallest radius (C, S'), largest radius (C, S')).
+        (draw, loss, smallest, largest): draw (S',) the kept draws' positions, loss (C, S'), the smallest and the
+        largest radius (C, S').
     """
     loss, radii = np.asarray(loss), np.asarray(radii)
     step = max(1, loss.shape[1] // max_len)

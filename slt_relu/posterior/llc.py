@@ -201,7 +201,8 @@ def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300) -> Mini
         num_steps: L-BFGS steps, >= 1.
 
     Returns:
-        :class:`Minimum` (params, loss): the minimum (params' structure) and the loss there (not above the start's).
+        (params, loss): a :class:`Minimum`, the minimum (params' structure) and the loss there (not above the
+        start's).
     """
     num_steps = check_count(num_steps, "num_steps")
     flat0, unravel = unravel_fn(params)

@@ -299,7 +299,7 @@ def bayesian_influence(losses, index_a=None, index_b=None, *, weights=None):
             evidence weights (:func:`slt_relu.posterior.masses.run_weights`).
 
     Returns:
-        An xarray.Dataset with dims ``sample_a``, ``sample_b`` (coordinates: the sample indices) and the
+        An xarray.Dataset with dims ``sample_a``, ``sample_b`` (the sample indices as coordinates) and the
         variables ``cov`` and ``cov_se``, ``corr`` and ``corr_se`` (the jackknife standard errors; NaN with
         one chain).  NaN losses of sample k give NaN in k's row and column; NaN weights give NaN everywhere.
         Memory: besides the draws, at most seven (n_a, n_b) float64 matrices.

@@ -53,7 +53,7 @@ class TrialFilter(NamedTuple):
 
     @property
     def used(self) -> np.ndarray:
-        """(K,) bool: the trials the masses use (the kept ones where the filter is applied, else all)."""
+        """(K,) bool, the trials the masses use (the kept ones where the filter is applied, else all)."""
         return self.kept if self.applied else np.ones(self.kept.shape, bool)
 
     def to_dataset(self):

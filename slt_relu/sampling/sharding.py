@@ -53,8 +53,9 @@ def _blocks_donating(fn, mesh, state, args):
 
 def run_sharded(fn: Callable, args: tuple, *, devices=None):
     """``jax.vmap(fn)(*args)`` with the chains (leading axis of every array in args) sharded over
-    ``devices``; fn must be hashable by value (a module-level function, :class:`StaticPartial`).
-    Returns fn's outputs with the leading chain axis, padding removed."""
+    ``devices``; fn must be hashable by value (a module-level function, a
+    :class:`~slt_relu.sampling.base.StaticPartial`).  Returns fn's outputs with the leading chain axis, padding
+    removed."""
     mesh = chain_mesh(devices)
     nd = mesh.devices.size
     C = jnp.shape(jax.tree.leaves(args)[0])[0]

@@ -98,7 +98,7 @@ def permute_features(params: TMSParams, perm) -> TMSParams:
         perm: a permutation of 0..c-1.
 
     Returns:
-        TMSParams(W[:, perm], b[perm]).
+        ``TMSParams(W[:, perm], b[perm])``.
 
     Raises:
         ValueError: perm not a permutation of 0..c-1.

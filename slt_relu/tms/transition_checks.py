@@ -184,7 +184,7 @@ def free_energy_dataset(ds, curves: dict, fits: dict):
         fits: :func:`free_energy_fits` of the curves.
 
     Returns:
-        A Dataset along ``fit_phase`` (the fitted phases, in the fits' order) and ``ds``'s ``n`` and ``dataset``:
+        A Dataset along ``fit_phase`` (the fitted phases, in the fits' order) and ``ds``'s ``n`` and ``dataset``,
         ``free_energy_less_loss`` (fit_phase, n, dataset) G_alpha per data set (NaN at the n the phase was not
         fitted at), ``free_energy_fitted`` (fit_phase, n) bool: the n of its fit, ``fit_lambda`` and ``fit_C``
         (fit_phase): the first-principles lambda and the fitted constant C (NaN: none).

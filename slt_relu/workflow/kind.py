@@ -67,7 +67,7 @@ class Kind(NamedTuple):
 
 
 KINDS: dict[str, Kind] = {}
-"""The registry, {name: Kind}: every kind registered so far (:func:`kinds` loads the shipped ones first)."""
+"""The registry ``{name: Kind}``, every kind registered so far (:func:`kinds` loads the shipped ones first)."""
 
 
 def kinds() -> dict[str, Kind]:
