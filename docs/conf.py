@@ -15,7 +15,7 @@ project = "slt_relu"
 author = "the slt_relu developers"
 release = slt_relu.__version__
 extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.autosummary", "sphinx.ext.napoleon", "sphinx.ext.mathjax",
-              "sphinx.ext.viewcode"]
+              "sphinx.ext.viewcode", "sphinx.ext.intersphinx"]
 extensions.append("experiment_results")   # docs/_ext: the experiment pages read their numbers from results/
 extensions.append("api_pages")            # docs/_ext: the API reference's page per module (docs/api/)
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}   # .rst: the API's module pages
@@ -40,16 +40,47 @@ nb_output_stderr = "remove"      # warnings name the writer's paths; the test ig
 # resolves to the entry that documents it, on the page of its module (slt_relu.NUTSSettings and
 # slt_relu.sampling.NUTSSettings are slt_relu.sampling.settings.NUTSSettings), or, for an object the API reference
 # does not document (a private one), renders unlinked; a name that slt_relu does not have still fails
-# (resolve_slt_relu below).  Only types from other packages are ignored: the site fetches no inventory (no
-# intersphinx), so they have no target here.
+# (resolve_slt_relu below).  Types of Python, JAX, NumPy, xarray and Matplotlib link to those projects' pages
+# through intersphinx, whose inventories are files of this repository (docs/inventories/make_inventories.py says
+# why): the build fetches nothing.  Only the types of packages without an inventory here are ignored.
 nitpicky = True
-EXTERNAL = r"(jax|jaxlib|numpy|np|jnp|xarray|pydantic|optax|numpyro|blackjax|arviz_base|arviz_stats|h5netcdf|h5py|" \
-           r"matplotlib|scipy|tqdm|pathlib|collections|typing|typing_extensions|types|builtins|os|enum|fractions|" \
-           r"annotated_types|argparse)"
-nitpick_ignore_regex = [
-    (r"py:.*", EXTERNAL + r"(\..+)?"),               # jax.Array (jax.jaxlib._jax.Array), numpy.ndarray, ...
-    (r"py:class", r"Path|PathLike|NoneType|optional|callable|array-like|array_like|pytree|PyTree"),
-]
+INVENTORIES = Path(__file__).resolve().parent / "inventories"
+intersphinx_mapping = {name: (url, str(INVENTORIES / f"{name}.inv")) for name, url in [
+    ("python", "https://docs.python.org/3/"), ("jax", "https://docs.jax.dev/en/latest/"),
+    ("numpy", "https://numpy.org/doc/stable/"), ("xarray", "https://docs.xarray.dev/en/stable/"),
+    ("matplotlib", "https://matplotlib.org/stable/")]}
+WITHOUT_INVENTORY = r"(pydantic|annotated_types|optax|numpyro|blackjax|arviz_base|arviz_stats|h5netcdf|h5py|scipy|" \
+                    r"tqdm|equinox|flax)"
+nitpick_ignore_regex = [(r"py:.*", WITHOUT_INVENTORY + r"(\..+)?")]
+
+# The names Python gives some external types in annotations, and the short names of docstrings, as the names
+# their projects document them under (the inventories' names).
+EXTERNAL_NAMES = {
+    "jax.jaxlib._jax.Array": "jax.Array", "jaxlib._jax.Array": "jax.Array", "jaxlib._jax.ArrayImpl": "jax.Array",
+    "jax.jaxlib._jax.ArrayImpl": "jax.Array", "jax._src.mesh.Mesh": "jax.sharding.Mesh",
+    "numpy.random._generator.Generator": "numpy.random.Generator", "np.ndarray": "numpy.ndarray",
+    "jnp.ndarray": "jax.Array", "Path": "pathlib.Path", "PathLike": "os.PathLike",
+    **{name: f"typing.{name}" for name in ("Any", "Annotated", "Callable", "ClassVar", "Literal", "NamedTuple",
+                                          "Optional", "Sequence", "Union")},
+}
+
+
+def external_names(app, doctree):
+    """doctree-read: references to the names of EXTERNAL_NAMES go to the documented names, shown so where they
+    were shown in full; an slt_relu type shown in full in a Type field (napoleon's, of an attribute) shows its last
+    part, as in the other fields."""
+    for ref in doctree.findall(addnodes.pending_xref):
+        if ref.get("refdomain") != "py":
+            continue
+        target = ref["reftarget"]
+        name = EXTERNAL_NAMES.get(target)
+        if name is not None:
+            ref["reftarget"] = name
+        in_type = isinstance(ref.parent.parent, nodes.field_body) and ref.parent.parent.parent[0].astext() == "Type"
+        for text in list(ref.findall(nodes.Text)):
+            if text.astext() == target and (name or (in_type and target.startswith("slt_relu."))):
+                shown = name if name and not target.startswith("slt_relu.") else target.rsplit(".", 1)[-1]
+                text.parent.replace(text, nodes.Text(shown))
 
 # Docstrings are written as plain text that reads well in help(): a formula sits in an indented block,
 # |x| is a norm, psi_ a subscript.  Before napoleon reads them, the summary's indented blocks become
@@ -272,4 +303,5 @@ def setup(app):
     app.connect("autodoc-process-signature", fields_once, priority=600)   # after autodoc records the annotations
     app.connect("autodoc-skip-member", skip_tuple_fields)
     app.connect("doctree-read", scope_summaries)
+    app.connect("doctree-read", external_names)
     app.connect("missing-reference", resolve_slt_relu)

@@ -10,6 +10,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -124,13 +125,36 @@ def test_every_public_name_has_an_entry_in_the_api_reference(site):
     assert len(public_names()) > 700
 
 
-def test_api_entries_show_their_source(site):
-    """viewcode's [source] link beside an entry."""
+def test_api_entries_show_their_source_and_link_external_types(site):
+    """viewcode's [source] link beside an entry; jax.Array (annotated as jax.Array, which Python names
+    jax.jaxlib._jax.Array) links to JAX's page through the committed inventory; a NamedTuple's fields are listed
+    once (its Attributes section), not again as the parameters of its signature."""
     run, html = site
     assert run.returncode == 0, run.stderr[-3000:]
     page = (html / "api" / "slt_relu.posterior.sample.html").read_text()
     entry = page[page.index('id="slt_relu.posterior.sample.sample_posterior"'):]
     assert '<span class="viewcode-link">' in entry[:entry.index("</dt>")]
+    page = (html / "api" / "slt_relu.network.html").read_text()
+    two_layer = page[page.index('id="slt_relu.network.TwoLayer"'):page.index('id="slt_relu.network.make_params"')]
+    assert "https://docs.jax.dev/en/latest/_autosummary/jax.Array.html" in two_layer
+    assert "jaxlib" not in two_layer
+    assert two_layer.count('id="slt_relu.network.TwoLayer.w"') == 1 and 'Parameters<span class="colon">' not in two_layer
+
+
+def test_the_inventories_are_the_scripts():
+    """docs/inventories/NAME.inv are what docs/inventories/make_inventories.py writes (its table of names changed:
+    rerun it)."""
+    sys.path.insert(0, str(ROOT / "docs" / "inventories"))
+    try:
+        import make_inventories
+    finally:
+        sys.path.pop(0)
+    for project, (_, version, objects) in make_inventories.OBJECTS.items():
+        committed = (ROOT / "docs" / "inventories" / f"{project}.inv").read_bytes()
+        written = make_inventories.inventory(project, version, objects)
+        header = written.index(b"zlib.\n") + len(b"zlib.\n")
+        assert committed[:header] == written[:header], project
+        assert zlib.decompress(committed[header:]) == zlib.decompress(written[header:]), project
 
 
 def test_every_notebook_is_a_tutorial_page():
