@@ -16,7 +16,8 @@ The browser reaches no other host (--host-resolver-rules): the check is the same
 A resource from elsewhere (MathJax from its CDN on a page with math, an image) is listed as blocked, not
 counted as a failure; links to other hosts are counted, not followed.  It prints a summary (pages, images, links checked,
 failures) and exits 1 on any failure.  --screenshots DIR saves PNGs (1280 px wide, up to 4000 px of each page)
-of the home page, a concept page, a tutorial page and the API reference.
+of the home page, a concept page, a tutorial page, the API reference's landing page and a module's page (the one
+of sample_posterior).
 
 Needs Chromium and its driver (on Debian, about 20 s: apt-get install -y chromium chromium-driver) and
 selenium (in the dev extras).
@@ -154,7 +155,8 @@ def main(argv=None) -> int:
         if args.screenshots:
             args.screenshots.mkdir(parents=True, exist_ok=True)
             chosen = {"home": root / "index.html", "concept": first(root, "concepts/*.html") or root / "concepts/index.html",
-                      "tutorial": first(root, "tutorials/*.html"), "api": root / "api.html"}
+                      "tutorial": first(root, "tutorials/*.html"), "api": root / "api" / "index.html",
+                      "api_module": root / "api" / "slt_relu.posterior.sample.html"}
             for label, page in chosen.items():
                 page = page if page is not None and page.is_file() else root / "index.html"
                 path = args.screenshots / f"{label}.png"
