@@ -138,7 +138,8 @@ def test_api_entries_show_their_source_and_link_external_types(site):
     two_layer = page[page.index('id="slt_relu.network.TwoLayer"'):page.index('id="slt_relu.network.make_params"')]
     assert "https://docs.jax.dev/en/latest/_autosummary/jax.Array.html" in two_layer
     assert "jaxlib" not in two_layer
-    assert two_layer.count('id="slt_relu.network.TwoLayer.w"') == 1 and 'Parameters<span class="colon">' not in two_layer
+    assert two_layer.count('id="slt_relu.network.TwoLayer.w"') == 1
+    assert 'Parameters<span class="colon">' not in two_layer
 
 
 def test_the_inventories_are_the_scripts():

@@ -7,8 +7,8 @@ submodules (a package) and one of its public names, then an entry per name it is
 
 Every object is documented once, at its home: the module that defines it when that module lists it in its
 ``__all__``, else the shallowest public module that lists it (``slt_relu.sampling.setting``, defined in the private
-``_validate``); a constant is at home in the module that assigns it.  Elsewhere the name is a
-row of its module's table linking to that entry (``slt_relu.sample`` and ``slt_relu.sampling.sample`` are
+``_validate``); a constant is at home in the module that assigns and documents it.  Elsewhere the name is a row of
+its module's table linking to that entry (``slt_relu.sample`` and ``slt_relu.sampling.sample`` are
 ``slt_relu.sampling.base.sample``), and the entry says under which other names it is importable.
 
 The pages are build output (.gitignore): a module or a name added to the package gets its page or entry without
@@ -113,6 +113,7 @@ def _title(text: str, rule: str = "=") -> list[str]:
 
 
 def module_page(module: str, modules: list[str], homes: dict[tuple[str, str], str]) -> str:
+    """The reST of ``module``'s page: its docstring, its submodules' and public names' tables, its entries."""
     mod = importlib.import_module(module)
     submodules = [m for m in modules if m.rsplit(".", 1)[0] == module]
     names = [n for n in public_names(module) if not inspect.ismodule(getattr(mod, n))]
@@ -131,7 +132,7 @@ def module_page(module: str, modules: list[str], homes: dict[tuple[str, str], st
     return "\n".join(lines)
 
 
-def reference(app) -> tuple[list[str], dict[tuple[str, str], str]]:
+def reference() -> tuple[list[str], dict[tuple[str, str], str]]:
     """The public modules and the home of each of their public names (and of the package's)."""
     modules = public_modules()
     homes = {(m, n): home(m, n, modules) for m in [PACKAGE] + modules for n in public_names(m)}
@@ -139,10 +140,11 @@ def reference(app) -> tuple[list[str], dict[tuple[str, str], str]]:
 
 
 def write_pages(app) -> None:
+    """builder-inited: write the module pages (those that changed) and remove the pages of modules gone."""
     folder = Path(app.srcdir) / FOLDER
     if not (folder / "index.md").is_file():          # another site built with this conf.py (a test's)
         return
-    modules, homes = reference(app)
+    modules, homes = reference()
     aliases: dict[str, list[str]] = {}
     for (module, name), full in homes.items():
         if f"{module}.{name}" != full:
