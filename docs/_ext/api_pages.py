@@ -123,7 +123,7 @@ def module_page(module: str, modules: list[str], homes: dict[tuple[str, str], st
     if submodules:
         lines += [".. rubric:: Modules", "", ".. autosummary::", ""]
         lines += [f"   {_relative(m, module)}" for m in submodules] + ["", ".. toctree::", "   :hidden:", ""]
-        lines += [f"   {m}" for m in submodules] + [""]
+        lines += [f"   {m.rsplit('.', 1)[1]} <{m}>" for m in submodules] + [""]   # in the sidebar, under module
     if rows:
         lines += [".. rubric:: Names", "", ".. autosummary::", "   :nosignatures:", ""]
         lines += [f"   {_relative(homes[module, n], module)}" for n in rows] + [""]
