@@ -162,7 +162,8 @@ NO_LAYOUT_CHECK = re.compile(r"^(api[^/]*\.html|api/|_modules/)|(^|/)(generated|
 SCREENSHOTS = {
     "home": ["index.html"],
     "concept": ["concepts/learning_coefficient.html", "concepts/free_energy.html"],
-    "api": ["api/index.html#slt_relu.sample_posterior", "api.html#slt_relu.sample_posterior"],
+    "api": ["api/slt_relu.posterior.sample.html#slt_relu.posterior.sample.sample_posterior"],
+    "api_index": ["api/index.html"],
     "plot": ["howto/plot.html"],
     "experiment": ["experiments/dslt4_pt1_smc.html"],
     "headline": ["experiments/dslt4_pt1_smc.html#headline-numbers"],

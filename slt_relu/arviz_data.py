@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = ["jax_leaves", "llc_tree", "load_draws", "posterior_tree", "save_draws", "to_arviz"]
+
 OBSERVED_MAX = 1_000_000          # values of x and y at most, else observed_data is left out
 
 

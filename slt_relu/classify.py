@@ -58,7 +58,10 @@ import numpy as np
 from .network import TwoLayer, check_count, check_number, check_params, to_flat
 from .phases import PhaseLabel, check_truth, reduced_truth, true_set_representatives
 
+__all__ = ["NOT_IN_W0", "PhaseAssignment", "classify_phase", "phase_labels", "phase_name", "resolution"]
+
 NOT_IN_W0 = "not in W0"
+"""The label of a parameter that is in no phase of W0."""
 
 
 class PhaseAssignment(NamedTuple):

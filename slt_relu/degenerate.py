@@ -19,6 +19,8 @@ import numpy as np
 from .inputs import UniformBox
 from .network import TwoLayer, check_count, check_number, check_params, make_params
 
+__all__ = ["box_excess_count", "excess_counts", "generic_crossing_params", "make_degenerate"]
+
 
 def excess_counts(n_in: int) -> dict:
     """Hand counts of the excess null directions (node 0 degenerate, all other nodes generic), by case.
@@ -43,7 +45,7 @@ def excess_counts(n_in: int) -> dict:
         n_in: the input dimension, >= 1.
 
     Returns:
-        {case: excess}, the cases of DEGENERATE_CASES in that order.
+        ``{case: excess}``, the cases of DEGENERATE_CASES in that order.
     """
     n_in = check_count(n_in, "n_in")
     return {"q_zero": n_in, "w_zero_b_positive": 1, "shared_boundary": n_in + 1, "dead_node": n_in + 1,

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["ess", "ess_bulk", "ess_mean", "ess_tail", "gelman_rubin", "grouped", "mcse_mean", "rhat", "rhat_nested"]
+
 
 def _as_chains(x) -> np.ndarray:
     x = np.asarray(x, np.float64)

@@ -35,6 +35,8 @@ import threading
 import time
 from typing import NamedTuple
 
+__all__ = ["Layout", "free_port", "initialize", "launch_local", "layout", "watch_launcher"]
+
 SCHEDULER_VARIABLES = ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE")
 LAUNCHER_VARIABLE = "SLT_RELU_LAUNCHER_PID"        # set by launch_local for the processes it starts
 

@@ -30,6 +30,10 @@ from .loss import check_sigma
 from .models.base import check_model
 from .network import TwoLayer, check_finite, check_params, num_params, scaling_generators
 
+__all__ = ["NullAccounting", "default_rtol", "empirical_fisher_information", "feature_jacobian", "fisher_information",
+           "fisher_null_space", "fisher_rank", "fisher_spectrum", "null_accounting", "rank_bound", "rank_from_spectrum",
+           "weighted_jacobian"]
+
 
 def feature_jacobian(params: TwoLayer, x: jax.Array) -> jax.Array:
     """grad_w f(x, w) in the flat order, in closed form (DSLT3 Appendix 1); x: (n_in,) -> (D,).

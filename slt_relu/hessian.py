@@ -22,6 +22,8 @@ import numpy as np
 from ._validate import check_finite
 from .pytree import unravel_fn
 
+__all__ = ["hessian", "hessian_rank", "hessian_spectrum", "rank_of_symmetric"]
+
 
 def hessian(loss_fn: Callable, params, data) -> jax.Array:
     """The Hessian of loss_fn(params, data) in the parameters' flat order (``slt_relu.pytree``).

@@ -30,6 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+__all__ = ["Distribution", "Gaussian", "Quadrature", "UniformBox", "box_rule_2d", "breakpoints_1d", "check_inputs",
+           "expectation_rule", "piecewise_rule_1d", "tensor_rule_2d"]
+
 # Gaussian tails beyond these many standard deviations are dropped (mass < 1e-22 in 1-D, < 1e-14 in 2-D).
 GAUSSIAN_TAIL_1D = 10.0
 GAUSSIAN_TAIL_2D = 8.0
@@ -148,6 +151,7 @@ def _check_dimension(n_in, cells, order):
 
 
 Distribution = UniformBox | Gaussian
+"""An input distribution q(x), the type the losses and the Fisher information take as ``inputs``."""
 
 
 def piecewise_rule_1d(edges: jax.Array, order: int, density) -> Quadrature:

@@ -23,6 +23,10 @@ from .models.likelihood import GaussianLoss, check_regression_data
 from .network import (TwoLayer, check_count, check_finite, check_number, check_params, coordinate_index,
                       forward, forward_columns, from_flat, to_flat)
 
+__all__ = ["TwoLayerLoss", "check_data", "check_sigma", "coordinate_slice", "empirical_loss", "empirical_loss_columns",
+           "gaussian_nll", "loss_slice", "map_params", "population_loss", "population_losses", "sample_dataset",
+           "two_layer_loss"]
+
 
 def check_sigma(sigma):
     """sigma unless it is a concrete number that is not positive and finite (ValueError naming

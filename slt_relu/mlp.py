@@ -18,6 +18,10 @@ import numpy as np
 
 from .network import TwoLayer, check_count, check_finite, check_number, check_params
 
+__all__ = ["Dense", "MLP", "activation_patterns", "check_mlp", "check_widths", "dual_points", "flatten_mlp",
+           "from_two_layer", "init_mlp", "local_affine_maps", "mlp_forward", "num_mlp_params", "preactivations",
+           "train_mlp", "unflatten_mlp"]
+
 
 class Dense(NamedTuple):
     """One layer: w (n_out, n_in), b (n_out,)."""
@@ -57,6 +61,16 @@ class MLP(NamedTuple):
 
 
 def check_widths(widths: Sequence[int], name: str = "widths") -> tuple[int, ...]:
+    """Layer widths (n_in, hidden..., n_out) as a tuple of ints; ValueError naming ``name`` unless there are at
+    least two positive integers.
+
+    Args:
+        widths: the layer widths.
+        name: the argument's name in the error.
+
+    Returns:
+        The widths as plain ints.
+    """
     widths = tuple(widths)
     if len(widths) < 2 or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1
                                   for n in widths):

@@ -45,6 +45,8 @@ import numpy as np
 from .network import from_flat, to_flat
 from .symmetry import flip_orientation
 
+__all__ = ["LayerReparametrization", "OrientationFlip"]
+
 
 class OrientationFlip(NamedTuple):
     """The orientation-flip involution on the unconstrained coordinates z of a two-layer posterior (module

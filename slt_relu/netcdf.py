@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = ["as_tree", "from_tree", "read_tree", "to_tree", "write_tree"]
+
 
 def as_tree(data):
     """A DataTree from a DataTree, a Dataset (the root group) or {group path: Dataset}."""

@@ -21,6 +21,10 @@ import numpy as np
 
 from ._validate import check_count, check_finite, check_number
 
+__all__ = ["RestrictedUnravel", "Restriction", "TwoLayer", "check_params", "coordinate_index", "coordinate_names",
+           "forward", "forward_columns", "from_flat", "init_params", "make_params", "num_params", "scaling_generators",
+           "to_flat"]
+
 
 class TwoLayer(NamedTuple):
     """Parameters of a two-layer ReLU network, a pytree (NamedTuple).

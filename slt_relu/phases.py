@@ -39,6 +39,9 @@ import numpy as np
 from .network import TwoLayer, check_number, check_params, make_params
 from .symmetry import are_equivalent, default_tol, numpy_params
 
+__all__ = ["PhaseLabel", "Representative", "RuleLabels", "check_truth", "effective_weights", "radius_rule",
+           "reduced_truth", "rule_labels", "sector_phase", "sector_rule", "true_set_representatives"]
+
 RADIUS_PHASES = ("other", "degenerate", "non_degenerate")
 SECTOR_PHASES = ("other", "true_orientation", "reversed")
 
@@ -74,7 +77,7 @@ class PhaseLabel(NamedTuple):
 
     @property
     def kind(self) -> str:
-        """One word for plots: 'true_orientation', 'reversed' (each truth node by one model node,
+        """One word for plots, one of 'true_orientation', 'reversed' (each truth node by one model node,
         some reversed), 'degenerate', 'shared' (a truth boundary carries several nodes), 'linear'
         (a node active on the whole input box), 'hidden', in that order of precedence from the last."""
         if self.hidden:

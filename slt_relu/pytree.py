@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+__all__ = ["Unravel", "group_of", "leaf_names", "unravel_fn"]
+
 
 def _key_text(key) -> str:
     """One step of a key path as text: an attribute ``w``, a dict key ``dense``, an index ``0``."""

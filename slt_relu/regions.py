@@ -29,6 +29,11 @@ from .mlp import MLP, activation_patterns, check_mlp, check_widths, dual_points,
     num_mlp_params, unflatten_mlp
 from .network import check_count, check_finite, check_number
 
+__all__ = ["ClusteredMaps", "KMeans", "SegmentRegions", "affine_map_between", "box_grid", "cluster_affine_maps",
+           "count_linear_regions", "count_regions_box_exact", "count_regions_grid", "count_regions_segment",
+           "distinct_patterns", "functional_dimension", "functional_dimension_bound", "kmeans", "parameter_jacobian",
+           "regions_along_segment"]
+
 
 def _check_finite_mlp(params: MLP) -> MLP:
     """ValueError naming the layer if a concrete weight or bias holds NaN or infinity."""

@@ -37,6 +37,9 @@ import numpy as np
 
 from .network import TwoLayer, check_params, make_params
 
+__all__ = ["Irreducible", "annihilating_subsets", "are_equivalent", "default_tol", "flip_orientation", "merge_nodes",
+           "numpy_params", "permute", "random_symmetry", "reduce", "rescale", "reverse_orientation", "split_node"]
+
 MAX_SUBSET_WIDTH = 20
 
 

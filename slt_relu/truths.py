@@ -17,6 +17,8 @@ import numpy as np
 from .inputs import UniformBox
 from .network import Restriction, TwoLayer, make_params
 
+__all__ = ["Example", "dslt4_pt1", "dslt4_pt2", "from_params", "get", "m_symmetric", "names"]
+
 
 def m_symmetric(m: int, bias: float = -0.3, q: float = 1.0, c: float = 0.0, dtype=None) -> TwoLayer:
     """The m-symmetric truth: w_k = (cos theta_k, sin theta_k), theta_k = pi/m - 2 pi k/m,
@@ -190,6 +192,11 @@ REGISTRY: dict[str, Callable[..., Example]] = {
 
 
 def names() -> list[str]:
+    """The names :func:`get` accepts, sorted.
+
+    Returns:
+        The registered truths' names.
+    """
     return sorted(REGISTRY)
 
 

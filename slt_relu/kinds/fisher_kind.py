@@ -31,6 +31,8 @@ from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need, quadrature_points, truth_size, width_keys
 from ..workflow.schemas import Experiment, InputsSettings, TruthSettings, example_of, resolve_inputs
 
+__all__ = []   # nothing to import: the kind runs through the registry (slt_relu.kinds.KINDS)
+
 Width = Annotated[int, Field(ge=1, le=256)]
 
 

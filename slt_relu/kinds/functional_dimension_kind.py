@@ -22,6 +22,8 @@ from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need
 from ..workflow.schemas import Experiment
 
+__all__ = []   # nothing to import: the kind runs through the registry (slt_relu.kinds.KINDS)
+
 
 class FunctionalDimensionSettings(Section):
     n_in: tuple[Annotated[int, Field(ge=1)], ...] = Field((5, 10, 15), min_length=1, description="input "

@@ -73,6 +73,8 @@ from .lambda_curve_settings import (FAMILIES, LINEAR, MAX_GIBBS_PARAMS, MAX_PARA
                                     CurveSettings, GibbsSettings, MCMCSettings, SGLDCurveSettings, Settings)
 from .lambda_readings import exact_free_energy, gibbs_reading, nuts_reading, sgld_reading, smc_moves
 
+__all__ = []   # nothing to import: the kind runs through the registry (slt_relu.kinds.KINDS)
+
 SAMPLERS = {"tempered_loss": "SMC", GIBBS_ESTIMATOR: "Gibbs", MCMC_ESTIMATOR: "NUTS", SGLD_ESTIMATOR: "SGLD"}
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = []   # nothing to import: a part of the kinds that import it, not an API
+
 MCMC_ESTIMATOR = "nuts_tempered_loss"
 SGLD_ESTIMATOR = "sgld_tempered_loss"
 GIBBS_ESTIMATOR = "gibbs_tempered_loss"

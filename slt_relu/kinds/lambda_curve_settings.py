@@ -12,6 +12,8 @@ from ..posterior.linear_gibbs import MAX_WIDTH
 from ..workflow.settings import SCALE_BOUND, ConfigError, Section
 from ..workflow.schemas import CASE_TRUTH_WORDS, Experiment, SMCSection
 
+__all__ = []   # nothing to import: a part of the kinds that import it, not an API
+
 FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear", "dslt_phase")
 PHASE_KEYS = ("truth", "width", "phase", "radius")          # dslt_phase's own keys (all needed there, nowhere else)
 MAX_PARAMS = 2000            # SMC's particles x parameters x runs per program stay in memory (and NUTS's draws)

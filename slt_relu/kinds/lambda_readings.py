@@ -10,6 +10,8 @@ from ..workflow.settings import ConfigError
 from .lambda_curve_report import estimate_entry
 from .lambda_curve_settings import LINEAR
 
+__all__ = []   # nothing to import: a part of the kinds that import it, not an API
+
 MIN_ACCEPT = 0.99            # SGLD's MALA acceptance below which its step's bias may not be small (a warning)
 
 

@@ -22,6 +22,8 @@ from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need, quadrature_points, truth_size, width_keys
 from ..workflow.schemas import TruthExperiment, resolve_setup
 
+__all__ = []   # nothing to import: the kind runs through the registry (slt_relu.kinds.KINDS)
+
 
 class LandscapeSettings(Section):
     loss: Literal["population", "empirical"] = Field("population", description="K(w), or L_n(w) on a data set of size n")

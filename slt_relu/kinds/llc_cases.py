@@ -11,6 +11,8 @@ import numpy as np
 
 from ..known_lambda.losses import MonomialLoss
 
+__all__ = []   # nothing to import: a part of the kinds that import it, not an API
+
 
 class Case(NamedTuple):
     """One [[cases]] entry resolved: its index, settings (a two-layer or monomial case), the methods it

@@ -34,6 +34,8 @@ from ..workflow.schemas import CASE_TRUTH_WORDS, Experiment, LLCSection, NUTSSec
 from ..workflow.sweep import Point, fingerprint, run_points
 from .llc_cases import Case, calibration_result, case_result, dataset
 
+__all__ = []   # nothing to import: the kind runs through the registry (slt_relu.kinds.KINDS)
+
 Method = Literal["sgld", "beta_sweep", "wbic"]
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = []   # nothing to import: a part of the kinds that import it, not an API
+
 
 def point_label(values: dict) -> str:
     return ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in values.items()) \

@@ -7,19 +7,18 @@ rule (more runs until they agree, ``[convergence]``: ``slt_relu.posterior.stoppi
 filter, diagnostics, crossovers; ``slt_relu.posterior.masses``, ``slt_relu.posterior.evidence``) is
 ``posterior_report``, the figures ``posterior_figures`` (the kind's ``figures``: drawn from results.nc).
 
-Data for every trial is drawn with its own key (fold_in(seed, data index) split per trial;
-points that differ only in beta, prior, model or sampler share their data sets, see
-``slt_relu.workflow.sweep.data_indices``); each chain has its own key too (fold_in(seed, point)), so a point's numbers
-do not depend on which points share its program.
+Data for every trial is drawn with its own key (fold_in(seed, data index) split per trial; points that differ only in
+beta, prior, model or sampler share their data sets, see ``slt_relu.workflow.sweep.data_indices``); each chain has
+its own key too (fold_in(seed, point)), so a point's numbers do not depend on which points share its program.
 
-Outputs: results.nc (the sweep as one labelled Dataset: sweep axes, data set, run and phase as
-dimensions, ``slt_relu.posterior.sweep_results``; the grids of metrics.json and the figures derive from
-it, and it holds what the figures draw beyond: ``posterior_figures.with_figure_data``), metrics.json (per
-point: masses with standard errors across trials and Monte Carlo errors, per-trial masses, classify_phase
-masses and their cross-table with the DSLT4 rule, trial filter, diagnostics, SMC's log evidence and free energies; per sweep axis the values and mass
-grids; the crossover and where each phase leads; the [compare] sampler's numbers), phase_mass.png,
-rules_vs_phases.png, free_energy.png and free_energy_scaling.png (SMC), effective_weights.png,
-traces.png, phase_diagram.png (two sweep axes), and draws/[compare-]point-NNNNN.nc (each point's draws as ArviZ data, ``save_draws``).
+Outputs: results.nc (the sweep as one labelled Dataset: sweep axes, data set, run and phase as dimensions,
+``slt_relu.posterior.sweep_results``; the grids of metrics.json and the figures derive from it, and it holds what the
+figures draw beyond: ``posterior_figures.with_figure_data``), metrics.json (per point: masses with standard errors
+across trials and Monte Carlo errors, per-trial masses, classify_phase masses and their cross-table with the DSLT4
+rule, trial filter, diagnostics, SMC's log evidence and free energies; per sweep axis the values and mass grids; the
+crossover and where each phase leads; the [compare] sampler's numbers), phase_mass.png, rules_vs_phases.png,
+free_energy.png and free_energy_scaling.png (SMC), effective_weights.png, traces.png, phase_diagram.png (two sweep
+axes), and draws/[compare-]point-NNNNN.nc (each point's draws as ArviZ data, ``save_draws``).
 """
 from __future__ import annotations
 
@@ -43,6 +42,7 @@ from .posterior_headline import headline
 from .posterior_report import analyze, draws_params, point_rule
 from .posterior_settings import ModelSettings, PhasesSettings, PriorSettings, Settings, check_convergence
 
+__all__ = []   # nothing to import: the kind runs through the registry (slt_relu.kinds.KINDS)
 SWEEP_TABLES = ("truth", "inputs", "model", "prior", "posterior", "sampler")
 OBSERVED_SMALL = 20_000     # values of a point's x and y at most to be kept with its draws (observed_data)
 # a point's checkpoint (slt_relu.workflow.sweep): the dimensions of its arrays; chain: a chain or SMC run, draw: a

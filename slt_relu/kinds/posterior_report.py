@@ -19,6 +19,8 @@ from ..workflow.kind import Output
 from .posterior_figures import with_figure_data, with_label_rank
 from .posterior_headline import point_label
 
+__all__ = []   # nothing to import: a part of the kinds that import it, not an API
+
 SAVE_DRAWS_MB = 50          # save_draws = None (the default): the draws are saved when they take at most this
 
 

@@ -14,6 +14,8 @@ from ..posterior.stopping import StoppingRule
 from ..workflow.settings import SCALE_BOUND, ConfigError, Section
 from ..workflow.schemas import HMCSection, NUTSSection, SMCSection, TruthExperiment
 
+__all__ = []   # nothing to import: a part of the kinds that import it, not an API
+
 MIN_RUNS_FOR_CONVERGENCE = 4   # runs per data set: from 2 the spread (so the MC error) is itself uncertain ~2x
 
 

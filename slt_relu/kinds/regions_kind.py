@@ -28,6 +28,8 @@ from ..workflow.memory import Need
 from ..workflow.schemas import Experiment
 from .regions_report import dataset, figures, grid_data
 
+__all__ = []   # nothing to import: the kind runs through the registry (slt_relu.kinds.KINDS)
+
 SHOWN_SAMPLES = 300           # the annulus network's training points drawn in its picture
 XOR_WEIGHTS = ([[1.0, 1.0], [1.0, 1.0]], [1.0, 0.0], [[1.0, -2.0]], [-1.0])
 Positive = Annotated[int, Field(ge=1)]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = []   # nothing to import: a part of the kinds that import it, not an API
+
 XOR_TITLE = ("Sattelberg's XOR network relu(x+y+1) - 2 relu(x+y) - 1: three regions, the fourth pattern (0, 1) is "
              "empty")
 LAYERS_TITLE = ("Sattelberg Fig. 5: zero sets layer by layer (earlier layers in grey); each layer bends only where it "

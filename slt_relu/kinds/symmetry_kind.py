@@ -29,6 +29,8 @@ from ..truths import Example
 from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.schemas import TruthExperiment, resolve_setup
 
+__all__ = []   # nothing to import: the kind runs through the registry (slt_relu.kinds.KINDS)
+
 
 class SymmetrySettings(Section):
     widths: tuple[Annotated[int, Field(ge=1, le=8)], ...] = Field(min_length=1, description="model widths d >= m")

@@ -41,6 +41,8 @@ from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need
 from ..workflow.schemas import Experiment, LLCSection, require_float64, require_increasing
 
+__all__ = []   # nothing to import: the kind runs through the registry (slt_relu.kinds.KINDS)
+
 MAX_C = 10                   # as the tms kind: the phases' variants grow like 2^(c - k)
 TOP_SEQUENCES = 6            # the most common phase sequences listed per n
 

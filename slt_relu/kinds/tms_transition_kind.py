@@ -48,6 +48,8 @@ from ..workflow.kind import Kind, Output, first_line, register_kind
 from ..workflow.memory import Need
 from ..workflow.schemas import Experiment, SMCSection, require_float64, require_increasing
 
+__all__ = []   # nothing to import: the kind runs through the registry (slt_relu.kinds.KINDS)
+
 MAX_C = 10                   # as the tms kind's table: the phases' variants grow like 2^(c - k)
 DEFAULT_NS = (50, 83, 139, 232, 387, 646, 1077, 1797, 2997, 5000)       # 10 log-spaced from 50 to 5,000
 

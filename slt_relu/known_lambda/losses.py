@@ -20,6 +20,9 @@ import numpy as np
 
 from . import values
 
+__all__ = ["MonomialLoss", "PolynomialLoss", "ProductLoss", "RegressionLoss", "coordinate_powers", "family_lambda",
+           "family_loss", "layer_product", "regression_statistics"]
+
 CHUNK = 4096                 # samples per chunk of a data set (its statistics are sums over chunks)
 FAMILIES = ("normal_crossing", "sum", "regular", "reduced_rank", "deep_linear")
 
@@ -256,7 +259,7 @@ def family_loss(family: str, key, num_params: int, layers=None, k=(), true_rank:
         true_rank: r of reduced_rank and deep_linear.
 
     Returns:
-        (K, (P0 (b, a), C (a, a))): the loss and its regression y = P(w0) x + e, x = C z.
+        (K, regression): the loss and its regression y = P(w0) x + e, x = C z, as regression = (P0 (b, a), C (a, a)).
     """
     import jax
 

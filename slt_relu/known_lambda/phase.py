@@ -44,6 +44,8 @@ import numpy as np
 
 from . import values
 
+__all__ = ["PhaseCase", "PhaseLoss", "final_phases", "first_principles", "phase_case"]
+
 WALL = 1.0                   # K - K(w_a) outside the ball: t * 1 at the fitted t is a wall
 
 
@@ -143,7 +145,7 @@ def phase_case(truth, inputs, sigma: float, width: int, phase: str, radius: floa
         radius: the region's ball |z| <= radius.
 
     Returns:
-        PhaseCase; its ``info``: width, label, kind, radius, num_params_full (D), pinned (the gauge's slots),
+        PhaseCase, whose ``info`` holds width, label, kind, radius, num_params_full (D), pinned (the gauge's slots),
         fisher_rank, fisher_eigenvalues (restricted to the free coordinates), loss_at_center, lambda_rule.
         ValueError naming the argument at fault (``truth`` for a truth that cannot be reduced).
     """

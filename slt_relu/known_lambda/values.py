@@ -19,6 +19,8 @@ from fractions import Fraction
 from itertools import combinations
 from typing import Literal, Sequence
 
+__all__ = ["deep_linear", "minimal_two_layer_relu", "normal_crossing", "reduced_rank", "regular", "two_layer_phase"]
+
 
 def _positive_ints(values, name: str, allow_zero: bool = False) -> tuple[int, ...]:
     try:

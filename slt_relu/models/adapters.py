@@ -20,6 +20,8 @@ import jax
 
 from .base import Model, from_function
 
+__all__ = ["EquinoxApply", "FlaxApply", "from_equinox", "from_flax"]
+
 
 @dataclasses.dataclass(frozen=True)
 class EquinoxApply:

@@ -31,6 +31,8 @@ import numpy as np
 
 from ..pytree import Unravel, unravel_fn
 
+__all__ = ["Model", "check_model", "from_function"]
+
 
 @dataclasses.dataclass(frozen=True)
 class Model:

@@ -23,6 +23,8 @@ from .base import Model
 from .tms import R_HIDDEN, TMSParams
 from .tms import forward as tms_forward
 
+__all__ = ["MLPModel", "TMSModel", "TwoLayerModel", "mlp", "tms", "two_layer"]
+
 
 def _structure(params):
     return unravel_fn(params)[1]

@@ -19,6 +19,8 @@ import numpy as np
 from .._validate import check_finite, check_number
 from .base import Model, check_model
 
+__all__ = ["GaussianLoss", "check_regression_data", "gaussian_loss"]
+
 
 def _outputs(model: Model, params, x, y):
     """f(x; params) shaped like y (an (n, 1) output against y (n,) is read as (n,))."""

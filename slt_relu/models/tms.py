@@ -46,6 +46,10 @@ import numpy as np
 
 from ..network import check_count, check_finite
 
+__all__ = ["R_HIDDEN", "TMSParams", "active_interval", "check_params", "check_positive", "coordinate_names",
+           "empirical_loss", "flat_empirical_loss", "flat_population_loss", "forward", "from_flat", "make_params",
+           "num_params", "population_loss", "sample_inputs", "squared_errors", "term", "to_flat"]
+
 R_HIDDEN = 2
 """The hidden dimension r of the study (the k-gons live in the plane)."""
 

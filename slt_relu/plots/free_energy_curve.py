@@ -5,6 +5,8 @@ import numpy as np
 
 from ._style import figure_legend, subplots, suptitle
 
+__all__ = ["lambda_curve_figure"]
+
 ESTIMATOR_STYLE = {"free_energy": ("C0", "o"), "tempered_loss": ("C1", "s"), "thermodynamic": ("C2", "^"),
                    "gibbs_tempered_loss": ("navy", "v"), "nuts_tempered_loss": ("C7", "D"),
                    "sgld_tempered_loss": ("olive", "P")}

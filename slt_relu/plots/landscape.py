@@ -7,6 +7,8 @@ import numpy as np
 
 from ._style import figure_axes, figure_legend, legend_right, subplots, wrap
 
+__all__ = ["landscape_figure", "rank_vs_bound_figure", "spectrum_figure"]
+
 
 def landscape_figure(xs, ys, Z, *, xlabel, ylabel, title, zlabel="K(w)", curves=(), markers=None,
                      along=None):

@@ -9,6 +9,8 @@ import numpy as np
 from ._style import (figure_axes, figure_legend, finish_panels, legend_right, log_ticks, panel_grid, subplots,
                      suptitle, wrap)
 
+__all__ = ["beta_sweep_figure", "llc_calibration_figure", "llc_cases_figure"]
+
 
 def llc_cases_figure(ds, *, title: str, ax=None):
     """Each case's estimate (+- 2 standard errors) by method: divided by the known value, with the

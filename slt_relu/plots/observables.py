@@ -6,6 +6,8 @@ import numpy as np
 
 from ._style import figure_legend, subplots, suptitle, wrap
 
+__all__ = ["susceptibility_figure"]
+
 
 def susceptibility_figure(x_edges, y_edges, chi, se, *, title: str, panel_titles=None, xlabel: str = "x1",
                           ylabel: str = "x2", lines=(), significance: float = 2.0):

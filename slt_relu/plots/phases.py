@@ -7,6 +7,8 @@ import numpy as np
 
 from ._style import finish_panels, group_style, label_grid, panel_grid
 
+__all__ = ["effective_weights_figure", "phase_gallery_figure"]
+
 
 def phase_gallery_figure(truth, rows, *, title: str, half_width: float = 1.0):
     """One panel per phase representative, in DSLT3's style: each node's activation boundary

@@ -10,6 +10,9 @@ import numpy as np
 from ._style import (PHASE_COLOURS, figure_axes, figure_legend, finish_panels, label_grid, legend_right, log_ticks,
                      own_figure, panel_grid, subplots, suptitle, wrap)
 
+__all__ = ["cross_table_figure", "free_energy_figure", "free_energy_scaling_figure", "phase_diagram_figure",
+           "phase_mass_figure", "posterior_traces_figure", "trace_lines", "weights_facets_figure", "weights_subsample"]
+
 
 def _mark_unconverged(ax, xs, ys, unconverged, j: int, colour):
     """White-filled markers over the points of line j whose SMC runs still disagree on this curve
@@ -239,7 +242,8 @@ def trace_lines(loss, radii, max_len: int = TRACE_MAX_LEN):
         max_len: about the most draws a trace keeps.
 
     Returns:
-        (draw (S',): the kept draws' positions, loss (C, S'), smallest radius (C, S'), largest radius (C, S')).
+        (draw, loss, smallest, largest): draw (S',) the kept draws' positions, loss (C, S'), the smallest and the
+        largest radius (C, S').
     """
     loss, radii = np.asarray(loss), np.asarray(radii)
     step = max(1, loss.shape[1] // max_len)

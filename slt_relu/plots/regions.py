@@ -11,6 +11,9 @@ from matplotlib.ticker import FixedLocator, MaxNLocator
 
 from ._style import figure_axes, figure_legend, legend_right, new_figure, subplots, suptitle, wrap
 
+__all__ = ["affine_map_figure", "functional_dimension_figure", "layer_boundaries_figure", "lines_figure",
+           "regions_figure"]
+
 
 def _pattern_colours(patterns: np.ndarray) -> np.ndarray:
     """A colour index per point from its activation pattern (N, H) bool (distinct patterns, distinct ids)."""

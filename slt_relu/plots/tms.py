@@ -8,6 +8,8 @@ import numpy as np
 
 from ._style import figure_axes, label_grid, legend_right, panel_grid, subplots, suptitle, wrap
 
+__all__ = ["column_plane", "kgon_gallery_figure", "kgon_loss_figure", "tms_lambda_figure", "tms_transition_figure"]
+
 
 
 def column_plane(ax, lim: float):

@@ -9,6 +9,8 @@ import numpy as np
 from ._style import figure_legend, new_figure, suptitle
 from .tms import column_plane
 
+__all__ = ["phase_colours", "tms_training_figure"]
+
 
 def phase_colours(names) -> dict:
     """A colour per phase name, the k-gons by k (6-gon first): tab10 for up to 10 phases, else tab20 without its

@@ -30,6 +30,8 @@ import numpy as np
 from .estimand_curve import tempered_loss_curve
 from .learning_coefficient import LambdaEstimate, TemperedCurve, weighted_least_squares
 
+__all__ = ["BetaSweepSlope", "WBIC", "beta_sweep_curve", "beta_sweep_lambda", "wbic"]
+
 DEFAULT_FACTORS = (2 / 3, 1.0, 1.5, 2.0, 3.0)          # the default betas, as multiples of 1 / log n
 
 

@@ -39,6 +39,8 @@ import numpy as np
 
 from .learning_coefficient import TemperedCurve
 
+__all__ = ["SGLDCurve", "choose_steps", "mcmc_tempered_loss_curve", "sgld_tempered_loss_curve", "tempered_loss_curve"]
+
 
 def _temperatures(t_max, decades, temperatures: int) -> np.ndarray:
     """The window's G log-spaced t, ValueError naming the argument unless every t > 1."""

@@ -21,8 +21,21 @@ import numpy as np
 from .learning_coefficient import LambdaEstimate, weighted_least_squares
 from .masses import PhaseMasses, log_evidence_mcse, phase_masses
 
+__all__ = ["FreeEnergies", "FreeEnergySlopes", "PhaseSlope", "PointEvidence", "SMCDiagnostics", "free_energies",
+           "free_energy_slopes", "logmeanexp", "point_evidence", "smc_diagnostics", "smc_warnings",
+           "thin_phase_warnings"]
+
 
 def logmeanexp(values, axis=0):
+    """log mean exp(values) along ``axis``, computed stably (the largest value factored out); float64.
+
+    Args:
+        values: array-like of log values.
+        axis: the axis averaged over.
+
+    Returns:
+        log(mean(exp(values), axis)), the other axes kept.
+    """
     values = np.asarray(values, np.float64)
     top = np.max(values, axis=axis, keepdims=True)
     return np.squeeze(top, axis) + np.log(np.mean(np.exp(values - top), axis=axis))

@@ -25,6 +25,9 @@ import numpy as np
 
 from .learning_coefficient import TemperedCurve
 
+__all__ = ["FreeEnergyCheck", "check_free_energy", "gaussian_free_energy", "normal_crossing_free_energy",
+           "reduced_rank_one_free_energy"]
+
 
 def _checked_t(t, prior_std):
     """(t as float64, prior_std), each checked (a one-line ValueError naming it)."""

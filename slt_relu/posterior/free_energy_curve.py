@@ -77,6 +77,8 @@ import numpy as np
 
 from .learning_coefficient import LambdaEstimate, TemperedCurve, weighted_least_squares
 
+__all__ = ["AsymptoticFit", "fit_learning_coefficient", "min_points", "smc_free_energy_curve"]
+
 ESTIMATORS = ("free_energy", "tempered_loss", "thermodynamic")
 
 

@@ -14,6 +14,8 @@ from ..network import Restriction, check_count, check_number
 from .prior import Prior
 from .target import tempered_target
 
+__all__ = ["GridPosterior", "grid_posterior"]
+
 
 class GridPosterior(NamedTuple):
     """p(theta | D_n) on a grid over the k = 1 or 2 free coordinates.

@@ -27,6 +27,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+__all__ = ["LambdaEstimate", "LeastSquares", "TemperedCurve", "stack_curves", "weighted_least_squares"]
+
 
 class TemperedCurve(NamedTuple):
     """A tempered posterior along its inverse temperature t: R independent runs at K stages each (module docstring).

@@ -37,6 +37,8 @@ import numpy as np
 
 from .learning_coefficient import TemperedCurve
 
+__all__ = ["gibbs_sweep", "layer_conditional", "linear_gibbs_curve", "linear_loss"]
+
 MAX_WIDTH = 256              # each conditional's eigendecompositions are of at most MAX_WIDTH x MAX_WIDTH
 MAX_T = 1e14                 # a conditional's mean is t times a product whose rounding error in a flat direction is
                              # about eps |A| |P0|: past t = 1e14 (float64's eps = 2.2e-16) rounding sets it

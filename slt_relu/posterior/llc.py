@@ -51,6 +51,10 @@ from ..loss import TwoLayerLoss, two_layer_loss
 from .learning_coefficient import LambdaEstimate
 from .target import TemperedTarget, num_data
 
+__all__ = ["Calibration", "LLCSettings", "LocalSGLD", "Minimum", "RestrictedLoss", "calibrate_llc", "estimate_llc",
+           "llc_two_layer", "minimize_loss", "normal_crossing_expectation", "restricted_two_layer_loss",
+           "two_layer_loss_for"]
+
 
 @settings_type
 class LLCSettings(SGLDSettings):
@@ -197,7 +201,8 @@ def minimize_loss(loss_fn: Callable, params, data, num_steps: int = 300) -> Mini
         num_steps: L-BFGS steps, >= 1.
 
     Returns:
-        :class:`Minimum` (params, loss): the minimum (params' structure) and the loss there (not above the start's).
+        (params, loss): a :class:`Minimum`, the minimum (params' structure) and the loss there (not above the
+        start's).
     """
     num_steps = check_count(num_steps, "num_steps")
     flat0, unravel = unravel_fn(params)

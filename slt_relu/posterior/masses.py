@@ -25,6 +25,10 @@ import numpy as np
 
 from .. import diagnostics as dg
 
+__all__ = ["ChainDiagnostics", "Crossover", "PhaseMasses", "chain_diagnostics", "crossover", "crossover_bootstrap",
+           "effective_runs", "log_evidence_mcse", "phase_masses", "pool_weights", "run_weights", "runs_mcse",
+           "sampler_warnings", "trial_filter"]
+
 class PhaseMasses(NamedTuple):
     """Posterior mass of each phase.
 

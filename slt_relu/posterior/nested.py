@@ -31,6 +31,8 @@ from ..sampling import check_keys
 from .prior import Prior
 from .target import tempered_target
 
+__all__ = ["NestedEvidence", "nested_log_evidence"]
+
 
 class NestedEvidence(NamedTuple):
     """log_evidence: log Z (the mean over simulated volume sequences); log_evidence_se: their standard

@@ -59,6 +59,8 @@ from ..models.likelihood import GaussianLoss, check_regression_data
 from ..network import TwoLayer, check_count, check_params, forward_columns, from_flat, num_params
 from .target import LOSSES_CHUNK_POINTS
 
+__all__ = ["bayesian_influence", "per_sample_losses", "susceptibility"]
+
 JACKKNIFE = ("delete-one-chain jackknife of the pooled estimate: se^2 = (C-1)/C sum_c "
              "(theta_-c - mean theta_-c)^2")
 
@@ -297,7 +299,7 @@ def bayesian_influence(losses, index_a=None, index_b=None, *, weights=None):
             evidence weights (:func:`slt_relu.posterior.masses.run_weights`).
 
     Returns:
-        An xarray.Dataset with dims ``sample_a``, ``sample_b`` (coordinates: the sample indices) and the
+        An xarray.Dataset with dims ``sample_a``, ``sample_b`` (the sample indices as coordinates) and the
         variables ``cov`` and ``cov_se``, ``corr`` and ``corr_se`` (the jackknife standard errors; NaN with
         one chain).  NaN losses of sample k give NaN in k's row and column; NaN weights give NaN everywhere.
         Memory: besides the draws, at most seven (n_a, n_b) float64 matrices.

@@ -26,6 +26,8 @@ from .evidence import PointEvidence, SMCDiagnostics
 from .masses import ChainDiagnostics, phase_masses, pool_weights, trial_filter
 from .stopping import RunAgreement
 
+__all__ = ["CrossTable", "PointMasses", "PosteriorPoint", "TrialFilter", "cross_table", "filter_trials", "point_masses"]
+
 
 class TrialFilter(NamedTuple):
     """DSLT4's trial filter at one point of K trials: keep the trials whose mean L_n has |z-score| <= z
@@ -51,7 +53,7 @@ class TrialFilter(NamedTuple):
 
     @property
     def used(self) -> np.ndarray:
-        """(K,) bool: the trials the masses use (the kept ones where the filter is applied, else all)."""
+        """(K,) bool, the trials the masses use (the kept ones where the filter is applied, else all)."""
         return self.kept if self.applied else np.ones(self.kept.shape, bool)
 
     def to_dataset(self):

@@ -26,7 +26,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+__all__ = ["FlatPrior", "PRIOR_KINDS", "Prior"]
+
 PRIOR_KINDS = ("normal", "uniform")
+"""The priors of a group of coordinates, N(0, scale^2) or U[-scale, scale] per coordinate."""
 
 
 def _check_spec(spec, name: str) -> tuple[str, float]:

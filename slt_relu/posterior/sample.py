@@ -18,6 +18,8 @@ from ..sampling import Draws, HMCSettings, NUTSSettings, SMCSettings, check_keys
 from .prior import Prior
 from .target import ColumnsLoss, TemperedTarget, tempered_target
 
+__all__ = ["PosteriorSamples", "SMCPosterior", "draw_datasets", "sample_posterior", "smc_posterior"]
+
 
 class PosteriorSamples(NamedTuple):
     """Samples of C chains, S kept draws each.

@@ -1,10 +1,10 @@
 """SMC's stopping rule for a batch of posterior points: more independent runs until they agree.
 
-A point's runs agree when the Monte Carlo error of every phase mass of its phase rule and of log Z,
-estimated from the spread of its independent runs on each data set, each data set's runs pooled by
-their evidence (``slt_relu.posterior.masses``: :func:`run_weights`, :func:`runs_mcse`,
-:func:`log_evidence_mcse`), is at most its target.  log Z's error is on the Z scale, so a data set
-where one run carries most of the evidence (a mode the other runs missed) cannot pass however
+A point's runs agree when the Monte Carlo error of every phase mass of its phase rule and of log Z, estimated
+from the spread of its independent runs on each data set, each data set's runs pooled by their evidence
+(:func:`~slt_relu.posterior.masses.run_weights`, :func:`~slt_relu.posterior.masses.runs_mcse`,
+:func:`~slt_relu.posterior.masses.log_evidence_mcse`), is at most its target.  log Z's error is on the Z scale,
+so a data set where one run carries most of the evidence (a mode the other runs missed) cannot pass however
 close the other runs are.
 
 A point with R runs of N particles per data set and a worst ratio error / target = r > 1 grows in
@@ -24,7 +24,7 @@ Of the two, the cheaper that meets the targets by its law; where neither can wit
 as they allow, particles first.  So a point just above its target gets a few more runs, one far above
 it more particles, and one at the particle bound more runs.  A pool whose data set rests on one run
 (fewer than MIN_EFFECTIVE_RUNS effective runs, ``masses.effective_runs``) is not converged whatever
-its errors; where every other run has Z = 0 the masses' error is infinite (:func:`runs_mcse`) and the
+its errors; where every other run has Z = 0 the masses' error is infinite (``masses.runs_mcse``) and the
 point grows as far as the bounds allow.  An error that is NaN (a run's log Z or mass not finite) more
 runs cannot mend: such a point is flagged as it is.  A point still above a target after MAX_ROUNDS
 rounds or at its bounds is reported as not converged.
@@ -40,6 +40,9 @@ import math
 from typing import Callable, NamedTuple
 
 import numpy as np
+
+__all__ = ["RunAgreement", "StoppingRule", "agreement_warnings", "growth", "pool_runs", "replace_runs", "run_agreement",
+           "stored_agreement", "until_runs_agree"]
 
 MAX_ROUNDS = 3                 # rounds of growth: the first's estimate of the runs needed is itself noisy
 MIN_EFFECTIVE_RUNS = 2.0       # a data set's evidence-weighted pool resting on fewer runs is not converged

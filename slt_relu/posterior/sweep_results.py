@@ -46,6 +46,9 @@ import numpy as np
 from .evidence import free_energy_slopes
 from .masses import crossover_bootstrap
 
+__all__ = ["PhaseLambdas", "axis_values", "by_sampler", "crossover_metrics", "grids", "lambda_along_beta", "present",
+           "sweep_dataset", "with_crossover"]
+
 FREE_ENERGY_FIELDS = {"phase": "free_energy", "phase_se": "free_energy_se", "phase_mcse": "free_energy_mcse",
                       "relative": "relative_free_energy", "relative_se": "relative_free_energy_se"}
 

@@ -33,6 +33,9 @@ from ..models.likelihood import GaussianLoss
 from ..network import Restriction, from_flat
 from .prior import FlatPrior, Prior
 
+__all__ = ["ColumnsLoss", "LOSSES_CHUNK_POINTS", "TemperedTarget", "num_data", "posterior_model", "resolve_beta",
+           "tempered_target"]
+
 def resolve_beta(beta, n: int) -> float:
     """beta as a number: "wbic" -> 1 / log n (Watanabe); a positive number stays."""
     if isinstance(beta, str):

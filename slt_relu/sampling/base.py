@@ -33,6 +33,9 @@ import jax.numpy as jnp
 import numpy as np
 from .._validate import check_finite
 
+__all__ = ["Draws", "Runner", "Sampler", "StaticPartial", "broadcast_chains", "check_keys", "info_dict",
+           "info_from_dict", "register", "sample"]
+
 
 class Draws(NamedTuple):
     """What every sampler returns; C chains (or independent runs), S draws (or particles) each.

@@ -8,6 +8,8 @@ from .base import Draws, register
 from .lockstep import HMCInfo, run_lockstep
 from .settings import HMCSettings
 
+__all__ = ["run_hmc"]
+
 
 def run_hmc(keys, potential_gen, init_z, args, settings: HMCSettings, *, moves=None, devices=None,
             progress=None) -> Draws:

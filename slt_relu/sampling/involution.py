@@ -23,6 +23,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+__all__ = ["involution_step", "metropolis_hastings"]
+
 
 def metropolis_hastings(key, log_alpha):
     """Accept with probability min(1, exp(log_alpha)); a non-finite log_alpha (a proposal off the

@@ -22,6 +22,8 @@ import numpy as np
 from .base import Draws, StaticPartial
 from .sharding import run_sharded
 
+__all__ = ["HMCInfo", "run_lockstep"]
+
 
 class HMCInfo(NamedTuple):
     """The statistics of numpyro's kernel in lockstep (HMC, and NUTS's ``schedule="lockstep"`` before

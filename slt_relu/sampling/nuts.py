@@ -45,6 +45,8 @@ from .nuts_tree import Chain, init_chain, tick, where_rows
 from .sharding import chain_mesh, pad_chains, run_blocks
 from .settings import NUTSSettings
 
+__all__ = ["NUTSInfo", "run_nuts", "tree_depth"]
+
 CPU_SLOTS = 16        # default slots per CPU device (benchmarks/bench_posterior.py); accelerators: all chains
 
 

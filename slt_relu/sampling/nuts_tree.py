@@ -21,6 +21,8 @@ import jax.numpy as jnp
 
 from .settings import NUTSSettings
 
+__all__ = ["Chain", "Draw", "Tree", "init_chain", "tick", "where_rows"]
+
 
 class Tree(NamedTuple):
     """numpyro's TreeInfo on flat arrays."""
@@ -45,6 +47,9 @@ class Tree(NamedTuple):
 
 
 class Chain(NamedTuple):
+    """One chain's state between ticks: its trajectory, the subtree being built, the U-turn checkpoints, the
+    warmup adaptation and its counters (the comments beside the fields)."""
+
     energy0: jax.Array          # energy at the start of the current trajectory
     tree: Tree                 # the trajectory so far (its proposal is the next state)
     sub: Tree                  # the subtree being built
@@ -149,6 +154,8 @@ def _adapters(s: NUTSSettings, potential_fn):
 
 
 def init_chain(s: NUTSSettings, potential_gen, z0, key, args) -> Chain:
+    """A chain at ``z0`` before its first tick: the warmup adapter started (its step-size heuristic run),
+    fresh momentum, a one-point tree."""
     from numpyro.infer.hmc import momentum_generator
 
     U = potential_gen(*args)

@@ -14,6 +14,8 @@ from typing import Literal
 
 from .._validate import SCALE_BOUND, setting, settings_type
 
+__all__ = ["HMCSettings", "MCMCSettings", "NUTSSettings", "SGLDSettings", "SMCSettings"]
+
 
 @settings_type
 class MCMCSettings:

@@ -25,6 +25,8 @@ from .base import Draws, StaticPartial, register
 from .sharding import run_sharded
 from .settings import SGLDSettings
 
+__all__ = ["SGLDInfo", "run_sgld"]
+
 
 class SGLDInfo(NamedTuple):
     """SGLD's statistics, C chains.

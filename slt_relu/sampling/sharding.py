@@ -17,6 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+__all__ = ["chain_mesh", "pad_chains", "run_blocks", "run_sharded"]
+
 def chain_mesh(devices=None) -> jax.sharding.Mesh:
     """A one-axis mesh ("chains") over ``devices`` (default ``jax.local_devices()``: this process's
     devices, all of them in a single-process run; the processes of a multi-process run share a
@@ -51,8 +53,9 @@ def _blocks_donating(fn, mesh, state, args):
 
 def run_sharded(fn: Callable, args: tuple, *, devices=None):
     """``jax.vmap(fn)(*args)`` with the chains (leading axis of every array in args) sharded over
-    ``devices``; fn must be hashable by value (a module-level function, :class:`StaticPartial`).
-    Returns fn's outputs with the leading chain axis, padding removed."""
+    ``devices``; fn must be hashable by value (a module-level function, a
+    :class:`~slt_relu.sampling.base.StaticPartial`).  Returns fn's outputs with the leading chain axis, padding
+    removed."""
     mesh = chain_mesh(devices)
     nd = mesh.devices.size
     C = jnp.shape(jax.tree.leaves(args)[0])[0]

@@ -60,6 +60,8 @@ from .base import Draws, StaticPartial, register
 from .sharding import run_sharded
 from .settings import SMCSettings
 
+__all__ = ["SMCInfo", "run_smc"]
+
 
 class SMCInfo(NamedTuple):
     """Adaptive tempered SMC's statistics; C runs, M = max_stages stages (entries past a run's

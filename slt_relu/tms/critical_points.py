@@ -59,6 +59,9 @@ from .kgon import check_kgon_args, positive_unused_bias, refine_kgon, refined_kg
 from ..models.tms import R_HIDDEN, TMSParams, from_flat, population_loss, to_flat
 from .symmetry import rotation_generator
 
+__all__ = ["HessianCounts", "KGonRecord", "hessian_counts", "is_smooth", "kgon_record", "kgon_table", "loss_hessian",
+           "sandwich_lambda"]
+
 
 @jax.jit
 def _full_derivatives(flat):

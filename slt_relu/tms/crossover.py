@@ -359,7 +359,8 @@ def kgon_minima(num_features: int) -> dict:
         num_features: c >= 1.
 
     Returns:
-        {phase name (``slt_relu.tms.phases.label_name``): (exact loss L, lambda)} (``kgon_table``).
+        ``{phase name: (exact loss L, lambda)}`` (the names ``slt_relu.tms.phases.label_name`` gives, from
+        ``kgon_table``).
     """
     c = check_count(num_features, "num_features")
     return {label_name(r.k, r.n_positive, c): (float(r.loss), float(r.lambda_)) for r in kgon_table([c])

@@ -33,6 +33,8 @@ import numpy as np
 from ..fisher import default_rtol
 from ..models.tms import TMSParams, active_interval, check_params, from_flat, to_flat
 
+__all__ = ["fisher_information", "fisher_rank", "fisher_spectrum", "weighted_jacobian"]
+
 _GL2 = 1.0 / np.sqrt(3.0)          # the two-point Gauss-Legendre nodes on [-1, 1] are -+ 1/sqrt(3), weights 1
 
 

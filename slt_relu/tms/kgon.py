@@ -44,6 +44,9 @@ import numpy as np
 from ..network import check_count, check_number
 from ..models.tms import R_HIDDEN, TMSParams
 
+__all__ = ["check_kgon_args", "kgon_loss_formula", "make_kgon", "positive_unused_bias", "refine_kgon", "refined_kgon",
+           "variant_name"]
+
 
 def positive_unused_bias(num_features: int) -> float:
     """The best positive bias of an unused feature (a zero column), b_u = 1/(2c) (module docstring).

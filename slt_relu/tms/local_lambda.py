@@ -41,6 +41,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+__all__ = ["KGonFit", "LocalKGonLoss", "kgon_lambda", "local_data", "region_min", "verdict"]
+
 ESTIMATORS = ("free_energy", "tempered_loss", "thermodynamic")
 WALL = 1.0                   # L - L* outside the ball: t * 1 at the fitted t is a wall
 

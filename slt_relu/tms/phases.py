@@ -32,6 +32,8 @@ import numpy as np
 from ..network import check_count, check_number
 from ..models.tms import TMSParams
 
+__all__ = ["NONE", "PhaseLabel", "label", "label_name", "label_names", "phase_codes", "phase_names"]
+
 NONE = -1
 """The code of the "none of these" label."""
 

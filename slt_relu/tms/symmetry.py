@@ -24,6 +24,8 @@ import numpy as np
 
 from ..models.tms import TMSParams, check_params
 
+__all__ = ["permute_features", "permute_inputs", "reflection", "rotate", "rotation", "rotation_generator"]
+
 
 def rotation(theta) -> jnp.ndarray:
     """The rotation of the plane by theta, [[cos theta, -sin theta], [sin theta, cos theta]].
@@ -96,7 +98,7 @@ def permute_features(params: TMSParams, perm) -> TMSParams:
         perm: a permutation of 0..c-1.
 
     Returns:
-        TMSParams(W[:, perm], b[perm]).
+        ``TMSParams(W[:, perm], b[perm])``.
 
     Raises:
         ValueError: perm not a permutation of 0..c-1.

@@ -47,6 +47,7 @@ from .sorted_loss import SortedInputs, sorted_empirical_loss, sorted_inputs
 __all__ = ["OPTIMIZERS", "checkpoint_dataset", "checkpoint_steps", "phase_sequence", "train_trajectories"]
 
 OPTIMIZERS = ("adam", "sgd")
+"""The optax optimizers :func:`train_trajectories` runs."""
 
 
 def checkpoint_steps(steps: int, checkpoints: int) -> np.ndarray:

@@ -28,6 +28,9 @@ import time
 
 import numpy as np
 
+__all__ = ["free_energy_dataset", "free_energy_fits", "labelling_sensitivity", "local_free_energies", "nested_inputs",
+           "settings_check", "standard_error"]
+
 
 def nested_inputs(k_data, c: int, n_max: int, datasets: int) -> np.ndarray:
     """(K, n_max, c) the nested data sets of ``bayesian_transition`` (data set k: key k of ``split(k_data, K)``)."""
@@ -181,7 +184,7 @@ def free_energy_dataset(ds, curves: dict, fits: dict):
         fits: :func:`free_energy_fits` of the curves.
 
     Returns:
-        A Dataset along ``fit_phase`` (the fitted phases, in the fits' order) and ``ds``'s ``n`` and ``dataset``:
+        A Dataset along ``fit_phase`` (the fitted phases, in the fits' order) and ``ds``'s ``n`` and ``dataset``,
         ``free_energy_less_loss`` (fit_phase, n, dataset) G_alpha per data set (NaN at the n the phase was not
         fitted at), ``free_energy_fitted`` (fit_phase, n) bool: the n of its fit, ``fit_lambda`` and ``fit_C``
         (fit_phase): the first-principles lambda and the fitted constant C (NaN: none).

@@ -19,3 +19,5 @@ Several processes (``slt_relu.distributed``) and the netCDF files (``slt_relu.ne
 which uses them too; the library's own settings are plain frozen types (``slt_relu.sampling.settings``,
 ``slt_relu.posterior.llc.LLCSettings``) that the config's schemas build.
 """
+
+__all__ = []   # a namespace of modules: their names are imported from them

@@ -25,6 +25,8 @@ from .settings import ConfigError, parse
 from .config import parse_override
 from .kind import kinds
 
+__all__ = ["main", "parser"]
+
 OVERSUBSCRIBE = 4                   # --oversubscribe: at most this many processes per CPU core
 PROCESS_MEMORY = 1 << 30            # bytes a JAX process of a run needs at least (its runtime and programs)
 MAX_HEARTBEAT = 86_400
@@ -88,6 +90,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """The ``slt-relu`` command: run ``argv`` (default: the process's arguments); returns the exit status."""
     args = parser().parse_args(argv)
     try:
         return _main(args)

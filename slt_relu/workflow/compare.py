@@ -30,6 +30,9 @@ from typing import Any, NamedTuple
 from .settings import ConfigError
 from .config import apply_overrides
 
+__all__ = ["Check", "Difference", "bonferroni_k", "compare", "dotted", "leaves", "lookup", "number_kind", "reported_se",
+           "rerun"]
+
 # (rtol, atol) of a deterministic float per dtype: a result of ~1e3-1e6 operations on inputs of
 # order 1 carries a rounding error of ~1e-13 relative in float64 and ~1e-6 in float32; the margins
 # allow a condition number of ~1e3 (least-squares affine maps, Fisher spectra); atol covers numbers

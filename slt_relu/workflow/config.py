@@ -15,6 +15,8 @@ from typing import Any
 
 from .settings import ConfigError
 
+__all__ = ["apply_overrides", "load", "parse_override", "read_toml"]
+
 
 def load(path: str | Path, overrides: dict | None = None) -> dict:
     """The config at ``path`` as a dict with ``overrides`` (dotted key -> value) applied."""

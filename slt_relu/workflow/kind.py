@@ -31,6 +31,8 @@ from __future__ import annotations
 import importlib
 from typing import Callable, NamedTuple
 
+__all__ = ["KINDS", "Kind", "Output", "first_line", "kinds", "register_kind"]
+
 SHIPPED = "slt_relu.kinds"   # the package whose modules register the shipped kinds when imported
 
 
@@ -65,6 +67,7 @@ class Kind(NamedTuple):
 
 
 KINDS: dict[str, Kind] = {}
+"""The registry ``{name: Kind}``, every kind registered so far (:func:`kinds` loads the shipped ones first)."""
 
 
 def kinds() -> dict[str, Kind]:

@@ -19,6 +19,8 @@ from typing import NamedTuple
 from .settings import ConfigError
 from .kind import kinds
 
+__all__ = ["Need", "check", "human", "needs", "params", "quadrature_points", "truth_size", "width_keys"]
+
 
 class Need(NamedTuple):
     """An array a run must hold: the keys that size it, what it is, how many floats."""

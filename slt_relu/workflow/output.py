@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = ["draw_figures", "read_results", "save_figures", "to_json", "write_output"]
+
 
 def to_json(value):
     """Convert numpy / JAX scalars and arrays to plain JSON values (NaN -> None)."""

@@ -15,6 +15,8 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+__all__ = ["available_memory", "describe", "git_commit", "machine", "usable_cores", "versions"]
+
 PACKAGES = ("slt_relu", "jax", "jaxlib", "numpy", "scipy", "optax", "numpyro", "blackjax", "pydantic", "matplotlib",
             "xarray", "arviz-base", "arviz-stats", "h5netcdf")
 # CPU features that change the code XLA's CPU backend emits (vector width, fused multiply-add)

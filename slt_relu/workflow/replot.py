@@ -8,6 +8,8 @@ from .output import draw_figures, write_json
 from .runner import Prepared, read_manifest
 from .settings import ConfigError
 
+__all__ = ["redraw"]
+
 
 def redraw(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     """``slt-relu plot``: the figures of a results folder drawn again from its results.nc and its manifest's config

@@ -16,6 +16,8 @@ from . import provenance
 from .kind import kinds
 from .settings import ConfigError
 
+__all__ = ["end_of_run", "expected_runtime", "headline", "read_folder", "show", "warning_groups"]
+
 
 def read_folder(folder: Path) -> tuple[dict, dict]:
     """(manifest, metrics) of a results folder; ConfigError naming what is missing."""

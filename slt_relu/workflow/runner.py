@@ -41,6 +41,10 @@ from .output import write_json, write_output
 from .sweep import alive
 from .truth_sources import FunctionTruth, InlineTruth, config_folder, example_of_own, truth_record
 
+__all__ = ["Prepared", "RunContext", "cache_dir_default", "check_folder_path", "check_output", "clean_stale",
+           "config_path", "enable_compilation_cache", "is_results_folder", "prepare", "read_manifest", "recorded_path",
+           "run_config", "run_prepared"]
+
 _HERE = Path(__file__).resolve().parent.parent   # the package: shipped configs as package data in a wheel
 EXPERIMENTS_DIR = _HERE / "configs" if (_HERE / "configs").is_dir() else _HERE.parent / "experiments"
 RESULTS_DIR = _HERE.parent / "results"                         # committed results: only in a checkout

@@ -5,8 +5,9 @@ example's options, typed from the example function's signature (so ``t`` for ``d
 ``m``, ``bias``, ``q``, ``c``, ``width`` for ``m_symmetric``); or the table holds a researcher's own truth, inline
 (``w``, ``b``, ``q``, ``c``) or a function of theirs (``name = "file.py:function"``; ``truth_sources``).  ``[inputs]`` overrides the
 example's input distribution; top-level ``sigma`` its noise.  The samplers' tables (``[sampler]``,
-``[smc]``, ``[llc.sgld]``, ...) are the schemas of the library's settings types (:func:`~slt_relu.workflow.settings.
-section_of`): ``NUTSSection`` ... ``LLCSection``, whose ``build()`` gives the settings the library takes.
+``[smc]``, ``[llc.sgld]``, ...) are the schemas of the library's settings types
+(:func:`~slt_relu.workflow.settings.section_of`): ``NUTSSection`` ... ``LLCSection``, whose ``build()`` gives the
+settings the library takes.
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ from ..posterior.llc import LLCSettings
 from ..sampling import HMCSettings, NUTSSettings, SGLDSettings, SMCSettings
 from .settings import SCALE_BOUND, ConfigError, Section, parse, section_of
 from .truth_sources import FunctionTruth, InlineTruth, example_of_own, truth_tag
+
+__all__ = ["Experiment", "Setup", "TruthExperiment", "case_example", "example_of", "require_float64",
+           "require_increasing", "resolve_inputs", "resolve_setup"]
 
 NUTSSection = section_of(NUTSSettings, "NUTSSection")
 HMCSection = section_of(HMCSettings, "HMCSection")

@@ -22,6 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .._validate import SCALE_BOUND, settings_fields  # noqa: F401  (SCALE_BOUND: the schemas' bound, from the library)
 
+__all__ = ["ConfigError", "Section", "SettingsSection", "dotted", "expected_text", "is_tagged", "parse", "section_of",
+           "tuples", "type_text"]
+
 
 class ConfigError(ValueError):
     """A config or command-line mistake; str(err) is one line naming the key (or argument) and

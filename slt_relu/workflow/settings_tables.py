@@ -13,6 +13,9 @@ from pydantic import BaseModel
 
 from .settings import expected_text, is_tagged, join_keys, lookup, models_in, tag_field, tag_of
 
+__all__ = ["TaggedTable", "choices", "chosen", "document_fields", "fixed_tag", "schema_field", "settings_rows",
+           "settings_sections", "settings_table", "settings_text", "unions"]
+
 
 
 class TaggedTable(typing.NamedTuple):

@@ -28,6 +28,9 @@ from typing import Callable, NamedTuple, Sequence
 from .settings import ConfigError
 from .config import apply_overrides
 
+__all__ = ["Point", "SweepReport", "alive", "data_indices", "expand", "fingerprint", "flatten_sweep", "load_result",
+           "remove_temporary", "run_points", "save_result"]
+
 
 class Point(NamedTuple):
     """One point: its index in the sweep, its coordinates (dotted key -> value) and its settings."""

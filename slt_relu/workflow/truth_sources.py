@@ -41,6 +41,9 @@ from pydantic import AfterValidator, ConfigDict, Field
 from .. import truths
 from .settings import SCALE_BOUND, ConfigError, Section
 
+__all__ = ["FunctionTruth", "InlineTruth", "config_folder", "example_of_own", "load_function", "truth_record",
+           "truth_tag"]
+
 MAX_NODES = 256             # the truth's nodes and the model's width (as the registered examples' m and width)
 MAX_INPUTS = 2             # the kinds' exact expectations over q(x) (population loss, Fisher) are for n_in <= 2
 FUNCTION_PATTERN = re.compile(r"^(?P<source>[^:]+):(?P<function>[A-Za-z_]\w*)$")
