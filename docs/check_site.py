@@ -26,8 +26,8 @@ offline; links to other hosts are counted, not followed.  It prints a summary (p
 checked, formulas rendered, failures), then each failure naming its page, and exits 1 on any failure.
 
 --screenshots DIR saves PNGs 1280 px wide of the pages of SCREENSHOTS below (the home page, a concept page
-with formulas, the API entry of sample_posterior and the API landing page, the plotting how-to, an experiment page and its headline
-numbers): a page from its top (up to 4000 px), or, for a #fragment, a window's height from that element.  A
+with formulas, the API entry of sample_posterior and the API landing page, the plotting how-to, an experiment
+page and its headline numbers): a page from its top (up to 4000 px), or, for a #fragment, a window's height from that element.  A
 page the build does not have is skipped with a line saying so.
 
 Needs Chromium and its driver (on Debian, about 20 s: apt-get install -y chromium chromium-driver) and
