@@ -4,11 +4,12 @@ whose SMC runs still disagree are drawn as open markers."""
 from __future__ import annotations
 
 import matplotlib
+import matplotlib.cm
 import matplotlib.colors
 import numpy as np
 
 from ._style import (PHASE_COLOURS, figure_axes, figure_legend, finish_panels, label_grid, legend_right, log_ticks,
-                     own_figure, panel_grid, subplots, suptitle, wrap)
+                     new_figure, own_figure, panel_grid, subplots, suptitle, wrap)
 
 
 def _mark_unconverged(ax, xs, ys, unconverged, j: int, colour):
@@ -120,34 +121,86 @@ def free_energy_figure(xs, xlabel: str, curves: dict, *, title: str, shades=None
     return fig
 
 
-def free_energy_scaling_figure(panels, *, title: str):
-    """Each phase's local free energy against log(n beta) at fixed data, one panel per value of the
-    other sweep axes: panels = [(label, n_beta (B,), {phase: (G (B,), its standard error across data
-    sets (B,), lambda, lambda_se)})] with G = F_alpha - n beta L_min (Watanabe's expansion restricted to
-    the phase: G = lambda_alpha log(n beta) + const + ...), drawn with its least-squares line."""
-    fig, axes, nrows = panel_grid(len(panels), 4.0, 3.6)
-    for ax, (label, n_betas, curves) in zip(axes.flat, panels):
-        t = np.log(np.asarray(n_betas, float))
-        slopes = []
-        for k, (nm, (g, e, lam, lam_se)) in enumerate(curves.items()):
-            g, e = np.asarray(g, float), np.asarray(e, float)
-            ok = np.isfinite(g)
+def free_energy_scaling_figure(xs, xlabel: str, n_beta, curves: dict, *, title: str, point_labels=None):
+    """Each phase's local free energy against log(n beta) at fixed data, and the learning coefficient read off it
+    (Watanabe's expansion restricted to the phase alpha, L_min the data set's smallest loss):
+
+        G_alpha = F_alpha - n beta L_min = lambda_alpha log(n beta) + const + ...
+
+    Several panels: on top one per phase, G_alpha against log(n beta) with one line per sweep point, coloured by the
+    point's value (the colour bar): the means over data sets with their standard errors and the least-squares line
+    whose slope is lambda_alpha (markers alone where there is no fit); below, those slopes lambda_alpha with their
+    standard errors against the sweep value, one colour per phase.  Parallel lines: one lambda along the sweep; a
+    fan: lambda changes with it.
+
+    Args:
+        xs: (P,) the sweep points' values along the swept axis other than beta (e.g. t).
+        xlabel: the axis' name.
+        n_beta: (P, B) the n beta of each point's B inverse temperatures, or (B,) shared by all points.
+        curves: {phase: (G (P, B) the mean over data sets of G_alpha (nats; NaN: not measured), its standard error
+            across data sets (P, B), lambda (P,) the slope (NaN: no fit), its standard error (P,))}.
+        title: the figure's title (what is drawn is appended).
+        point_labels: P names of the points, for points that do not lie along one numeric axis: xs then only
+            orders them (e.g. ``range(P)``), and the colour bar and the lower panel's axis show the names.
+
+    Returns:
+        the Figure.
+    """
+    xs = np.asarray(xs, float)
+    P = len(xs)
+    n_beta = np.asarray(n_beta, float)
+    n_beta = np.broadcast_to(n_beta, (P, n_beta.shape[-1]))
+    names = list(curves)
+    cols = max(len(names), 1)
+    fig = new_figure((max(8.0, 3.3 * cols + 1.4), 7.6))
+    grid = fig.add_gridspec(2, cols, height_ratios=[3.0, 2.2])
+    top = []
+    for j in range(cols):
+        top.append(fig.add_subplot(grid[0, j], sharex=top[0] if j else None, sharey=top[0] if j else None))
+    low = fig.add_subplot(grid[1, :])
+    cmap = matplotlib.colormaps["viridis"]
+    if point_labels is not None:                          # a colour per named point, its name on the colour bar
+        norm = matplotlib.colors.BoundaryNorm(np.arange(P + 1) - 0.5, cmap.N)
+        colour_of = np.arange(P)
+    else:
+        lo, hi = (float(xs.min()), float(xs.max())) if P else (0.0, 1.0)
+        norm = matplotlib.colors.Normalize(lo, hi if hi > lo else lo + 1.0)
+        colour_of = xs
+    for ax, nm in zip(top, names):
+        G, G_se, lam, lam_se = (np.asarray(a, float) for a in curves[nm])
+        G, G_se = G.reshape(P, -1), G_se.reshape(P, -1)
+        for p in range(P):
+            t, ok = np.log(n_beta[p]), np.isfinite(G[p])
             if not ok.any():
                 continue
-            colour = PHASE_COLOURS.get(nm, f"C{k}")
-            ax.errorbar(t[ok], g[ok], yerr=np.nan_to_num(e[ok]), color=colour, marker="o", ms=3, capsize=2, lw=0,
-                        elinewidth=1, label=nm)
-            if np.isfinite(lam):
-                mid = np.mean(t[ok])
-                ax.plot(t[ok], np.mean(g[ok]) + lam * (t[ok] - mid), color=colour, lw=1.2)
-                slopes.append(f"{nm}: lambda = {lam:.2f} +- {lam_se:.2f}")
+            colour = cmap(norm(colour_of[p]))
+            ax.errorbar(t[ok], G[p][ok], yerr=np.nan_to_num(G_se[p][ok]), fmt="o", ms=3.5, color=colour,
+                        elinewidth=0.8, capsize=0)
+            if np.isfinite(lam[p]) and ok.sum() > 1:      # the least-squares line through the points' centroid
+                ax.plot(t[ok], np.mean(G[p][ok]) + lam[p] * (t[ok] - np.mean(t[ok])), color=colour, lw=1.1)
+        ax.set_title(f"phase: {nm}", fontsize=10)
         ax.set_xlabel("log(n beta)")
-        ax.set_ylabel("F_alpha - n beta L_min  (nats)", fontsize=8)
-        ax.set_title("\n".join([wrap(label, 3.6, 8)] + slopes), fontsize=7)
         ax.grid(alpha=0.3)
-    figure_legend(fig, axes=axes.flat)
-    return finish_panels(fig, f"{title}: local free energies against log(n beta); lines: least squares, whose "
-                              "slopes are the learning coefficients", nrows)
+    top[0].set_ylabel("G_alpha = F_alpha - n beta L_min (nats)")
+    for ax in top[1:]:
+        ax.tick_params(labelleft=False)
+    bar = fig.colorbar(matplotlib.cm.ScalarMappable(norm, cmap), ax=top, label=xlabel, aspect=25)
+    if point_labels is not None:                          # at most about 12 names on the bar: apart at 10 points
+        shown = np.arange(0, P, -(-P // 12))
+        bar.set_ticks(shown, labels=[str(point_labels[i]) for i in shown])
+    for k, nm in enumerate(names):
+        _, _, lam, lam_se = (np.asarray(a, float) for a in curves[nm])
+        ok = np.isfinite(lam)
+        low.errorbar(xs[ok], lam[ok], yerr=np.nan_to_num(lam_se[ok]), fmt="o-", ms=4, capsize=2, lw=1.2,
+                     color=PHASE_COLOURS.get(nm, f"C{k}"), label=nm)
+    if point_labels is not None:
+        low.set_xticks(np.arange(P), [str(s) for s in point_labels], rotation=90 if P > 4 else 0)
+    low.set_xlabel(xlabel)
+    low.set_ylabel("lambda_alpha (bars: se)")
+    low.set_title("the slopes of the lines above: each phase's learning coefficient", fontsize=10)
+    low.grid(alpha=0.3)
+    figure_legend(fig, axes=[low], fontsize=9)            # below: beside the panel it would narrow the panels above
+    return suptitle(fig, f"{title}: local free energies against log(n beta) and their slopes", fontsize=11)
 
 
 def phase_diagram_figure(xs, ys, masses: dict, crossover, crossover_se, *, xlabel: str, ylabel: str,
