@@ -3,10 +3,9 @@ k-gon, the learning coefficient per k-gon against its first-principles value, an
 Bayesian transition (``slt_relu.kinds.tms_transition_kind``)."""
 from __future__ import annotations
 
-import matplotlib.ticker
 import numpy as np
 
-from ._style import figure_axes, label_grid, legend_right, panel_grid, subplots, suptitle, wrap
+from ._style import figure_axes, label_grid, legend_right, panel_grid, round_log_ticks, subplots, suptitle, wrap
 
 
 
@@ -123,18 +122,21 @@ def tms_lambda_figure(ds, *, title: str = "lambda per k-gon: tempered SMC's free
 
 
 def kgon_loss_figure(ds, *, title: str = "The exact population loss of every k-gon", ax=None):
-    """The exact loss of every k-gon and variant against k, one colour per c: minima filled, saddles and numerical
-    minima hollow, points that are not critical as crosses, the lowest minimum of each k joined by a line.
+    """The exact population loss of every k-gon and variant against k, one colour per number of features c: minima
+    filled, saddles and numerical minima hollow, points that are not critical as crosses, the lowest minimum of each
+    k joined by a line (where it flattens, more active features stop paying).
 
     Args:
         ds: the ``tms`` kind's results Dataset: along ``row`` the coordinates ``c``, ``k``, ``critical_kind`` and
             ``loss``.
         title: the axes' title.
-        ax: draw into this axes (default: a new figure).
+        ax: draw into this axes (its figure is returned) instead of a new figure.
 
     Returns:
         the Figure.
     """
+    from matplotlib.lines import Line2D
+
     rows = _rows(ds)
     fig, ax = figure_axes(ax, (7.5, 4.2))
     cs = sorted({r["c"] for r in rows})
@@ -145,16 +147,21 @@ def kgon_loss_figure(ds, *, title: str = "The exact population loss of every k-g
         minima = [r for r in mine if r["kind"] == "minimum"]
         ks = sorted({r["k"] for r in minima})
         best = [min(r["loss"] for r in minima if r["k"] == k) for k in ks]
-        ax.plot(ks, best, "-", color=f"C{j}", lw=1, label=f"c = {c}: the lowest minimum of each k")
-        for kind, marker, style, words in groups:
+        ax.plot(ks, best, "-", color=f"C{j}", lw=1)
+        for kind, marker, style, _ in groups:
             sel = [r for r in mine if (r["kind"] if r["kind"] in ("minimum", "not critical") else "saddle") == kind]
             if sel:
                 ax.plot([r["k"] for r in sel], [r["loss"] for r in sel], marker, color=f"C{j}", ms=5, ls="none",
-                        label=f"c = {c}: {words}", **style)
+                        **style)
+    # the legend: a colour per c, a marker per kind of point (grey), not every pairing of the two
+    handles = [Line2D([], [], color=f"C{j}", marker="o", lw=1, label=f"c = {c}") for j, c in enumerate(cs)]
+    handles += [Line2D([], [], color="0.4", marker=marker, ls="none", label=words, **style)
+                for _, marker, style, words in groups]
+    handles.append(Line2D([], [], color="0.4", lw=1, label="the lowest minimum of each k"))
     ax.set_xlabel("k (active features)")
     ax.set_ylabel("exact population loss L")
     ax.set_xticks(sorted({r["k"] for r in rows}))
-    legend_right(ax)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8)
     ax.set_title(wrap(title, 5.0, 9), fontsize=9)
     return fig
 
@@ -195,6 +202,7 @@ def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float
         if np.isfinite(formula):
             ax.axvline(formula, color="C3", ls="--", lw=1, label=f"formula n = {formula:.0f}")
         ax.set_xscale("log")
+        round_log_ticks(ax)
         ax.set_xlabel("n")
     for j, name in enumerate(phases):
         if np.nanmax(mass[:, j]) < 0.01:
@@ -218,7 +226,7 @@ def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float
                 ax.plot(grid, cv["lambda"] * np.log(grid * beta) + cv["C"], ls="--", lw=1, color=f"C{j}",
                         label=f"{cv['lambda']:g} log n + C")
         ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())     # a decade or less: no crowded labels
+        round_log_ticks(ax)                       # a decade or so: labels at 200, 500, 1000, ... not one
         ax.set_xlabel("n")
         ax.set_ylabel("F_alpha - n L_n(w_alpha) (nats; bars: se)")
         legend_right(ax)

@@ -109,8 +109,8 @@ def tms_training_figure(steps, ns, loss, phases, llc, llc_se, snapshots: list, *
         top[i].set_yscale("log")
         top[i].set_title(f"n = {ns[i]}", fontsize=9)
         mid[i].set_xlabel("training step (step 0 at 0.5)", fontsize=8)
-        top[i].tick_params(labelbottom=False, labelleft=not i, labelsize=7)
-        mid[i].tick_params(labelleft=not i, labelsize=7)
+        top[i].tick_params(which="both", labelbottom=False, labelleft=not i, labelsize=7)   # log axes: minor labels too
+        mid[i].tick_params(which="both", labelleft=not i, labelsize=7)
     top[0].set_ylabel(loss_label, fontsize=8)
     mid[0].set_ylim(lower, upper)
     mid[0].set_ylabel("LLC at the checkpoint (bars: se;\ntriangles: below the axis)", fontsize=8)
