@@ -411,7 +411,7 @@ def _regions(which):
                                        "layers in grey); each layer bends only where it meets an earlier boundary")
     dual = rng.normal(size=(200, 3))
     if which == "xor_affine_map":
-        return affine_map_figure(dual[:20] * 0.5, dual, out, -out, grid, 0.83)
+        return affine_map_figure(grid, dual, dual[:20] * 0.5, -out, out, resid=0.83)
     pre = np.concatenate(layers, -1)
     if which == "xor_regions":
         pre = np.stack([grid.sum(-1) + 1, grid.sum(-1)], -1)
