@@ -29,15 +29,27 @@ def _unconverged_note(ax, unconverged: dict | None):
 
 
 def phase_mass_figure(xs, xlabel: str, panels, *, title: str, shades=None, crossover=None):
-    """Phase masses against the swept value with error bars, one panel per labelling.
+    """The posterior mass of each phase against the swept value, with error bars (standard errors across data
+    sets), one panel per labelling of the same draws (e.g. a DSLT4 rule, classify_phase), stacked on one x axis:
+    a Bayesian phase transition is where one phase's mass overtakes another's.
 
-    xs: (X,) the swept values; panels: list of (panel title, {phase: (mass (L, X), se (L, X))},
-    unconverged: {phase: (L, X) booleans} or None, the points whose SMC runs still disagree on that
-    phase's mass, drawn open),
-    L lines per phase (one per value of a second sweep axis, light to dark: shades = (its label,
-    first value, last value)); crossover: (value, se) marked on the first panel."""
+    Args:
+        xs: (X,) the swept values.
+        xlabel: their name.
+        panels: a list of (panel title, {phase: (mass (L, X), its standard error (L, X))}, unconverged), one panel
+            each; L lines per phase, one per value of a second sweep axis (light to dark: ``shades``);
+            unconverged: {phase: (L, X) bool} or None, the points whose SMC runs still disagree on that phase's
+            mass, drawn as open markers.
+        title: the figure's title.
+        shades: (the second axis' name, its first value, its last value), named in the panels' titles.
+        crossover: (value, standard error) of the transition, marked on the first panel (dashed, shaded +- 1 se).
+
+    Returns:
+        the Figure.
+    """
     xs = np.asarray(xs, float)
-    fig, axs = subplots(1, max(len(panels), 1), figsize=(7.4 * max(len(panels), 1), 4.8), squeeze=False)
+    P = max(len(panels), 1)
+    fig, axs = subplots(P, 1, figsize=(9.0, 3.4 * P + 0.6), squeeze=False, sharex=True)
     for p, (ax, (ptitle, phases, unconverged)) in enumerate(zip(axs.flat, panels)):
         for k, (nm, (m, e)) in enumerate(phases.items()):
             m, e = np.atleast_2d(m), np.atleast_2d(e)
@@ -48,7 +60,8 @@ def phase_mass_figure(xs, xlabel: str, panels, *, title: str, shades=None, cross
                             capsize=2, lw=1.2, label=nm if j == m.shape[0] - 1 else None)
                 _mark_unconverged(ax, xs, m[j], (unconverged or {}).get(nm), j, colour)
         _unconverged_note(ax, unconverged)
-        ax.set_xlabel(xlabel)
+        if p == P - 1:                                    # the shared x axis: named below the last panel
+            ax.set_xlabel(xlabel)
         ax.set_ylabel("posterior mass")
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
@@ -58,7 +71,7 @@ def phase_mass_figure(xs, xlabel: str, panels, *, title: str, shades=None, cross
             ax.axvline(c, color="k", ls="--", lw=1)
             ax.axvspan(c - (se or 0), c + (se or 0), color="k", alpha=0.08)
             extra += f"\ncrossover (dashed, shaded: +- 1 se): {c:.3f} +- {se or 0:.3f}"
-        ax.set_title(wrap(ptitle, 5.6, 9) + extra, fontsize=9)
+        ax.set_title(wrap(ptitle, 6.0, 9) + extra, fontsize=9)
         legend_right(ax)
     return suptitle(fig, title)
 
@@ -218,7 +231,8 @@ def phase_diagram_figure(xs, ys, masses: dict, crossover, crossover_se, *, xlabe
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(f"mass: {nm}", fontsize=9)
-        fig.colorbar(im, ax=ax, fraction=0.046)
+    if names:                                             # one scale, 0 to 1, for every map
+        fig.colorbar(im, ax=list(axs.flat[:len(names)]), fraction=0.046 / len(names), label="posterior mass")
     ax = axs.flat[len(names)]
     ax.errorbar(ys, crossover, yerr=np.nan_to_num(crossover_se), marker="o", capsize=3)
     if ys.min() > 0 and ys.max() / ys.min() > 5:
