@@ -23,10 +23,12 @@ from .posterior import (cross_table_figure, free_energy_figure, free_energy_scal
 from .regions import (affine_map_figure, functional_dimension_figure, layer_boundaries_figure, lines_figure,
                       regions_figure)
 from .tms import kgon_gallery_figure, kgon_loss_figure, tms_lambda_figure, tms_transition_figure
+from .tms_training import tms_training_figure
 
 __all__ = ["affine_map_figure", "beta_sweep_figure", "cross_table_figure", "effective_weights_figure",
            "free_energy_figure", "free_energy_scaling_figure", "functional_dimension_figure", "kgon_gallery_figure",
            "kgon_loss_figure", "lambda_curve_figure", "landscape_figure", "layer_boundaries_figure", "lines_figure",
            "llc_calibration_figure", "llc_cases_figure", "phase_diagram_figure", "phase_gallery_figure",
            "phase_mass_figure", "posterior_traces_figure", "rank_vs_bound_figure", "regions_figure", "save_figure",
-           "spectrum_figure", "susceptibility_figure", "tms_lambda_figure", "tms_transition_figure", "weights_facets_figure"]
+           "spectrum_figure", "susceptibility_figure", "tms_lambda_figure", "tms_training_figure", "tms_transition_figure",
+           "weights_facets_figure"]
