@@ -112,8 +112,10 @@ def beta_sweep_figure(ds, *, n: int):
 
 
 def llc_calibration_figure(grid, *, true_lambda, title: str):
-    """lambda_hat over step size x localization (with the known value), the MALA acceptance, and the
-    mean trace n beta (L_n(w_t) - L_n(w*)) against the step for every setting.
+    """The calibration of the SGLD estimate of the local learning coefficient, three panels: lambda_hat against the
+    step size, a line per localization gamma (with the known value: the settings whose estimate meets it), the MALA
+    acceptance of the SGLD step (below about 0.9 the step size biases the estimate), and the mean trace
+    n beta (L_n(w_t) - L_n(w*)) against the step for every setting (flat: stationary).
 
     Args:
         grid: a :class:`slt_relu.posterior.llc.Calibration` (``calibrate_llc``), or anything with its

@@ -77,14 +77,26 @@ def phase_mass_figure(xs, xlabel: str, panels, *, title: str, shades=None, cross
 
 
 def cross_table_figure(xs, xlabel: str, tables: dict, *, title: str, shades=None):
-    """One panel per phase of a DSLT4 rule: its mass against the swept value, split by the
-    classify_phase label of the same draws (stacked; tables[rule phase][label] = (L, X) masses, the
-    last of the L lines, i.e. the darkest shade, when there are several)."""
+    """A DSLT4 rule against classify_phase on the same draws, one panel per phase of the rule: its posterior mass
+    against the swept value, stacked by the classify_phase label of those draws (which phases of W0 the rule's
+    phase holds; hatched: draws not in W0 at the data's resolution).
+
+    Args:
+        xs: (X,) the swept values.
+        xlabel: their name.
+        tables: {rule phase: {classify_phase label: masses (L, X) or (X,)}}; of L lines (one per value of a
+            second sweep axis) the last, the darkest shade of the other figures, is drawn.
+        title: the figure's title.
+        shades: (the second axis' name, its first value, its last value): the last is named in the title.
+
+    Returns:
+        the Figure.
+    """
     xs = np.asarray(xs, float)
     names = list(tables)
     labels = list(dict.fromkeys(lab for row in tables.values() for lab in row))
     colours = {lab: ("tab:gray" if lab == "not in W0" else f"C{k}") for k, lab in enumerate(labels)}
-    fig, axs = subplots(1, len(names), figsize=(5.2 * len(names), 4.6), squeeze=False)
+    fig, axs = subplots(1, len(names), figsize=(4.4 * len(names), 4.4), squeeze=False)
     for ax, nm in zip(axs.flat, names):
         bottom = np.zeros(len(xs))
         for lab in labels:
@@ -107,11 +119,23 @@ def cross_table_figure(xs, xlabel: str, tables: dict, *, title: str, shades=None
 
 def free_energy_figure(xs, xlabel: str, curves: dict, *, title: str, shades=None, unconverged=None,
                        ax=None):
-    """Local free energies against the swept value: curves[phase] = (F_alpha - F (L, X), its standard
-    error across data sets (L, X)), F_alpha - F = -log mass_alpha; a Bayesian phase transition is where two
-    phases' curves cross (the lower one holds more mass).  L lines per phase, and unconverged, as in
-    phase_mass_figure.
-    ax: draw into this axes (its figure is returned) instead of a new figure."""
+    """Each phase's local free energy against the swept value, F_alpha - F = -log mass_alpha (nats), with error bars
+    (standard errors across data sets): a Bayesian phase transition is where two phases' curves cross (the lower
+    one holds more mass).
+
+    Args:
+        xs: (X,) the swept values.
+        xlabel: their name.
+        curves: {phase: (F_alpha - F (L, X), its standard error (L, X))}, L lines per phase, one per value of a
+            second sweep axis (light to dark: ``shades``); NaN: not drawn.
+        title: the figure's title (not drawn into a host's axes).
+        shades: (the second axis' name, its first value, its last value), named in the axes' title.
+        unconverged: {phase: (L, X) bool} or None, the points whose SMC runs still disagree, drawn as open markers.
+        ax: draw into this axes (its figure is returned) instead of a new figure.
+
+    Returns:
+        the Figure.
+    """
     xs = np.asarray(xs, float)
     fig, ax = figure_axes(ax, (8.4, 4.8))
     for k, (nm, (f, e)) in enumerate(curves.items()):
@@ -218,8 +242,25 @@ def free_energy_scaling_figure(xs, xlabel: str, n_beta, curves: dict, *, title: 
 
 def phase_diagram_figure(xs, ys, masses: dict, crossover, crossover_se, *, xlabel: str, ylabel: str,
                          crossover_label: str, title: str):
-    """Two sweep axes: heat maps of each phase's mass, masses[phase]: (Y, X) (rows: ys), and the
-    crossover along x against y with its bootstrap error, crossover, crossover_se: (Y,)."""
+    """A sweep over two axes as a phase diagram, a panel per phase and one more: each phase's posterior mass over
+    the grid of the two axes (one colour scale, 0 to 1; the grid's cells evenly spaced whatever the values), and
+    the crossover along x (where the two phases' masses cross) against y with its bootstrap standard error: how
+    the transition moves with the second axis.
+
+    Args:
+        xs: (X,) the values along x (the crossover's axis).
+        ys: (Y,) the values along y (log-scaled in the last panel where they span more than a factor 5).
+        masses: {phase: (Y, X) mass}, rows along y.
+        crossover: (Y,) the crossover along x at each y (NaN: none).
+        crossover_se: (Y,) its standard error.
+        xlabel: x's name.
+        ylabel: y's name.
+        crossover_label: the last panel's y label.
+        title: the figure's title.
+
+    Returns:
+        the Figure.
+    """
     xs, ys = np.asarray(xs, float), np.asarray(ys, float)
     names = list(masses)
     fig, axs = subplots(1, len(names) + 1, figsize=(4.3 * (len(names) + 1), 4.2), squeeze=False)

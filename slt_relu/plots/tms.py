@@ -87,6 +87,7 @@ def tms_lambda_figure(ds, *, title: str = "lambda per k-gon: tempered SMC's free
             ``lambda_se``, ``lambda_exact``, NaN where there is none), the estimated k-gons along ``estimated``
             (their rows ``estimated_row``, the fitted ``window`` (estimated, bound)) with their curves ``t`` and
             ``mean_loss`` (estimated, run, stage; NaN: padding).
+        title: the figure's title.
 
     Returns:
         the Figure.
@@ -169,9 +170,11 @@ def kgon_loss_figure(ds, *, title: str = "The exact population loss of every k-g
 def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float, crossover_se: float,
                           formula: float, *, pair: tuple = ("6-gon", "5-gon"), free_energy: dict | None = None,
                           beta: float = 1.0, title: str = "The toy model of superposition's Bayesian phase transition"):
-    """The posterior mass of each k-gon phase against n, and the log mass ratio of two phases (the 6-gon / 5-gon
-    at c = 6) with the crossover measured by SMC beside the asymptotic formula's (``slt_relu.tms.transition``;
-    Chen et al. 2023).
+    """The toy model of superposition's Bayesian phase transition (Chen et al. 2023), two or three panels against n
+    (log scale): the posterior mass of each k-gon phase (phases that never reach 1% left out); the log mass ratio of
+    two phases (the 6-gon / 5-gon at c = 6), which crosses 0 where the first takes the lead, with that crossover
+    measured by SMC (shaded: +- 1 se) beside the asymptotic formula's (``slt_relu.tms.transition``); and, where
+    given, each phase's local free energy less its loss term against its asymptotic form lambda log(n beta) + C.
 
     Args:
         ns: the sample sizes (N,).

@@ -53,7 +53,8 @@ def tms_training_figure(steps, ns, loss, phases, llc, llc_se, snapshots: list, *
         ns: (N,) the sample sizes, one column of panels each.
         loss: (N, R, K) the loss at every checkpoint of every run.
         phases: (N, R, K) the phase names.
-        llc: (N, R, K) the LLC estimates; llc_se: (N, R, K) their standard errors.
+        llc: (N, R, K) the LLC estimates.
+        llc_se: (N, R, K) their standard errors.
         snapshots: dicts with ``W`` (2, c), ``b`` (c,), ``title`` (the checkpoint's step and phase), at most 2 N.
         levels: {label: loss} horizontal reference lines of the loss panels (e.g. the k-gons' exact losses);
             those <= 0 are left out (the loss axis is logarithmic).
