@@ -58,8 +58,8 @@ _FORMULA_CHARS = set("^_=()[]|*/")
 def _glue(words: list[str]) -> list[str]:
     """words joined into the pieces a line may not break inside: a formula stays whole, i.e. an operator
     (=, +, -, ...) stays with the words on both sides, a number with the word before it (``width 3``), and
-    neighbouring words that both hold formula characters (^, _, =, parentheses, ...: ``w1^2 w2^4``,
-    ``relu(w1 x)``) stay together; a word ending in ':' or ',' ends a piece."""
+    a word holding formula characters (^, _, =, parentheses, ...) with a piece holding some (``w1^2 w2^4``,
+    ``relu(w1 x)``, ``n L_n(w0)``); a word ending in ':' or ',' ends a piece."""
     operator = lambda w: w.strip("()[]{}") in _OPERATORS
     number = lambda w: w.rstrip(":,)").replace(".", "", 1).isdigit()
     pieces = []
@@ -67,7 +67,7 @@ def _glue(words: list[str]) -> list[str]:
         last = pieces[-1].split(" ")[-1] if pieces else ""
         if pieces and not last.endswith((":", ",")) and (
                 operator(word) or operator(last) or number(word)
-                or (_FORMULA_CHARS & set(word) and _FORMULA_CHARS & set(last))):
+                or (_FORMULA_CHARS & set(word) and _FORMULA_CHARS & set(pieces[-1]))):
             pieces[-1] += " " + word
         else:
             pieces.append(word)
@@ -75,11 +75,12 @@ def _glue(words: list[str]) -> list[str]:
 
 
 def fill(text: str, chars: int) -> str:
-    """text wrapped to lines of about ``chars`` characters without breaking a formula (:func:`_glue`); a piece
-    longer than a line keeps a line of its own."""
+    """text wrapped to lines of about ``chars`` characters without breaking a formula (:func:`_glue`) where it
+    fits on a line (a longer one breaks between its words)."""
     out = []
     for line in str(text).split("\n"):
-        pieces = [p.replace(" ", "\u00a0") for p in _glue(line.split(" "))]     # no-break spaces inside a piece
+        pieces = [p.replace(" ", "\u00a0") if len(p) <= chars else p            # no-break spaces inside a piece
+                  for p in _glue(line.split(" "))]
         out.append(textwrap.fill(" ".join(pieces), chars, break_long_words=False, break_on_hyphens=False)
                    .replace("\u00a0", " ") or line)
     return "\n".join(out)

@@ -108,7 +108,7 @@ def beta_sweep_figure(ds, *, n: int):
         ax.set_title(wrap(str(row["name"].values), 3.4, 8) + f"\nslope {slope:.3f} +- {slope_se:.3f}{known}", fontsize=8)
         ax.grid(alpha=0.3)
     figure_legend(fig, axes=axes.flat)
-    return finish_panels(fig, f"beta sweep: E_beta[n L_n] = n L_n(w0) + lambda / beta (n = {n})", nrows)
+    return finish_panels(fig, f"beta sweep (n = {n}): E_beta[n L_n] = n L_n(w0) + lambda / beta", nrows)
 
 
 def llc_calibration_figure(grid, *, true_lambda, title: str):

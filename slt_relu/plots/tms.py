@@ -39,8 +39,8 @@ def kgon_gallery_figure(ds, *, title: str = "The k-gon minima of the TMS: the co
     Args:
         ds: the ``tms`` kind's results Dataset, or the rows of it to draw (``ds.isel(row=...)``), a panel each:
             along ``row`` ``W`` (row, hidden, feature) and ``b`` (row, feature) (NaN beyond the row's c), the
-            coordinates ``c``, ``k``, ``variant`` and ``loss``, ``lambda_exact``, ``lambda``, ``lambda_se`` (NaN:
-            none).
+            coordinates ``c``, ``k`` and ``loss``; optionally ``variant``, ``lambda_exact``, ``lambda``, ``lambda_se``
+            (NaN: none).
         title: the figure's title.
 
     Returns:
@@ -63,11 +63,11 @@ def kgon_gallery_figure(ds, *, title: str = "The k-gon minima of the TMS: the co
             if (short & ~pos).any():
                 ax.plot([0], [0], "o", mfc="none", color="C3", ms=8)
         lam = []
-        if np.isfinite(p["lambda_exact"]):
+        if np.isfinite(p.get("lambda_exact", np.nan)):
             lam.append(f"λ {p['lambda_exact']:.3g}")
-        if np.isfinite(p["lambda"]):
+        if np.isfinite(p.get("lambda", np.nan)):
             lam.append(f"est {p['lambda']:.3g}±{p['lambda_se']:.1g}")
-        head = f"c={p['c']} {_variant_label(p['k'], p['variant'])}"
+        head = f"c={p['c']} {_variant_label(p['k'], p.get('variant', ''))}"
         ax.set_title(f"{head}\nL={p['loss']:.4g}" + ("\n" + ", ".join(lam) if lam else ""), fontsize=7)
         column_plane(ax, lim)
     label_grid(axes, n, "W[0, i]", "W[1, i]", fontsize=7)
@@ -85,8 +85,8 @@ def tms_lambda_figure(ds, *, title: str = "lambda per k-gon: tempered SMC's free
     Args:
         ds: the ``tms`` kind's results Dataset: the table along ``row`` (``c``, ``k``, ``variant``, ``lambda``,
             ``lambda_se``, ``lambda_exact``, NaN where there is none), the estimated k-gons along ``estimated``
-            (their rows ``estimated_row``, the fitted ``window`` (estimated, bound)) with their curves ``t`` and
-            ``mean_loss`` (estimated, run, stage; NaN: padding).
+            (their rows ``estimated_row``; optionally the fitted ``window`` (estimated, bound), shaded) with their
+            curves ``t`` and ``mean_loss`` (estimated, run, stage; NaN: padding).
         title: the figure's title.
 
     Returns:
@@ -113,10 +113,11 @@ def tms_lambda_figure(ds, *, title: str = "lambda per k-gon: tempered SMC's free
                 ax2.plot(np.log10(t[ok]), t[ok] * loss[ok], lw=0.6, color=f"C{i % 10}", alpha=0.45)
         if np.isfinite(r["lambda_exact"]):
             ax2.axhline(r["lambda_exact"], color=f"C{i % 10}", lw=0.8, ls="--")
-    if rows:
+    shaded = bool(rows) and "window" in ds
+    if shaded:
         t_lo, t_hi = ds["window"].values[0]
         ax2.axvspan(np.log10(t_lo), np.log10(t_hi), color="0.93", zorder=0)
-    ax2.set_xlabel("log10 t (shaded: the fitted window)")
+    ax2.set_xlabel("log10 t" + (" (shaded: the fitted window)" if shaded else ""))
     ax2.set_ylabel("t E_t[L - L*] (dashed: first principles)")
     suptitle(fig, title)
     return fig
