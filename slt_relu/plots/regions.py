@@ -73,7 +73,7 @@ def regions_figure(grid, patterns, values, layer_pre, dual, *, title: str, point
     ax.set_ylabel("w_y")
     ax.set_zlabel("b")
     ax.set_title(f"dual points (W_i, b_i): {len(np.unique(np.round(dual, 9), axis=0))} distinct", fontsize=9)
-    ax.zaxis.labelpad = 7                                 # clear of the tick labels
+    ax.zaxis.labelpad = 5                                 # clear of the tick labels, inside the figure
     if extra is not None:
         etitle, ex, ey, exl, eyl = extra
         ax = fig.add_subplot(1, panels, 4)
@@ -178,7 +178,7 @@ def affine_map_figure(grid, target_dual, mapped_dual, target_f, mapped_f, *, res
     ax.set_xlabel("w_x")
     ax.set_ylabel("w_y")
     ax.set_zlabel("b")
-    ax.zaxis.labelpad = 7                                 # clear of the tick labels
+    ax.zaxis.labelpad = 5                                 # clear of the tick labels, inside the figure
     ax.set_title(f"dual points, relative residual {resid:.2f}", fontsize=9)
     figure_legend(fig, axes=[ax], fontsize=8)
     xs, ys = grid[0, :, 0], grid[:, 0, 1]
