@@ -1,5 +1,6 @@
-"""The how-to guides cannot go stale: the code of "Bring your own network", "Add an experiment kind" and "Add a
-sampler" (docs/howto/) runs here as the pages show it, and every `slt-relu` command line of the guides parses with the command line's parser."""
+"""The how-to guides cannot go stale: the code of "Bring your own network", "Draw the figures from Python", "Add an
+experiment kind" and "Add a sampler" (docs/howto/) runs here as the pages show it, and every `slt-relu` command line
+of the guides parses with the command line's parser."""
 import contextlib
 import io
 import json
@@ -217,3 +218,48 @@ def test_the_own_network_guide_runs_and_says_what_it_prints():
     se_z = smc.log_evidence.std(ddof=1) / np.sqrt(len(smc.log_evidence))
     assert abs(smc.log_evidence.mean() - (-71.7)) < 5 * se_z + 0.05           # the page's -71.7 (rounded)
     assert abs(float(nuts.loss.mean()) - 0.73) < 0.02 and abs(est.lambda_ - 1.9) < 5 * est.se + 0.05
+
+
+# ----------------------------------------------------------------------------------------
+# Draw the figures from Python
+
+
+def test_the_plotting_guide_draws_every_figure_of_the_command_line(tmp_path, monkeypatch):
+    """The page's code, block after block in one namespace, in a temporary folder that holds the checkout's
+    results/ (the page reads committed results folders by their paths from a checkout's root), with matplotlib's
+    Agg backend: every figure function of slt_relu.plots that a kind draws is called, each call returns a Figure,
+    the blocks' last ``fig`` is one, and the files the page writes are there."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    import slt_relu.plots as plots
+
+    (tmp_path / "results").symlink_to(HOWTO.parent.parent / "results")
+    monkeypatch.chdir(tmp_path)
+    drawn = {}
+    for name in plots.__all__:
+        if name.endswith("_figure") and name != "save_figure":
+            real = getattr(plots, name)
+            monkeypatch.setattr(plots, name, lambda *a, _real=real, _name=name, **k: drawn.setdefault(_name, []).append(
+                _real(*a, **k)) or drawn[_name][-1])
+    namespace = {}
+    code = blocks("plot.md", "python")
+    x64 = jax.config.read("jax_enable_x64")
+    try:
+        for block in code:
+            namespace.pop("fig", None)
+            exec(block, namespace)
+            if "fig = " in block:
+                assert isinstance(namespace["fig"], Figure), block[:200]
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+        plt.close("all")
+    figures = {n for n in plots.__all__ if n.endswith("_figure")} - {"save_figure", "susceptibility_figure"}
+    assert set(drawn) == figures, f"not drawn on the page: {sorted(figures - set(drawn))}"
+    assert all(isinstance(f, Figure) for calls in drawn.values() for f in calls)
+    assert drawn["spectrum_figure"][0] is namespace["left"].figure                # drawn into the page's axes
+    assert (tmp_path / "fisher_mine.png").read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in (tmp_path / "fisher_figures").iterdir()) == ["rank_vs_bound.png", "spectrum.png"]

@@ -411,7 +411,7 @@ def _regions(which):
                                        "layers in grey); each layer bends only where it meets an earlier boundary")
     dual = rng.normal(size=(200, 3))
     if which == "xor_affine_map":
-        return affine_map_figure(dual[:20] * 0.5, dual, out, -out, grid, 0.83)
+        return affine_map_figure(grid, dual, dual[:20] * 0.5, -out, out, resid=0.83)
     pre = np.concatenate(layers, -1)
     if which == "xor_regions":
         pre = np.stack([grid.sum(-1) + 1, grid.sum(-1)], -1)
@@ -534,10 +534,12 @@ def _posterior(config: str, which: str):
         return free_energy_figure(xs, xlabel, curves, title=title, shades=shades, unconverged=unconverged)
     if which == "free_energy_scaling":
         n_beta = np.asarray(other[2], float)
-        panels = [(f"{xlabel} = {x:.4g}", n_beta, {nm: (15 + 2.5 * np.log(n_beta) + rng.normal(size=len(n_beta)),
-                                                       np.full(len(n_beta), 0.3), 2.5, 0.1) for nm in phases[1:]})
-                  for x in xs[:8]]                      # 2 rows of panels, as many as the layout needs
-        return free_energy_scaling_figure(panels, title=title)
+        t, B = np.log(n_beta), len(n_beta)
+        curves = {nm: (15 + k + 2.5 * t + rng.normal(size=(X, B)), np.full((X, B), 0.3),
+                       2.5 + 0.2 * rng.normal(size=X), np.full(X, 0.1)) for k, nm in enumerate(phases[1:])}
+        curves[phases[1]][0][0, 1:] = np.nan                # a point measured at one n beta only: no fit
+        curves[phases[1]][2][0] = np.nan
+        return free_energy_scaling_figure(xs, xlabel, n_beta, curves, title=title)
     if which == "phase_diagram":
         ys = np.asarray(other[2], float)
         grids = {nm: rng.random((L, X)) for nm in phases}

@@ -267,3 +267,22 @@ def test_plot_of_something_else_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "plot " in err and "expected a results folder" in err and err.count("\n") == 1
     assert not list(tmp_path.iterdir())
+
+
+def test_plot_of_an_older_results_nc_names_the_missing_variable(tmp_path, capsys):
+    """slt-relu plot on a results.nc without a variable the figures now draw: one line naming the variable (not
+    xarray's message about it) and asking for a rerun, exit 2."""
+    import shutil
+
+    from slt_relu.netcdf import read_tree, write_tree
+
+    folder = tmp_path / "old"
+    folder.mkdir()
+    shutil.copy(runner.RESULTS_DIR / "dslt3_degenerate_node" / "manifest.json", folder)
+    write_tree(read_tree(runner.RESULTS_DIR / "dslt3_degenerate_node" / "results.nc").to_dataset().drop_vars("loss"),
+               folder / "results.nc")
+    code = cli.main(["plot", str(folder), "--out", str(tmp_path / "figures")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "its results.nc has no 'loss', which this version's figures of kind 'landscape' draw" in err
+    assert "run the config again" in err

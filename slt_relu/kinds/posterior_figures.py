@@ -20,6 +20,14 @@ def _where_label(values: dict) -> str:
                      for k, v in values.items()) or "all points"
 
 
+def _numbers(values) -> np.ndarray | None:
+    """values as floats, or None where one is not a number."""
+    try:
+        return np.asarray([float(v) for v in values])
+    except (TypeError, ValueError):
+        return None
+
+
 def weight_points(r) -> list:
     """The sweep points whose effective weights are drawn (n_in = 2): every k-th, at most plots.weight_panels."""
     if r.points[0].settings.model.base.n_in != 2:
@@ -193,16 +201,25 @@ def posterior_figures(r, results) -> dict:
     if "lambda_from_free_energy" in ds:
         others = [k for k in sweep if k != "posterior.beta"]
         n_beta = ds["n_beta"].transpose(*others, "posterior.beta").values
-        panels = []
-        for idx in np.ndindex(n_beta.shape[:-1]):
-            at = ds.isel(dict(zip(others, idx)))
-            panels.append((_where_label({k: sweep[k][i] for k, i in zip(others, idx)}), n_beta[idx],
-                           {nm: (at["free_energy_excess"].sel(phase=nm).values,
-                                 at["free_energy_excess_se"].sel(phase=nm).values,
-                                 float(at["lambda_from_free_energy"].sel(phase=nm)),
-                                 float(at["lambda_from_free_energy_se"].sel(phase=nm)))
-                            for nm in ds["phase"].values.tolist() if nm != "other"}))
-        figures["free_energy_scaling"] = free_energy_scaling_figure(panels, title=title)
+        P = int(np.prod(n_beta.shape[:-1]))
+
+        def per_point(name, nm, *last):                # (P, *last): the points in the sweep's order
+            da = ds[name].sel(phase=nm).transpose(*others, *last)
+            return da.values.reshape(P, *da.shape[len(others):])
+
+        curves = {nm: (per_point("free_energy_excess", nm, "posterior.beta"),
+                       per_point("free_energy_excess_se", nm, "posterior.beta"),
+                       per_point("lambda_from_free_energy", nm), per_point("lambda_from_free_energy_se", nm))
+                  for nm in ds["phase"].values.tolist() if nm != "other"}
+        values = _numbers(sweep[others[0]]) if len(others) == 1 else None
+        names = None
+        if values is None:                             # no other axis, several, or not numbers: the points by name
+            values = np.arange(P)
+            names = [_where_label({k: sweep[k][i] for k, i in zip(others, idx)})
+                     for idx in np.ndindex(n_beta.shape[:-1])]
+        figures["free_energy_scaling"] = free_energy_scaling_figure(
+            values, _axis_label(others[0]) if names is None else "sweep point", n_beta.reshape(P, -1), curves,
+            title=title, point_labels=names)
     if len(axes) == 2 and ph.rule != "none":
         ykey = axes[1 - axes.index(xkey)]
         ys = np.asarray(ds["n_beta"].isel({xkey: 0}).values if ykey == "posterior.beta" else sweep[ykey], float)

@@ -143,8 +143,8 @@ def figures(s, ds) -> dict:
     out = {"xor_regions": regions_figure(
         grid, *xor, title=XOR_TITLE, points=(corners, ds["xor_label"].values),
         extra=("k-means on the dual points: rebuilt f", ks, rms, "clusters k", "rms error of the rebuilt f"))}
-    out["xor_affine_map"] = affine_map_figure(C @ M, wide[3], mapped.reshape(grid.shape[:2]), wide[1], grid,
-                                              float(ds.attrs["xor_affine_map_relative_residual"]))
+    out["xor_affine_map"] = affine_map_figure(grid, wide[3], C @ M, wide[1], mapped.reshape(grid.shape[:2]),
+                                              resid=float(ds.attrs["xor_affine_map_relative_residual"]))
     patterns, output, layers, dual = _pictures(ds, "annulus")
     out["annulus_regions"] = regions_figure(
         grid, patterns, output, layers, dual,

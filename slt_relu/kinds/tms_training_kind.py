@@ -231,32 +231,32 @@ def figure(ds):
     """training.png: the population loss, the phase and the LLC along training per n (the LLC where the Dataset has
     ``llc``), the k-gon minima's exact losses (``kgon_loss``) of the final phases, and snapshots of one run's columns
     of W where its phase changes (``slt_relu.plots.tms_training``), from the kind's results Dataset."""
-    from ..plots.tms_training import tms_training_figure
+    from ..plots import tms_training_figure
     from ..tms.training import phase_sequence
 
     N, R, K = ds.sizes["n"], ds.sizes["run"], ds.sizes["checkpoint"]
     with_llc = "llc" in ds
-    llc = ds.llc.values if with_llc else np.full((N, R, K), np.nan)
-    llc_se = ds.llc_se.values if with_llc else np.full((N, R, K), np.nan)
+    llc = ds["llc"].values if with_llc else np.full((N, R, K), np.nan)
+    llc_se = ds["llc_se"].values if with_llc else np.full((N, R, K), np.nan)
     # the run at the largest n that visits the most k-gons: its columns of W where its phase changes
-    phases = ds.phase.values[-1].astype(str)
+    phases = ds["phase"].values[-1].astype(str)
     lengths = [len(phase_sequence(row, skip=("none",))) for row in phases]
     r = int(np.argmax(lengths))
     changes = [k for k in range(K) if k == 0 or phases[r, k] != phases[r, k - 1]]
     if K - 1 not in changes:
         changes.append(K - 1)
     picks = changes if len(changes) <= 2 * N else sorted(set(changes[: 2 * N - 1] + [K - 1]))
-    n_last = int(ds.n.values[-1])
-    snaps = [{"W": ds.W.values[-1, r, k], "b": ds.b.values[-1, r, k],
-              "title": (f"n = {n_last}, run {r}\n" if j == 0 else "\n") + f"step {int(ds.step.values[k])}: {phases[r, k]}"}
+    n_last, steps = int(ds["n"].values[-1]), ds["step"].values
+    snaps = [{"W": ds["W"].values[-1, r, k], "b": ds["b"].values[-1, r, k],
+              "title": (f"n = {n_last}, run {r}\n" if j == 0 else "\n") + f"step {int(steps[k])}: {phases[r, k]}"}
              for j, k in enumerate(picks)]
-    seen = set(ds.phase.values[:, :, -1].astype(str).reshape(-1))
-    levels = {f"{name} {loss:.4f}": float(loss) for name, loss in zip(ds.kgon.values.astype(str), ds.kgon_loss.values)
-              if name in seen}
+    seen = set(ds["phase"].values[:, :, -1].astype(str).reshape(-1))
+    levels = {f"{name} {loss:.4f}": float(loss)
+              for name, loss in zip(ds["kgon"].values.astype(str), ds["kgon_loss"].values) if name in seen}
     t = ds.attrs
     batch = "full batch" if not t["batch_size"] else f"batches of {t['batch_size']}"
     return tms_training_figure(
-        ds.step.values, ds.n.values, ds.population_loss.values, ds.phase.values, llc, llc_se, snaps, levels=levels,
+        steps, ds["n"].values, ds["population_loss"].values, ds["phase"].values, llc, llc_se, snaps, levels=levels,
         title=f"TMS c = {t['c']}: {R} {t['optimizer']} runs per n (lr {t['learning_rate']:g}, {batch}, W ~ N(0, "
               f"{t['init_std']:g}^2)), the phase and the LLC (SGLD, n beta = n / log n) at each checkpoint")
 

@@ -232,12 +232,12 @@ def free_energy_panel(ds) -> dict:
     from ..tms.transition_checks import standard_error
 
     out = {}
-    for name in ds.fit_phase.values:
+    for name in ds["fit_phase"].values:
         q = ds.sel(fit_phase=name)
-        used = q.free_energy_fitted.values.astype(bool)
-        G = q.free_energy_less_loss.transpose("n", "dataset").values[used]
-        lam, C = float(q.fit_lambda), float(q.fit_C)
-        out[str(name)] = {"n": ds.n.values[used], "G": np.nanmean(G, axis=1),
+        used = q["free_energy_fitted"].values.astype(bool)
+        G = q["free_energy_less_loss"].transpose("n", "dataset").values[used]
+        lam, C = float(q["fit_lambda"]), float(q["fit_C"])
+        out[str(name)] = {"n": ds["n"].values[used], "G": np.nanmean(G, axis=1),
                           "G_se": np.array([standard_error(row[np.isfinite(row)]) for row in G]),
                           "lambda": lam if np.isfinite(lam) else None, "C": C if np.isfinite(C) else None}
     return out
@@ -256,8 +256,9 @@ def figure(ds, comparison: str):
     q = ds.sel(comparison=comparison)
     a, b = comparison.split(" vs ")
     return tms_transition_figure(
-        ds.n.values, ds.phase.values, ds.phase_mass_mean.values, ds.phase_mass_se.values, q.log_mass_ratio.values,
-        float(q.n_crossover), float(q.n_crossover_se), float(q.n_formula), pair=(a, b),
+        ds["n"].values, ds["phase"].values, ds["phase_mass_mean"].values, ds["phase_mass_se"].values,
+        q["log_mass_ratio"].values, float(q["n_crossover"]), float(q["n_crossover_se"]), float(q["n_formula"]),
+        pair=(a, b),
         free_energy=free_energy_panel(ds) or None, beta=float(ds.attrs["beta"]),
         title=f"TMS c = {int(ds.attrs['c'])}, beta = {float(ds.attrs['beta']):g}: the posterior mass of each k-gon "
               f"phase (tempered SMC, {ds.sizes['dataset']} data sets x {ds.sizes['run']} runs per n), where the "

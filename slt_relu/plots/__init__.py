@@ -1,16 +1,24 @@
-"""Figures: each function takes plain arrays and labels (never a kind's settings) and returns a
-:class:`matplotlib.figure.Figure` (single-panel ones also draw into a given ``ax``); the runner saves
-them (:func:`save_figure`), a notebook shows them.  Importing the package does not change matplotlib's
-backend.
+"""Figures: every figure the command line writes, as functions you can call on your own numbers.
 
-- ``landscape``: K(w) with W0, Fisher rank against the bound, Fisher spectra;
+Each ``*_figure`` function takes plain arrays and labels, or a kind's results Dataset as ``results.nc`` holds it
+(never a kind's settings), and returns a :class:`matplotlib.figure.Figure` that no pyplot state holds; the
+single-panel ones (:func:`landscape_figure` without ``along``, :func:`spectrum_figure`, :func:`free_energy_figure`,
+:func:`llc_cases_figure`, :func:`lines_figure`, :func:`kgon_loss_figure`) also draw into a given ``ax`` and then
+return its figure.  :func:`save_figure` writes a PNG as the runner does.  Importing the package does not change
+matplotlib's backend; ``import slt_relu`` does not import it (``slt_relu.plots`` is imported on first use).
+
+- ``landscape``: K(w) over a plane with W0, Fisher rank against the bound, Fisher spectra;
 - ``phases``: W0's phases in the input plane, effective weights;
 - ``regions``: linear regions, zero sets, dual points, functional dimension;
-- ``posterior``: phase masses, local free energies, rules against classify_phase, phase diagrams;
-- ``llc``: learning coefficients, beta sweeps, SGLD calibration;
+- ``posterior``: phase masses, local free energies and their scaling, rules against classify_phase, phase
+  diagrams, effective-weight densities, chain traces;
+- ``llc``: learning coefficients against known values, beta sweeps, SGLD calibration;
 - ``free_energy_curve``: lambda read off tempered SMC's free-energy curves;
 - ``observables``: susceptibilities of the posterior to the data of each cell of the input box;
-- ``tms``: the toy model of superposition's k-gons, their losses and lambda per k-gon.
+- ``tms``, ``tms_training``: the toy model of superposition's k-gons, their losses, lambda per k-gon, its
+  Bayesian transition and its training trajectories.
+
+docs/howto/plot.md draws each figure from library results or a results folder.
 """
 from ._style import save_figure
 from .free_energy_curve import lambda_curve_figure
@@ -23,10 +31,12 @@ from .posterior import (cross_table_figure, free_energy_figure, free_energy_scal
 from .regions import (affine_map_figure, functional_dimension_figure, layer_boundaries_figure, lines_figure,
                       regions_figure)
 from .tms import kgon_gallery_figure, kgon_loss_figure, tms_lambda_figure, tms_transition_figure
+from .tms_training import tms_training_figure
 
 __all__ = ["affine_map_figure", "beta_sweep_figure", "cross_table_figure", "effective_weights_figure",
            "free_energy_figure", "free_energy_scaling_figure", "functional_dimension_figure", "kgon_gallery_figure",
            "kgon_loss_figure", "lambda_curve_figure", "landscape_figure", "layer_boundaries_figure", "lines_figure",
            "llc_calibration_figure", "llc_cases_figure", "phase_diagram_figure", "phase_gallery_figure",
            "phase_mass_figure", "posterior_traces_figure", "rank_vs_bound_figure", "regions_figure", "save_figure",
-           "spectrum_figure", "susceptibility_figure", "tms_lambda_figure", "tms_transition_figure", "weights_facets_figure"]
+           "spectrum_figure", "susceptibility_figure", "tms_lambda_figure", "tms_training_figure", "tms_transition_figure",
+           "weights_facets_figure"]

@@ -12,8 +12,9 @@ shipped kinds draw, from matplotlib's own layout after drawing):
 - every panel that shows data names its axes (or shares the axis, and its label, with the panel
   next to it: :func:`label_grid`);
 - long titles are wrapped to the width they have (:func:`wrap`, :func:`suptitle`);
-- log axes over less than a few decades get their ticks at the plotted values (:func:`log_ticks`), so that
-  matplotlib's minor labels (2 x 10^3, 3 x 10^3, ...) cannot run into each other.
+- log axes over less than a few decades get their ticks at the plotted values (:func:`log_ticks`) or at 1, 2
+  and 5 times the powers of ten (:func:`round_log_ticks`), so that matplotlib's minor labels (2 x 10^3,
+  3 x 10^3, ...) cannot run into each other and an axis within a decade still has labels.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 
 def new_figure(figsize=None) -> Figure:
@@ -50,14 +51,50 @@ def own_figure(fig, ax) -> bool:
     return fig.axes == [ax]
 
 
+_OPERATORS = {"=", "+", "-", "*", "/", "<", ">", "<=", ">=", "~", "+-", "x", "|", "."}
+_FORMULA_CHARS = set("^_=()[]|*/")
+
+
+def _glue(words: list[str]) -> list[str]:
+    """words joined into the pieces a line may not break inside: a formula stays whole, i.e. an operator
+    (=, +, -, ...) stays with the words on both sides, a number with the word before it (``width 3``), and
+    a word holding formula characters (^, _, =, parentheses, ...) with a piece holding some (``w1^2 w2^4``,
+    ``relu(w1 x)``, ``n L_n(w0)``); a word ending in ':' or ',' ends a piece."""
+    operator = lambda w: w.strip("()[]{}") in _OPERATORS
+    number = lambda w: w.rstrip(":,)").replace(".", "", 1).isdigit()
+    pieces = []
+    for word in words:
+        last = pieces[-1].split(" ")[-1] if pieces else ""
+        if pieces and not last.endswith((":", ",")) and (
+                operator(word) or operator(last) or number(word)
+                or (_FORMULA_CHARS & set(word) and _FORMULA_CHARS & set(pieces[-1]))):
+            pieces[-1] += " " + word
+        else:
+            pieces.append(word)
+    return pieces
+
+
+def fill(text: str, chars: int) -> str:
+    """text wrapped to lines of about ``chars`` characters without breaking a formula (:func:`_glue`) where it
+    fits on a line (a longer one breaks between its words)."""
+    out = []
+    for line in str(text).split("\n"):
+        pieces = [p.replace(" ", "\u00a0") if len(p) <= chars else p            # no-break spaces inside a piece
+                  for p in _glue(line.split(" "))]
+        out.append(textwrap.fill(" ".join(pieces), chars, break_long_words=False, break_on_hyphens=False)
+                   .replace("\u00a0", " ") or line)
+    return "\n".join(out)
+
+
 def wrap(text: str, width_in: float, fontsize: float) -> str:
-    """text wrapped (each of its lines) to about width_in inches at fontsize points."""
+    """text wrapped (each of its lines) to about width_in inches at fontsize points, formulas whole
+    (:func:`fill`)."""
     chars = max(12, int(width_in * 72 / (0.6 * fontsize)))
     lines = []
     for line in str(text).split("\n"):            # a long line breaks after its first ': ' before anywhere else,
         head, sep, rest = line.partition(": ")      # so a title's formula stays whole
         lines += [head + ":", rest] if len(line) > chars and sep and len(head) < chars else [line]
-    return "\n".join(textwrap.fill(line, chars) or line for line in lines)
+    return "\n".join(fill(line, chars) for line in lines)
 
 
 def suptitle(fig, title: str, fontsize: float = 10):
@@ -66,11 +103,11 @@ def suptitle(fig, title: str, fontsize: float = 10):
     return fig
 
 
-def panel_grid(n: int, width: float, height: float, *, share: bool = False):
-    """A figure with n panels, at most 6 per row; unused panels switched off.  share: the panels
-    share both axes (same limits; their labels go on the outer panels, :func:`label_grid`).
-    Returns (fig, axes, nrows)."""
-    cols = min(6, max(n, 1))
+def panel_grid(n: int, width: float, height: float, *, share: bool = False, per_row: int = 6):
+    """A figure with n panels of width x height inches, at most ``per_row`` per row; unused panels
+    switched off.  share: the panels share both axes (same limits; their labels go on the outer
+    panels, :func:`label_grid`).  Returns (fig, axes, nrows)."""
+    cols = min(per_row, max(n, 1))
     nrows = -(-n // cols)
     fig, axes = subplots(nrows, cols, figsize=(width * cols, height * nrows + 0.5), squeeze=False,
                          sharex=share, sharey=share)
@@ -80,13 +117,15 @@ def panel_grid(n: int, width: float, height: float, *, share: bool = False):
 
 
 def label_grid(axes, n: int, xlabel: str, ylabel: str, fontsize: float = 8):
-    """Axis labels on the outer panels of a grid of n panels sharing both axes: x on the lowest used
-    panel of each column, y on the first of each row."""
+    """Axis labels on the outer panels of a grid of n panels sharing both axes: x (and its tick labels,
+    which the shared axes hide above the last row) on the lowest used panel of each column, y on the
+    first of each row."""
     rows, cols = axes.shape
     for c in range(cols):
         used = [r for r in range(rows) if r * cols + c < n]
         if used:
             axes[used[-1], c].set_xlabel(xlabel, fontsize=fontsize)
+            axes[used[-1], c].tick_params(labelbottom=True)
     for r in range(rows):
         if r * cols < n:
             axes[r, 0].set_ylabel(ylabel, fontsize=fontsize)
@@ -104,7 +143,7 @@ def legend_right(ax, fontsize: float = 7, wrap_at: int = 34, **kwargs):
     handles, labels = ax.get_legend_handles_labels()
     if not handles:
         return None
-    labels = [textwrap.fill(lab, wrap_at) for lab in labels]
+    labels = [fill(lab, wrap_at) for lab in labels]
     return ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
                      fontsize=fontsize, **kwargs)
 
@@ -122,7 +161,7 @@ def figure_legend(fig, handles=None, labels=None, *, axes=None, ncol: int | None
                     labels.append(lab)
     if not handles:
         return None
-    labels = [textwrap.fill(lab, wrap_at) for lab in labels]
+    labels = [fill(lab, wrap_at) for lab in labels]
     ncol = ncol or min(len(labels), max(1, int(fig.get_figwidth() // 3.2)))
     return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=fontsize)
 
@@ -136,6 +175,15 @@ def log_ticks(ax, values, axis: str = "x", fmt: str = "{:.4g}"):
     target.set_major_locator(FixedLocator(values))
     target.set_major_formatter(matplotlib.ticker.FixedFormatter([fmt.format(v) for v in values]))
     target.set_minor_locator(NullLocator())
+    target.set_minor_formatter(NullFormatter())
+
+
+def round_log_ticks(ax, axis: str = "x"):
+    """A log axis over a few decades: major ticks at 1, 2 and 5 times the powers of ten, labelled as plain
+    numbers (50, 100, 200, ...), no minor labels."""
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     target.set_minor_formatter(NullFormatter())
 
 
@@ -163,8 +211,17 @@ def settle(fig):
 
 
 def save_figure(fig, path: Path, dpi: int = 120) -> Path:
-    """Write fig as a PNG at path (the runner's one way of saving a figure: laid out twice,
-    :func:`settle`); returns path."""
+    """Write a figure as a PNG, as the runner writes every figure (laid out twice where a panel has a fixed
+    aspect, :func:`settle`; the same figure gives the same bytes).
+
+    Args:
+        fig: the Figure (any, e.g. one of these functions' or your own).
+        path: the file to write.
+        dpi: its resolution (the figures' sizes are in inches: 120 dpi makes an 8 in figure 960 pixels wide).
+
+    Returns:
+        the path.
+    """
     settle(fig)
     fig.savefig(path, dpi=dpi)
     return Path(path)

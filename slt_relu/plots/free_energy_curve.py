@@ -22,10 +22,11 @@ def lambda_curve_figure(ds):
     without points.
 
     Args:
-        ds: the ``lambda_curve`` kind's results Dataset: along (case, estimator) ``lambda``, ``lambda_se``,
-            ``lambda_at_exact_m``, ``lambda_se_at_exact_m``; per case ``lambda_exact``, ``m_exact``, ``window``
-            (case, bound), ``reference_lambda``, ``reference_se`` and the coordinate ``reference_name`` ('' for none);
-            the curves ``t``, ``mean_loss`` (case, run, stage) and ``run_loss_min`` (case, run).
+        ds: the ``lambda_curve`` kind's results Dataset, or one of your own: along (case, estimator) ``lambda``,
+            ``lambda_se``; per case ``lambda_exact``, ``m_exact``; the curves ``t``, ``mean_loss`` (case, run,
+            stage; NaN: padding).  Optionally: ``lambda_at_exact_m``, ``lambda_se_at_exact_m`` (case, estimator);
+            ``window`` (case, bound), shaded; ``reference_lambda``, ``reference_se`` and the coordinate
+            ``reference_name`` per case ('' for none); ``run_loss_min`` (case, run), L* of each run (default 0).
 
     Returns:
         the Figure.
@@ -48,13 +49,15 @@ def lambda_curve_figure(ds):
         offset = (j - (len(drawn) - 1) / 2) * step
         ax.errorbar(100 * rel, y + offset, xerr=200 * se, fmt=marker, color=color, ms=4, lw=1,
                     label=est.replace("_", " "))
-        lam, lam_se = v["lambda_at_exact_m"].values, v["lambda_se_at_exact_m"].values
+        nan = np.full(n, np.nan)
+        lam = v["lambda_at_exact_m"].values if "lambda_at_exact_m" in v else nan
+        lam_se = v["lambda_se_at_exact_m"].values if "lambda_se_at_exact_m" in v else nan
         at = np.flatnonzero(np.isfinite(lam) & np.isfinite(exact))
         if at.size:                             # m not identified: the same fit at the exact m, open markers
             ax.errorbar(100 * (lam[at] / exact[at] - 1), y[at] + offset + 0.1, xerr=200 * lam_se[at] / exact[at],
                         fmt=marker, color=color, mfc="none", ms=4, lw=0.8, ls="none",
                         label="open: at the exact m (m not identified)" if j == 0 else None)
-    ref_names = [str(r) for r in ds["reference_name"].values]
+    ref_names = [str(r) for r in ds["reference_name"].values] if "reference_name" in ds.coords else [""] * n
     refs = [i for i in range(n) if ref_names[i] and np.isfinite(exact[i])]
     if refs:
         ref, ref_se = ds["reference_lambda"].values, ds["reference_se"].values
@@ -71,16 +74,18 @@ def lambda_curve_figure(ds):
     for i in range(n):
         if not np.isfinite(exact[i]):
             continue
-        for t, loss, lstar in zip(ds["t"].values[i], ds["mean_loss"].values[i], ds["run_loss_min"].values[i]):
+        lstars = ds["run_loss_min"].values[i] if "run_loss_min" in ds else np.zeros(len(ds["t"].values[i]))
+        for t, loss, lstar in zip(ds["t"].values[i], ds["mean_loss"].values[i], lstars):
             ok = np.isfinite(t) & (t > 1)                     # each run at its own stages (NaN: padding)
             if not ok.any():
                 continue
             ax2.plot(np.log10(t[ok]), t[ok] * (loss[ok] - lstar) / exact[i], lw=0.6, alpha=0.35,
                      color=CASE_COLORS[i] if by_case else "C3" if m_exact[i] > 1 else "C0")
-    for lo, hi in {tuple(w) for w in ds["window"].values.tolist()}:       # the fitted windows (one per distinct range)
+    windows = ds["window"].values.tolist() if "window" in ds else []
+    for lo, hi in {tuple(w) for w in windows}:                            # the fitted windows (one per distinct range)
         ax2.axvspan(np.log10(lo), np.log10(hi), color="0.5", alpha=0.12, lw=0, zorder=0)
     ax2.axhline(1, color="0.4", lw=0.8)
-    ax2.set_xlabel("log10 t (shaded: the fitted windows)")
+    ax2.set_xlabel("log10 t" + (" (shaded: the fitted windows)" if windows else ""))
     ax2.set_ylabel("t (E_t[L] - L*) / exact lambda")
     ax2.set_ylim(0, 1.5)
     from matplotlib.lines import Line2D

@@ -10,16 +10,39 @@ from ._style import figure_axes, figure_legend, legend_right, subplots, wrap
 __all__ = ["landscape_figure", "rank_vs_bound_figure", "spectrum_figure"]
 
 
-def landscape_figure(xs, ys, Z, *, xlabel, ylabel, title, zlabel="K(w)", curves=(), markers=None,
-                     along=None):
-    """Heat map of Z (S, T) over xs (S,) x ys (T,) with log-spaced contours, W0 curves and markers.
+def landscape_figure(xs, ys, Z, *, xlabel: str, ylabel: str, title: str, zlabel: str = "K(w)", curves=(),
+                     markers=None, along=None, ax=None):
+    """A loss over a plane of parameters: a heat map of Z less its minimum with log-spaced contours (white; the
+    valleys are where they crowd), the true set W0 as red curves and named points as circles; optionally, panels
+    to its right of quantities along W0.
 
-    along: optional list of (title, s, values, ylabel) panels drawn to the right (quantities
-    along W0, e.g. local posterior mass and Fisher rank).
+    Args:
+        xs: (S,) the grid's values along the first coordinate.
+        ys: (T,) along the second.
+        Z: (S, T) the loss at (xs[s], ys[t]), e.g. ``slt_relu.population_loss`` K(w) (nats).
+        xlabel: the first coordinate's name.
+        ylabel: the second coordinate's name.
+        title: the heat map's title.
+        zlabel: the loss' name (the colour bar reads "zlabel - min" where the minimum is not 0).
+        curves: arrays (N, 2) of points (x, y) on W0, each drawn as a line.
+        markers: {name: (x, y)} points drawn as circles and named in the legend.
+        along: (title, s (M,), values (M,), ylabel) panels drawn to the right, e.g. the local posterior mass and
+            the Fisher rank along W0 against the position s along it (a fraction of its arc length); a ylabel of
+            "rank" draws integer ticks.
+        ax: draw the heat map into this axes (its figure is returned) instead of a new figure; only without
+            ``along``.
+
+    Returns:
+        the Figure: one panel, or 1 + len(along) side by side.
     """
     along = along or []
-    fig, axes = subplots(1, 1 + len(along), figsize=(6.2 + 4.2 * len(along), 5.2), squeeze=False)
-    ax = axes[0, 0]
+    if ax is not None and along:
+        raise ValueError("landscape_figure: ax draws the heat map alone; along needs a figure of its own")
+    if ax is None:
+        fig, axes = subplots(1, 1 + len(along), figsize=(6.2 + 4.2 * len(along), 5.2), squeeze=False)
+        ax = axes[0, 0]
+    else:
+        fig, axes = ax.figure, None
     Z = np.asarray(Z)
     zmin = float(np.min(Z))
     shifted = Z - zmin
@@ -40,8 +63,10 @@ def landscape_figure(xs, ys, Z, *, xlabel, ylabel, title, zlabel="K(w)", curves=
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(wrap(title, 5.0, 9), fontsize=9)
-    if curves or markers:                                 # below the panels: the heat map fills its axes
+    if (curves or markers) and axes is not None:          # below the panels: the heat map fills its axes
         figure_legend(fig, axes=[ax], fontsize=8)
+    elif curves or markers:                               # a host's axes: beside it
+        legend_right(ax, fontsize=8)
     for k, (ptitle, s, values, ylab) in enumerate(along, start=1):
         a = axes[0, k]
         a.plot(s, values, "o-", ms=3)
@@ -63,8 +88,10 @@ def _by_group(ds) -> dict:
 
 
 def rank_vs_bound_figure(ds):
-    """Fisher rank against the generic bound D - d, one marker style per group of points; beside it the measured
-    excess null directions against the hand count at every point with either.
+    """Two panels: the numerical rank of the Fisher information I(w) against the generic bound D - d (D parameters,
+    d hidden nodes), one marker style per group of points (on the diagonal: only the scaling symmetries are null;
+    below it: more null directions); beside it, at every point with any, the measured excess null directions
+    against the hand count (equal bars: the excess is understood).
 
     Args:
         ds: the ``fisher`` kind's results Dataset: along ``point`` the variables ``bound``, ``rank``, ``excess`` and
@@ -103,14 +130,15 @@ def rank_vs_bound_figure(ds):
     return fig
 
 
-def spectrum_figure(ds, max_lines: int = 60, *, ax=None):
-    """Eigenvalues of I(w) / lambda_max (log scale) with the rank threshold, per point (at most ``max_lines`` points
-    per group).
+def spectrum_figure(ds, *, max_lines: int = 60, ax=None):
+    """The eigenvalues of the Fisher information I(w) of each point, divided by the largest (log scale), one colour
+    per group, with a tick where the numerical rank cuts them (rtol): a clean gap at the tick is a well-defined
+    rank.
 
     Args:
         ds: the ``fisher`` kind's results Dataset: along ``point`` the ``spectrum`` (point, eigenvalue), NaN past a
             point's number of eigenvalues, ``rank`` and ``rtol``, and the coordinate ``group``.
-        max_lines: the most points drawn of one group.
+        max_lines: the most points drawn of one group (its first).
         ax: draw into this axes (its figure is returned) instead of a new figure.
 
     Returns:

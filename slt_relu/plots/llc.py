@@ -2,69 +2,75 @@
 from __future__ import annotations
 
 import math
-import textwrap
 
 import numpy as np
 
-from ._style import (figure_axes, figure_legend, finish_panels, legend_right, log_ticks, panel_grid, subplots,
+from ._style import (figure_axes, figure_legend, fill, finish_panels, legend_right, log_ticks, panel_grid, subplots,
                      suptitle, wrap)
 
 __all__ = ["beta_sweep_figure", "llc_calibration_figure", "llc_cases_figure"]
 
 
 def llc_cases_figure(ds, *, title: str, ax=None):
-    """Each case's estimate (+- 2 standard errors) by method: divided by the known value, with the
-    +-10% band, when every case has one (and the exact finite-n value as a grey bar where known);
-    otherwise the estimates themselves.
+    """Each case's learning-coefficient estimate (+- 2 standard errors) by method, a row per case: divided by the
+    known value, with the +-10% band, when every case has one (and the exact finite-n value of the estimand as a
+    grey bar where known: an estimate should meet the bar, not 1); otherwise the estimates themselves.
 
     Args:
-        ds: the ``learning_coefficient`` kind's results Dataset, or the rows of it to draw (``ds.isel(row=...)``):
-            along ``row`` the coordinates ``name``, ``method`` and ``estimate``, ``se``, ``true_lambda`` (NaN:
-            unknown), ``row_localization`` (a beta sweep's nonzero one is drawn as "beta_sweep (localized)"),
-            ``exact_finite_n`` (NaN: none).
+        ds: the ``learning_coefficient`` kind's results Dataset, or the rows of it to draw (``ds.isel(row=...)``),
+            or one of your own: along ``row`` the coordinates ``name`` (the case) and ``method``, and ``estimate``,
+            ``se``, ``true_lambda`` (NaN: unknown); optionally ``row_localization`` (a beta sweep's nonzero one is
+            drawn as "beta_sweep (localized)") and ``exact_finite_n`` (NaN: none).
         title: the axes' title (the error bars' meaning is appended).
         ax: draw into this axes (its figure is returned) instead of a new figure.
 
     Returns:
         the Figure.
     """
-    loc = ds["row_localization"].values
+    R = ds.sizes["row"]
+    nan = np.full(R, np.nan)
+    loc = ds["row_localization"].values if "row_localization" in ds else nan
+    exact_n = ds["exact_finite_n"].values if "exact_finite_n" in ds else nan
     rows = [{"name": str(name), "method": str(m) + (" (localized)" if m == "beta_sweep" and np.isfinite(g) and g
                                                     else ""),
              "estimate": est, "se": se, "true_lambda": lam, "exact_finite_n": exact}
             for name, m, g, est, se, lam, exact in zip(ds["name"].values, ds["method"].values, loc,
                                                        ds["estimate"].values, ds["se"].values,
-                                                       ds["true_lambda"].values, ds["exact_finite_n"].values)]
+                                                       ds["true_lambda"].values, exact_n)]
     names = list(dict.fromkeys(r["name"] for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))
     known = all(np.isfinite(r["true_lambda"]) for r in rows)
-    fig, ax = figure_axes(ax, (max(6.0, 1.2 * len(names) + 2) + 2.0, 4.8))
+    labels = [fill(nm, 40) for nm in names]
+    lines = sum(lab.count("\n") + 1 for lab in labels)
+    fig, ax = figure_axes(ax, (8.4, 1.3 + 0.17 * lines + 0.1 * len(names) * len(methods)))
+    step = 0.7 / max(len(methods), 1)                     # the methods of a case side by side within its row
     exact_labelled = False
     for k, m in enumerate(methods):
         first = True
         for r in rows:
             if r["method"] != m:
                 continue
-            i = names.index(r["name"]) + (k - (len(methods) - 1) / 2) * 0.2
+            i = names.index(r["name"]) + (k - (len(methods) - 1) / 2) * step
             scale = r["true_lambda"] if known else 1.0
-            ax.errorbar(i, r["estimate"] / scale, yerr=2 * r["se"] / scale, fmt="o", color=f"C{k}", capsize=3,
+            ax.errorbar(r["estimate"] / scale, i, xerr=2 * r["se"] / scale, fmt="o", color=f"C{k}", capsize=3,
                         label=m if first else None)
             if known and np.isfinite(r["exact_finite_n"]) and r["exact_finite_n"]:
-                ax.hlines(r["exact_finite_n"] / scale, i - 0.12, i + 0.12, color="gray", lw=3,
+                ax.vlines(r["exact_finite_n"] / scale, i - 0.5 * step, i + 0.5 * step, color="gray", lw=3,
                           label=None if exact_labelled else "exact finite-n value")
                 exact_labelled = True
             first = False
     if known:
-        ax.axhline(1.0, color="k", lw=1.5, label="known lambda")
-        ax.axhspan(0.9, 1.1, color="k", alpha=0.08, label="+-10%")
-        ax.set_ylabel("estimate / known lambda")
+        ax.axvline(1.0, color="k", lw=1.5, label="known lambda")
+        ax.axvspan(0.9, 1.1, color="k", alpha=0.08, label="+-10%")
+        ax.set_xlabel("estimate / known lambda")
     else:
-        ax.set_ylabel("lambda_hat")
-    ax.set_xticks(range(len(names)), ["\n".join(textwrap.wrap(nm, 20)) for nm in names], fontsize=7)
-    ax.set_xlabel("case")
+        ax.set_xlabel("lambda_hat")
+    ax.set_yticks(range(len(names)), labels, fontsize=8)
+    ax.set_ylim(len(names) - 0.5, -0.5)                   # the first case on top
+    ax.set_ylabel("case")
     ax.grid(alpha=0.3)
     legend_right(ax, fontsize=8)
-    ax.set_title(title + " (error bars: 2 standard errors)", fontsize=10)
+    ax.set_title(wrap(title + " (error bars: 2 standard errors)", 5.5, 10), fontsize=10)
     return fig
 
 
@@ -82,7 +88,7 @@ def beta_sweep_figure(ds, *, n: int):
     Returns:
         the Figure.
     """
-    fig, axes, nrows = panel_grid(ds.sizes["row"], 3.6, 3.4)
+    fig, axes, nrows = panel_grid(ds.sizes["row"], 3.6, 3.4, per_row=3)     # rows of 3: legible at page width
     for ax, i in zip(axes.flat, range(ds.sizes["row"])):
         row = ds.isel(row=i)
         lam, slope, slope_se = float(row["true_lambda"]), float(row["estimate"]), float(row["se"])
@@ -104,12 +110,14 @@ def beta_sweep_figure(ds, *, n: int):
         ax.set_title(wrap(str(row["name"].values), 3.4, 8) + f"\nslope {slope:.3f} +- {slope_se:.3f}{known}", fontsize=8)
         ax.grid(alpha=0.3)
     figure_legend(fig, axes=axes.flat)
-    return finish_panels(fig, f"beta sweep: E_beta[n L_n] = n L_n(w0) + lambda / beta (n = {n})", nrows)
+    return finish_panels(fig, f"beta sweep (n = {n}): E_beta[n L_n] = n L_n(w0) + lambda / beta", nrows)
 
 
 def llc_calibration_figure(grid, *, true_lambda, title: str):
-    """lambda_hat over step size x localization (with the known value), the MALA acceptance, and the
-    mean trace n beta (L_n(w_t) - L_n(w*)) against the step for every setting.
+    """The calibration of the SGLD estimate of the local learning coefficient, three panels: lambda_hat against the
+    step size, a line per localization gamma (with the known value: the settings whose estimate meets it), the MALA
+    acceptance of the SGLD step (below about 0.9 the step size biases the estimate), and the mean trace
+    n beta (L_n(w_t) - L_n(w*)) against the step for every setting (flat: stationary).
 
     Args:
         grid: a :class:`slt_relu.posterior.llc.Calibration` (``calibrate_llc``), or anything with its
@@ -148,5 +156,5 @@ def llc_calibration_figure(grid, *, true_lambda, title: str):
     axes[2].set_ylabel("n beta (L_n(w_t) - L_n(w*)), mean over chains")
     axes[2].set_title("traces (colour: gamma; shade: step size, light = small)", fontsize=8)
     axes[2].grid(alpha=0.3)
-    figure_legend(fig, axes=[axes[0]])
+    figure_legend(fig, axes=[axes[0]], ncol=len(grid.localizations) + 1)      # one row
     return suptitle(fig, title)

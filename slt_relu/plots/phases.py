@@ -11,12 +11,22 @@ __all__ = ["effective_weights_figure", "phase_gallery_figure"]
 
 
 def phase_gallery_figure(truth, rows, *, title: str, half_width: float = 1.0):
-    """One panel per phase representative, in DSLT3's style: each node's activation boundary
-    {<w_i, x> + b_i = 0} in the input plane (n_in = 2; a point on the line for n_in = 1) with an
-    arrow along w_i into its active side; colour = the truth boundary the node sits on, dashed
-    = reversed orientation, black = hidden group, and the degenerate nodes counted in the title.
+    """A gallery of the phases of W0, one panel per phase representative, in DSLT3's style: each node's activation
+    boundary {<w_i, x> + b_i = 0} in the input plane (n_in = 2; a vertical line at the kink for n_in = 1) with an
+    arrow along w_i into its active side; colour: the truth boundary the node sits on (black: a hidden group),
+    dashed: reversed orientation; degenerate nodes are not drawn (a row's label counts them); the grey square is
+    the input box.
 
-    rows: dicts with "label" (str), "params" (TwoLayer), "group", "orientation" (d,), "note" (str).
+    Args:
+        truth: the true TwoLayer (its m nodes give the colours).
+        rows: one dict per panel: "label" (str, the title), "params" (a TwoLayer with w (d, n_in), b (d,), q (d,)),
+            "group" (d,) the truth node each node carries (-1: degenerate; >= m: hidden), "orientation" (d,) +1 or
+            -1, "note" (str, a second title line, e.g. K and the Fisher rank).
+        title: the figure's title.
+        half_width: the input box's half width.
+
+    Returns:
+        the Figure.
     """
     fig, axes, nrows = panel_grid(len(rows), 2.6, 3.0, share=True)
     m = np.shape(truth.w)[0]
@@ -60,8 +70,19 @@ def phase_gallery_figure(truth, rows, *, title: str, half_width: float = 1.0):
 
 
 def effective_weights_figure(truth, rows, *, title: str):
-    """One panel per representative: the effective weights |q_i| w_i (DSLT4) as arrows from the
-    origin, coloured as in phase_gallery_figure, over the truth's (grey).  n_in = 2."""
+    """A gallery of the phases' effective weights, one panel per representative: each node's |q_i| w_i (DSLT4) as
+    an arrow from the origin, coloured and dashed as in :func:`phase_gallery_figure` (a degenerate node grey,
+    dotted), over the truth's (thick grey):
+    the phases of one truth differ in how their arrows split and flip the truth's.  n_in = 2.
+
+    Args:
+        truth: the true TwoLayer.
+        rows: as in :func:`phase_gallery_figure` ("label", "params", "group", "orientation").
+        title: the figure's title.
+
+    Returns:
+        the Figure.
+    """
     fig, axes, nrows = panel_grid(len(rows), 2.4, 2.6, share=True)
     m = np.shape(truth.w)[0]
     t_eff = np.abs(np.asarray(truth.q, float))[:, None] * np.asarray(truth.w, float)

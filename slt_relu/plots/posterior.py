@@ -4,11 +4,12 @@ whose SMC runs still disagree are drawn as open markers."""
 from __future__ import annotations
 
 import matplotlib
+import matplotlib.cm
 import matplotlib.colors
 import numpy as np
 
 from ._style import (PHASE_COLOURS, figure_axes, figure_legend, finish_panels, label_grid, legend_right, log_ticks,
-                     own_figure, panel_grid, subplots, suptitle, wrap)
+                     new_figure, own_figure, panel_grid, subplots, suptitle, wrap)
 
 __all__ = ["cross_table_figure", "free_energy_figure", "free_energy_scaling_figure", "phase_diagram_figure",
            "phase_mass_figure", "posterior_traces_figure", "trace_lines", "weights_facets_figure", "weights_subsample"]
@@ -31,15 +32,27 @@ def _unconverged_note(ax, unconverged: dict | None):
 
 
 def phase_mass_figure(xs, xlabel: str, panels, *, title: str, shades=None, crossover=None):
-    """Phase masses against the swept value with error bars, one panel per labelling.
+    """The posterior mass of each phase against the swept value, with error bars (standard errors across data
+    sets), one panel per labelling of the same draws (e.g. a DSLT4 rule, classify_phase), stacked on one x axis:
+    a Bayesian phase transition is where one phase's mass overtakes another's.
 
-    xs: (X,) the swept values; panels: list of (panel title, {phase: (mass (L, X), se (L, X))},
-    unconverged: {phase: (L, X) booleans} or None, the points whose SMC runs still disagree on that
-    phase's mass, drawn open),
-    L lines per phase (one per value of a second sweep axis, light to dark: shades = (its label,
-    first value, last value)); crossover: (value, se) marked on the first panel."""
+    Args:
+        xs: (X,) the swept values.
+        xlabel: their name.
+        panels: a list of (panel title, {phase: (mass (L, X), its standard error (L, X))}, unconverged), one panel
+            each; L lines per phase, one per value of a second sweep axis (light to dark: ``shades``);
+            unconverged: {phase: (L, X) bool} or None, the points whose SMC runs still disagree on that phase's
+            mass, drawn as open markers.
+        title: the figure's title.
+        shades: (the second axis' name, its first value, its last value), named in the panels' titles.
+        crossover: (value, standard error) of the transition, marked on the first panel (dashed, shaded +- 1 se).
+
+    Returns:
+        the Figure.
+    """
     xs = np.asarray(xs, float)
-    fig, axs = subplots(1, max(len(panels), 1), figsize=(7.4 * max(len(panels), 1), 4.8), squeeze=False)
+    P = max(len(panels), 1)
+    fig, axs = subplots(P, 1, figsize=(9.0, 3.4 * P + 0.6), squeeze=False, sharex=True)
     for p, (ax, (ptitle, phases, unconverged)) in enumerate(zip(axs.flat, panels)):
         for k, (nm, (m, e)) in enumerate(phases.items()):
             m, e = np.atleast_2d(m), np.atleast_2d(e)
@@ -50,7 +63,8 @@ def phase_mass_figure(xs, xlabel: str, panels, *, title: str, shades=None, cross
                             capsize=2, lw=1.2, label=nm if j == m.shape[0] - 1 else None)
                 _mark_unconverged(ax, xs, m[j], (unconverged or {}).get(nm), j, colour)
         _unconverged_note(ax, unconverged)
-        ax.set_xlabel(xlabel)
+        if p == P - 1:                                    # the shared x axis: named below the last panel
+            ax.set_xlabel(xlabel)
         ax.set_ylabel("posterior mass")
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
@@ -60,20 +74,32 @@ def phase_mass_figure(xs, xlabel: str, panels, *, title: str, shades=None, cross
             ax.axvline(c, color="k", ls="--", lw=1)
             ax.axvspan(c - (se or 0), c + (se or 0), color="k", alpha=0.08)
             extra += f"\ncrossover (dashed, shaded: +- 1 se): {c:.3f} +- {se or 0:.3f}"
-        ax.set_title(wrap(ptitle, 5.6, 9) + extra, fontsize=9)
+        ax.set_title(wrap(ptitle, 6.0, 9) + extra, fontsize=9)
         legend_right(ax)
     return suptitle(fig, title)
 
 
 def cross_table_figure(xs, xlabel: str, tables: dict, *, title: str, shades=None):
-    """One panel per phase of a DSLT4 rule: its mass against the swept value, split by the
-    classify_phase label of the same draws (stacked; tables[rule phase][label] = (L, X) masses, the
-    last of the L lines, i.e. the darkest shade, when there are several)."""
+    """A DSLT4 rule against classify_phase on the same draws, one panel per phase of the rule: its posterior mass
+    against the swept value, stacked by the classify_phase label of those draws (which phases of W0 the rule's
+    phase holds; hatched: draws not in W0 at the data's resolution).
+
+    Args:
+        xs: (X,) the swept values.
+        xlabel: their name.
+        tables: {rule phase: {classify_phase label: masses (L, X) or (X,)}}; of L lines (one per value of a
+            second sweep axis) the last, the darkest shade of the other figures, is drawn.
+        title: the figure's title.
+        shades: (the second axis' name, its first value, its last value): the last is named in the title.
+
+    Returns:
+        the Figure.
+    """
     xs = np.asarray(xs, float)
     names = list(tables)
     labels = list(dict.fromkeys(lab for row in tables.values() for lab in row))
     colours = {lab: ("tab:gray" if lab == "not in W0" else f"C{k}") for k, lab in enumerate(labels)}
-    fig, axs = subplots(1, len(names), figsize=(5.2 * len(names), 4.6), squeeze=False)
+    fig, axs = subplots(1, len(names), figsize=(4.4 * len(names), 4.4), squeeze=False)
     for ax, nm in zip(axs.flat, names):
         bottom = np.zeros(len(xs))
         for lab in labels:
@@ -96,11 +122,23 @@ def cross_table_figure(xs, xlabel: str, tables: dict, *, title: str, shades=None
 
 def free_energy_figure(xs, xlabel: str, curves: dict, *, title: str, shades=None, unconverged=None,
                        ax=None):
-    """Local free energies against the swept value: curves[phase] = (F_alpha - F (L, X), its standard
-    error across data sets (L, X)), F_alpha - F = -log mass_alpha; a Bayesian phase transition is where two
-    phases' curves cross (the lower one holds more mass).  L lines per phase, and unconverged, as in
-    phase_mass_figure.
-    ax: draw into this axes (its figure is returned) instead of a new figure."""
+    """Each phase's local free energy against the swept value, F_alpha - F = -log mass_alpha (nats), with error bars
+    (standard errors across data sets): a Bayesian phase transition is where two phases' curves cross (the lower
+    one holds more mass).
+
+    Args:
+        xs: (X,) the swept values.
+        xlabel: their name.
+        curves: {phase: (F_alpha - F (L, X), its standard error (L, X))}, L lines per phase, one per value of a
+            second sweep axis (light to dark: ``shades``); NaN: not drawn.
+        title: the figure's title (not drawn into a host's axes).
+        shades: (the second axis' name, its first value, its last value), named in the axes' title.
+        unconverged: {phase: (L, X) bool} or None, the points whose SMC runs still disagree, drawn as open markers.
+        ax: draw into this axes (its figure is returned) instead of a new figure.
+
+    Returns:
+        the Figure.
+    """
     xs = np.asarray(xs, float)
     fig, ax = figure_axes(ax, (8.4, 4.8))
     for k, (nm, (f, e)) in enumerate(curves.items()):
@@ -123,40 +161,109 @@ def free_energy_figure(xs, xlabel: str, curves: dict, *, title: str, shades=None
     return fig
 
 
-def free_energy_scaling_figure(panels, *, title: str):
-    """Each phase's local free energy against log(n beta) at fixed data, one panel per value of the
-    other sweep axes: panels = [(label, n_beta (B,), {phase: (G (B,), its standard error across data
-    sets (B,), lambda, lambda_se)})] with G = F_alpha - n beta L_min (Watanabe's expansion restricted to
-    the phase: G = lambda_alpha log(n beta) + const + ...), drawn with its least-squares line."""
-    fig, axes, nrows = panel_grid(len(panels), 4.0, 3.6)
-    for ax, (label, n_betas, curves) in zip(axes.flat, panels):
-        t = np.log(np.asarray(n_betas, float))
-        slopes = []
-        for k, (nm, (g, e, lam, lam_se)) in enumerate(curves.items()):
-            g, e = np.asarray(g, float), np.asarray(e, float)
-            ok = np.isfinite(g)
+def free_energy_scaling_figure(xs, xlabel: str, n_beta, curves: dict, *, title: str, point_labels=None):
+    """Each phase's local free energy against log(n beta) at fixed data, and the learning coefficient read off it
+    (Watanabe's expansion restricted to the phase alpha, L_min the data set's smallest loss):
+
+        G_alpha = F_alpha - n beta L_min = lambda_alpha log(n beta) + const + ...
+
+    Several panels: on top one per phase, G_alpha against log(n beta) with one line per sweep point, coloured by the
+    point's value (the colour bar): the means over data sets with their standard errors and the least-squares line
+    whose slope is lambda_alpha (markers alone where there is no fit); below, those slopes lambda_alpha with their
+    standard errors against the sweep value, one colour per phase.  Parallel lines: one lambda along the sweep; a
+    fan: lambda changes with it.
+
+    Args:
+        xs: (P,) the sweep points' values along the swept axis other than beta (e.g. t).
+        xlabel: the axis' name.
+        n_beta: (P, B) the n beta of each point's B inverse temperatures, or (B,) shared by all points.
+        curves: {phase: (G (P, B) the mean over data sets of G_alpha (nats; NaN: not measured), its standard error
+            across data sets (P, B), lambda (P,) the slope (NaN: no fit), its standard error (P,))}.
+        title: the figure's title (what is drawn is appended).
+        point_labels: P names of the points, for points that do not lie along one numeric axis: xs then only
+            orders them (e.g. ``range(P)``), and the colour bar and the lower panel's axis show the names.
+
+    Returns:
+        the Figure.
+    """
+    xs = np.asarray(xs, float)
+    P = len(xs)
+    n_beta = np.asarray(n_beta, float)
+    n_beta = np.broadcast_to(n_beta, (P, n_beta.shape[-1]))
+    names = list(curves)
+    cols = max(len(names), 1)
+    fig = new_figure((max(8.0, 3.3 * cols + 1.4), 7.6))
+    grid = fig.add_gridspec(2, cols, height_ratios=[3.0, 2.2])
+    top = []
+    for j in range(cols):
+        top.append(fig.add_subplot(grid[0, j], sharex=top[0] if j else None, sharey=top[0] if j else None))
+    low = fig.add_subplot(grid[1, :])
+    cmap = matplotlib.colormaps["viridis"]
+    if point_labels is not None:                          # a colour per named point, its name on the colour bar
+        norm = matplotlib.colors.BoundaryNorm(np.arange(P + 1) - 0.5, cmap.N)
+        colour_of = np.arange(P)
+    else:
+        lo, hi = (float(xs.min()), float(xs.max())) if P else (0.0, 1.0)
+        norm = matplotlib.colors.Normalize(lo, hi if hi > lo else lo + 1.0)
+        colour_of = xs
+    for ax, nm in zip(top, names):
+        G, G_se, lam, lam_se = (np.asarray(a, float) for a in curves[nm])
+        G, G_se = G.reshape(P, -1), G_se.reshape(P, -1)
+        for p in range(P):
+            t, ok = np.log(n_beta[p]), np.isfinite(G[p])
             if not ok.any():
                 continue
-            colour = PHASE_COLOURS.get(nm, f"C{k}")
-            ax.errorbar(t[ok], g[ok], yerr=np.nan_to_num(e[ok]), color=colour, marker="o", ms=3, capsize=2, lw=0,
-                        elinewidth=1, label=nm)
-            if np.isfinite(lam):
-                mid = np.mean(t[ok])
-                ax.plot(t[ok], np.mean(g[ok]) + lam * (t[ok] - mid), color=colour, lw=1.2)
-                slopes.append(f"{nm}: lambda = {lam:.2f} +- {lam_se:.2f}")
+            colour = cmap(norm(colour_of[p]))
+            ax.errorbar(t[ok], G[p][ok], yerr=np.nan_to_num(G_se[p][ok]), fmt="o", ms=3.5, color=colour,
+                        elinewidth=0.8, capsize=0)
+            if np.isfinite(lam[p]) and ok.sum() > 1:      # the least-squares line through the points' centroid
+                ax.plot(t[ok], np.mean(G[p][ok]) + lam[p] * (t[ok] - np.mean(t[ok])), color=colour, lw=1.1)
+        ax.set_title(f"phase: {nm}", fontsize=10)
         ax.set_xlabel("log(n beta)")
-        ax.set_ylabel("F_alpha - n beta L_min  (nats)", fontsize=8)
-        ax.set_title("\n".join([wrap(label, 3.6, 8)] + slopes), fontsize=7)
         ax.grid(alpha=0.3)
-    figure_legend(fig, axes=axes.flat)
-    return finish_panels(fig, f"{title}: local free energies against log(n beta); lines: least squares, whose "
-                              "slopes are the learning coefficients", nrows)
+    top[0].set_ylabel("G_alpha = F_alpha - n beta L_min (nats)")
+    for ax in top[1:]:
+        ax.tick_params(labelleft=False)
+    bar = fig.colorbar(matplotlib.cm.ScalarMappable(norm, cmap), ax=top, label=xlabel, aspect=25)
+    if point_labels is not None:                          # at most about 12 names on the bar: apart at 10 points
+        shown = np.arange(0, P, -(-P // 12))
+        bar.set_ticks(shown, labels=[str(point_labels[i]) for i in shown])
+    for k, nm in enumerate(names):
+        _, _, lam, lam_se = (np.asarray(a, float) for a in curves[nm])
+        ok = np.isfinite(lam)
+        low.errorbar(xs[ok], lam[ok], yerr=np.nan_to_num(lam_se[ok]), fmt="o-", ms=4, capsize=2, lw=1.2,
+                     color=PHASE_COLOURS.get(nm, f"C{k}"), label=nm)
+    if point_labels is not None:
+        low.set_xticks(np.arange(P), [str(s) for s in point_labels], rotation=90 if P > 4 else 0)
+    low.set_xlabel(xlabel)
+    low.set_ylabel("lambda_alpha (bars: se)")
+    low.set_title("the slopes of the lines above: each phase's learning coefficient", fontsize=10)
+    low.grid(alpha=0.3)
+    figure_legend(fig, axes=[low], fontsize=9)            # below: beside the panel it would narrow the panels above
+    return suptitle(fig, f"{title}: local free energies against log(n beta) and their slopes", fontsize=11)
 
 
 def phase_diagram_figure(xs, ys, masses: dict, crossover, crossover_se, *, xlabel: str, ylabel: str,
                          crossover_label: str, title: str):
-    """Two sweep axes: heat maps of each phase's mass, masses[phase]: (Y, X) (rows: ys), and the
-    crossover along x against y with its bootstrap error, crossover, crossover_se: (Y,)."""
+    """A sweep over two axes as a phase diagram, a panel per phase and one more: each phase's posterior mass over
+    the grid of the two axes (one colour scale, 0 to 1; the grid's cells evenly spaced whatever the values), and
+    the crossover along x (where the two phases' masses cross) against y with its bootstrap standard error: how
+    the transition moves with the second axis.
+
+    Args:
+        xs: (X,) the values along x (the crossover's axis).
+        ys: (Y,) the values along y (log-scaled in the last panel where they span more than a factor 5).
+        masses: {phase: (Y, X) mass}, rows along y.
+        crossover: (Y,) the crossover along x at each y (NaN: none).
+        crossover_se: (Y,) its standard error.
+        xlabel: x's name.
+        ylabel: y's name.
+        crossover_label: the last panel's y label.
+        title: the figure's title.
+
+    Returns:
+        the Figure.
+    """
     xs, ys = np.asarray(xs, float), np.asarray(ys, float)
     names = list(masses)
     fig, axs = subplots(1, len(names) + 1, figsize=(4.3 * (len(names) + 1), 4.2), squeeze=False)
@@ -168,7 +275,8 @@ def phase_diagram_figure(xs, ys, masses: dict, crossover, crossover_se, *, xlabe
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(f"mass: {nm}", fontsize=9)
-        fig.colorbar(im, ax=ax, fraction=0.046)
+    if names:                                             # one scale, 0 to 1, for every map
+        fig.colorbar(im, ax=list(axs.flat[:len(names)]), fraction=0.046 / len(names), label="posterior mass")
     ax = axs.flat[len(names)]
     ax.errorbar(ys, crossover, yerr=np.nan_to_num(crossover_se), marker="o", capsize=3)
     if ys.min() > 0 and ys.max() / ys.min() > 5:

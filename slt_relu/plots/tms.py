@@ -3,10 +3,9 @@ k-gon, the learning coefficient per k-gon against its first-principles value, an
 Bayesian transition (``slt_relu.kinds.tms_transition_kind``)."""
 from __future__ import annotations
 
-import matplotlib.ticker
 import numpy as np
 
-from ._style import figure_axes, label_grid, legend_right, panel_grid, subplots, suptitle, wrap
+from ._style import figure_axes, label_grid, legend_right, panel_grid, round_log_ticks, subplots, suptitle, wrap
 
 __all__ = ["column_plane", "kgon_gallery_figure", "kgon_loss_figure", "tms_lambda_figure", "tms_transition_figure"]
 
@@ -42,8 +41,8 @@ def kgon_gallery_figure(ds, *, title: str = "The k-gon minima of the TMS: the co
     Args:
         ds: the ``tms`` kind's results Dataset, or the rows of it to draw (``ds.isel(row=...)``), a panel each:
             along ``row`` ``W`` (row, hidden, feature) and ``b`` (row, feature) (NaN beyond the row's c), the
-            coordinates ``c``, ``k``, ``variant`` and ``loss``, ``lambda_exact``, ``lambda``, ``lambda_se`` (NaN:
-            none).
+            coordinates ``c``, ``k`` and ``loss``; optionally ``variant``, ``lambda_exact``, ``lambda``, ``lambda_se``
+            (NaN: none).
         title: the figure's title.
 
     Returns:
@@ -66,11 +65,11 @@ def kgon_gallery_figure(ds, *, title: str = "The k-gon minima of the TMS: the co
             if (short & ~pos).any():
                 ax.plot([0], [0], "o", mfc="none", color="C3", ms=8)
         lam = []
-        if np.isfinite(p["lambda_exact"]):
+        if np.isfinite(p.get("lambda_exact", np.nan)):
             lam.append(f"λ {p['lambda_exact']:.3g}")
-        if np.isfinite(p["lambda"]):
+        if np.isfinite(p.get("lambda", np.nan)):
             lam.append(f"est {p['lambda']:.3g}±{p['lambda_se']:.1g}")
-        head = f"c={p['c']} {_variant_label(p['k'], p['variant'])}"
+        head = f"c={p['c']} {_variant_label(p['k'], p.get('variant', ''))}"
         ax.set_title(f"{head}\nL={p['loss']:.4g}" + ("\n" + ", ".join(lam) if lam else ""), fontsize=7)
         column_plane(ax, lim)
     label_grid(axes, n, "W[0, i]", "W[1, i]", fontsize=7)
@@ -88,8 +87,9 @@ def tms_lambda_figure(ds, *, title: str = "lambda per k-gon: tempered SMC's free
     Args:
         ds: the ``tms`` kind's results Dataset: the table along ``row`` (``c``, ``k``, ``variant``, ``lambda``,
             ``lambda_se``, ``lambda_exact``, NaN where there is none), the estimated k-gons along ``estimated``
-            (their rows ``estimated_row``, the fitted ``window`` (estimated, bound)) with their curves ``t`` and
-            ``mean_loss`` (estimated, run, stage; NaN: padding).
+            (their rows ``estimated_row``; optionally the fitted ``window`` (estimated, bound), shaded) with their
+            curves ``t`` and ``mean_loss`` (estimated, run, stage; NaN: padding).
+        title: the figure's title.
 
     Returns:
         the Figure.
@@ -115,28 +115,32 @@ def tms_lambda_figure(ds, *, title: str = "lambda per k-gon: tempered SMC's free
                 ax2.plot(np.log10(t[ok]), t[ok] * loss[ok], lw=0.6, color=f"C{i % 10}", alpha=0.45)
         if np.isfinite(r["lambda_exact"]):
             ax2.axhline(r["lambda_exact"], color=f"C{i % 10}", lw=0.8, ls="--")
-    if rows:
+    shaded = bool(rows) and "window" in ds
+    if shaded:
         t_lo, t_hi = ds["window"].values[0]
         ax2.axvspan(np.log10(t_lo), np.log10(t_hi), color="0.93", zorder=0)
-    ax2.set_xlabel("log10 t (shaded: the fitted window)")
+    ax2.set_xlabel("log10 t" + (" (shaded: the fitted window)" if shaded else ""))
     ax2.set_ylabel("t E_t[L - L*] (dashed: first principles)")
     suptitle(fig, title)
     return fig
 
 
 def kgon_loss_figure(ds, *, title: str = "The exact population loss of every k-gon", ax=None):
-    """The exact loss of every k-gon and variant against k, one colour per c: minima filled, saddles and numerical
-    minima hollow, points that are not critical as crosses, the lowest minimum of each k joined by a line.
+    """The exact population loss of every k-gon and variant against k, one colour per number of features c: minima
+    filled, saddles and numerical minima hollow, points that are not critical as crosses, the lowest minimum of each
+    k joined by a line (where it flattens, more active features stop paying).
 
     Args:
         ds: the ``tms`` kind's results Dataset: along ``row`` the coordinates ``c``, ``k``, ``critical_kind`` and
             ``loss``.
         title: the axes' title.
-        ax: draw into this axes (default: a new figure).
+        ax: draw into this axes (its figure is returned) instead of a new figure.
 
     Returns:
         the Figure.
     """
+    from matplotlib.lines import Line2D
+
     rows = _rows(ds)
     fig, ax = figure_axes(ax, (7.5, 4.2))
     cs = sorted({r["c"] for r in rows})
@@ -147,16 +151,21 @@ def kgon_loss_figure(ds, *, title: str = "The exact population loss of every k-g
         minima = [r for r in mine if r["kind"] == "minimum"]
         ks = sorted({r["k"] for r in minima})
         best = [min(r["loss"] for r in minima if r["k"] == k) for k in ks]
-        ax.plot(ks, best, "-", color=f"C{j}", lw=1, label=f"c = {c}: the lowest minimum of each k")
-        for kind, marker, style, words in groups:
+        ax.plot(ks, best, "-", color=f"C{j}", lw=1)
+        for kind, marker, style, _ in groups:
             sel = [r for r in mine if (r["kind"] if r["kind"] in ("minimum", "not critical") else "saddle") == kind]
             if sel:
                 ax.plot([r["k"] for r in sel], [r["loss"] for r in sel], marker, color=f"C{j}", ms=5, ls="none",
-                        label=f"c = {c}: {words}", **style)
+                        **style)
+    # the legend: a colour per c, a marker per kind of point (grey), not every pairing of the two
+    handles = [Line2D([], [], color=f"C{j}", marker="o", lw=1, label=f"c = {c}") for j, c in enumerate(cs)]
+    handles += [Line2D([], [], color="0.4", marker=marker, ls="none", label=words, **style)
+                for _, marker, style, words in groups]
+    handles.append(Line2D([], [], color="0.4", lw=1, label="the lowest minimum of each k"))
     ax.set_xlabel("k (active features)")
     ax.set_ylabel("exact population loss L")
     ax.set_xticks(sorted({r["k"] for r in rows}))
-    legend_right(ax)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8)
     ax.set_title(wrap(title, 5.0, 9), fontsize=9)
     return fig
 
@@ -164,9 +173,11 @@ def kgon_loss_figure(ds, *, title: str = "The exact population loss of every k-g
 def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float, crossover_se: float,
                           formula: float, *, pair: tuple = ("6-gon", "5-gon"), free_energy: dict | None = None,
                           beta: float = 1.0, title: str = "The toy model of superposition's Bayesian phase transition"):
-    """The posterior mass of each k-gon phase against n, and the log mass ratio of two phases (the 6-gon / 5-gon
-    at c = 6) with the crossover measured by SMC beside the asymptotic formula's (``slt_relu.tms.transition``;
-    Chen et al. 2023).
+    """The toy model of superposition's Bayesian phase transition (Chen et al. 2023), two or three panels against n
+    (log scale): the posterior mass of each k-gon phase (phases that never reach 1% left out); the log mass ratio of
+    two phases (the 6-gon / 5-gon at c = 6), which crosses 0 where the first takes the lead, with that crossover
+    measured by SMC (shaded: +- 1 se) beside the asymptotic formula's (``slt_relu.tms.transition``); and, where
+    given, each phase's local free energy less its loss term against its asymptotic form lambda log(n beta) + C.
 
     Args:
         ns: the sample sizes (N,).
@@ -197,6 +208,7 @@ def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float
         if np.isfinite(formula):
             ax.axvline(formula, color="C3", ls="--", lw=1, label=f"formula n = {formula:.0f}")
         ax.set_xscale("log")
+        round_log_ticks(ax)
         ax.set_xlabel("n")
     for j, name in enumerate(phases):
         if np.nanmax(mass[:, j]) < 0.01:
@@ -220,7 +232,7 @@ def tms_transition_figure(ns, phases, mass, mass_se, log_ratio, crossover: float
                 ax.plot(grid, cv["lambda"] * np.log(grid * beta) + cv["C"], ls="--", lw=1, color=f"C{j}",
                         label=f"{cv['lambda']:g} log n + C")
         ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())     # a decade or less: no crowded labels
+        round_log_ticks(ax)                       # a decade or so: labels at 200, 500, 1000, ... not one
         ax.set_xlabel("n")
         ax.set_ylabel("F_alpha - n L_n(w_alpha) (nats; bars: se)")
         legend_right(ax)

@@ -55,7 +55,8 @@ def tms_training_figure(steps, ns, loss, phases, llc, llc_se, snapshots: list, *
         ns: (N,) the sample sizes, one column of panels each.
         loss: (N, R, K) the loss at every checkpoint of every run.
         phases: (N, R, K) the phase names.
-        llc: (N, R, K) the LLC estimates; llc_se: (N, R, K) their standard errors.
+        llc: (N, R, K) the LLC estimates.
+        llc_se: (N, R, K) their standard errors.
         snapshots: dicts with ``W`` (2, c), ``b`` (c,), ``title`` (the checkpoint's step and phase), at most 2 N.
         levels: {label: loss} horizontal reference lines of the loss panels (e.g. the k-gons' exact losses);
             those <= 0 are left out (the loss axis is logarithmic).
@@ -111,8 +112,8 @@ def tms_training_figure(steps, ns, loss, phases, llc, llc_se, snapshots: list, *
         top[i].set_yscale("log")
         top[i].set_title(f"n = {ns[i]}", fontsize=9)
         mid[i].set_xlabel("training step (step 0 at 0.5)", fontsize=8)
-        top[i].tick_params(labelbottom=False, labelleft=not i, labelsize=7)
-        mid[i].tick_params(labelleft=not i, labelsize=7)
+        top[i].tick_params(which="both", labelbottom=False, labelleft=not i, labelsize=7)   # log axes: minor labels too
+        mid[i].tick_params(which="both", labelleft=not i, labelsize=7)
     top[0].set_ylabel(loss_label, fontsize=8)
     mid[0].set_ylim(lower, upper)
     mid[0].set_ylabel("LLC at the checkpoint (bars: se;\ntriangles: below the axis)", fontsize=8)

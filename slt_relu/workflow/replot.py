@@ -1,6 +1,7 @@
 """``slt-relu plot FOLDER``: a results folder's figures drawn again from its results.nc and its manifest's config."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from .config import apply_overrides
@@ -46,8 +47,10 @@ def _redraw(folder: str | Path, out: str | Path | None) -> list[Path]:
     try:
         paths = draw_figures(prep.kind, prep.resolved, folder, out)
     except KeyError as err:                        # a results.nc of an older version, without a variable now drawn
-        raise ConfigError(f"plot {folder}: its results.nc has no {err.args[0]!r}, which this version's figures of "
-                          f"kind {prep.settings.kind!r} draw; run the config again (slt-relu run)") from None
+        name = re.search(r"named '([^']+)'", str(err.args[0]))        # xarray's "No variable named 'x'. ..."
+        raise ConfigError(f"plot {folder}: its results.nc has no {name.group(1) if name else err.args[0]!r}, "
+                          f"which this version's figures of kind {prep.settings.kind!r} draw; run the config again "
+                          "(slt-relu run)") from None
     if out.resolve() == folder.resolve():          # a figure the run did not draw: listed, so the folder stays whole
         files = manifest.get("files") or []
         new = [p.name for p in paths if p.name not in files]
