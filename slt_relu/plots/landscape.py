@@ -33,7 +33,7 @@ def landscape_figure(xs, ys, Z, *, xlabel: str, ylabel: str, title: str, zlabel:
             ``along``.
 
     Returns:
-        the Figure: one panel, or 1 + len(along) side by side.
+        the Figure, with one panel, or 1 + len(along) side by side.
     """
     along = along or []
     if ax is not None and along:
