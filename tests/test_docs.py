@@ -193,3 +193,13 @@ Broken: {func}`slt_relu.no_such_function`, {class}`NoSuchClass`, {func}`slt_relu
     page = (tmp_path / "html" / "index.html").read_text()
     assert re.search(r'href="#slt_relu.sample" title="slt_relu.sample"><code[^>]*><span class="pre">slt_relu.sampling'
                      r'.sample\(\)', page)                          # slt_relu.sampling.sample is slt_relu.sample
+
+
+def test_the_home_pages_quickstart_runs_as_shown():
+    """The home page's Python block runs as the page shows it, and its comments say what it computes: the
+    Fisher rank of m_symmetric(3) is D - d = 13 - 3 (hand count: one scaling direction per node)."""
+    (code,) = re.findall(r"^```python\n(.*?)^```$", (ROOT / "docs" / "index.md").read_text(), re.S | re.M)
+    namespace = {}
+    exec(code, namespace)
+    assert namespace["rank"] == 13 - 3
+    assert float(namespace["K"]) > 0                   # a random w is off the true set
