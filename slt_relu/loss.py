@@ -17,11 +17,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .fused import two_layer_nll
 from .inputs import check_inputs, expectation_rule
 from .models.base import check_model
 from .models.likelihood import GaussianLoss, check_regression_data
 from .network import (TwoLayer, check_count, check_finite, check_number, check_params, coordinate_index,
-                      forward, forward_columns, from_flat, to_flat)
+                      forward, from_flat, to_flat)
 
 __all__ = ["TwoLayerLoss", "check_data", "check_sigma", "coordinate_slice", "empirical_loss", "empirical_loss_columns",
            "gaussian_nll", "loss_slice", "map_params", "population_loss", "population_losses", "sample_dataset",
@@ -154,13 +155,13 @@ def _empirical_loss(params, x, y, sigma):
 
 def empirical_loss_columns(params: TwoLayer, x_cols: jax.Array, y: jax.Array, sigma=1.0) -> jax.Array:
     """L_n(w) with the inputs as columns, x_cols: (n_in, n), y: (n,): the same number as
-    :func:`empirical_loss`, through :func:`~slt_relu.network.forward_columns` (the fast form when
-    many chains, each with its own data set, are vmapped).  Not jitted: it is meant to be traced
-    inside samplers' programs."""
+    :func:`empirical_loss`, with its gradient fused (:func:`slt_relu.fused.two_layer_nll`: one pass over
+    the data, the fast form inside the samplers).  Not jitted: it is meant to be traced inside samplers'
+    programs."""
     if jnp.ndim(x_cols) != 2 or jnp.shape(x_cols)[1] < 1 or jnp.shape(y) != jnp.shape(x_cols)[1:]:
         raise ValueError(f"x_cols, y: expected shapes (n_in, n) with n >= 1 and (n,), got {jnp.shape(x_cols)} and "
                          f"{jnp.shape(y)}")
-    return gaussian_nll(y - forward_columns(params, x_cols), check_sigma(sigma))
+    return two_layer_nll(params, x_cols, y, check_sigma(sigma))
 
 
 class TwoLayerLoss(NamedTuple):
@@ -174,7 +175,7 @@ class TwoLayerLoss(NamedTuple):
 
 def two_layer_loss(params, data, sigma: float = 1.0):
     """L_n of a TwoLayer on data = (x (n, n_in), y (n,)), as loss_fn for :func:`~slt_relu.posterior.llc.estimate_llc`:
-    mean (y - f(x))^2 / (2 sigma^2) + log(sigma sqrt(2 pi)), with f by forward_columns (the fast
+    mean (y - f(x))^2 / (2 sigma^2) + log(sigma sqrt(2 pi)), by :func:`slt_relu.fused.two_layer_nll` (the fast
     form when chains are vmapped)."""
     x, y = data
     return empirical_loss_columns(params, x.T, y, sigma)
