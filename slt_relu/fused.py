@@ -10,12 +10,12 @@
 Reverse-mode autodiff of the forward pass writes a_ik, the mask and r_k for every data point and reads
 them back; the samplers evaluate this gradient billions of times (DSLT4's sweeps), one particle at a time
 under ``vmap``.  :func:`two_layer_nll` computes the loss and the d (n_in + 2) + 1 sums above together,
-each as a dot product over the data (XLA's vectorised dot), in blocks of :data:`BLOCK_POINTS` data
-points so that a block's intermediates for a batch of particles stay in cache, and gives JAX the
-gradient through a custom JVP: forward and reverse mode, ``vmap``, ``jit`` and second derivatives (the
-Hessian; relu'' = 0 away from the kinks, as autodiff has it) see the same function.  The block sums are
-added in the working dtype (a blocked, hence pairwise-like, summation).  ``benchmarks/bench_likelihood.py``
-measures gradients per second against ``jax.vmap(jax.grad(L))`` and the machine's peak.
+each as a dot product over the data (XLA's vectorised dot; under ``vmap`` a batch of particles reads the
+data once), and gives JAX the gradient through a custom JVP: forward and reverse mode, ``vmap``, ``jit``
+and second derivatives (the Hessian; relu'' = 0 away from the kinks, as autodiff has it) see the same
+function.  ``benchmarks/bench_likelihood.py`` measures gradients per second against ``jax.vmap(jax.grad(L))``
+and the machine's peak (splitting the data into cache-sized blocks in a loop was measured slower, 0.3 x at
+n = 1e4, and is not done).
 """
 from __future__ import annotations
 
@@ -25,10 +25,7 @@ from jax.custom_derivatives import SymbolicZero
 
 from .network import TwoLayer
 
-__all__ = ["BLOCK_POINTS", "two_layer_nll", "two_layer_nll_flops"]
-
-BLOCK_POINTS = 4096
-"""Data points per block of :func:`two_layer_nll` (a block's intermediates: particles x d x BLOCK_POINTS)."""
+__all__ = ["two_layer_nll", "two_layer_nll_flops"]
 
 
 def two_layer_nll_flops(width: int, n_in: int) -> int:
@@ -47,8 +44,8 @@ def _nll(params: TwoLayer, x_cols, y, sigma):
     return jnp.mean((y - f) ** 2) / (2.0 * sigma ** 2) + jnp.log(sigma * jnp.sqrt(2.0 * jnp.pi))
 
 
-def _block_sums(params: TwoLayer, x_cols, y):
-    """Over one block of points: (sum_k r_k^2, TwoLayer of the raw gradient sums before the q_i and
+def _data_sums(params: TwoLayer, x_cols, y):
+    """Over the data: (sum_k r_k^2, TwoLayer of the raw gradient sums before the q_i and
     1/(n sigma^2) factors: sum r 1[a > 0] x (d, n_in), sum r 1[a > 0] (d,), sum r relu(a) (d,), sum r)."""
     d, n_in = params.w.shape
     pre = [params.b[i] + sum(params.w[i, j] * x_cols[j] for j in range(n_in)) for i in range(d)]
@@ -63,22 +60,9 @@ def _block_sums(params: TwoLayer, x_cols, y):
 
 
 def _value_and_grad(params: TwoLayer, x_cols, y, sigma):
-    """(L_n, dL_n/dparams as a TwoLayer), the block sums accumulated over blocks of BLOCK_POINTS points."""
-    n = y.shape[0]
-    blocks, rest = divmod(n, BLOCK_POINTS)
-    if blocks <= 1:
-        sq, raw = _block_sums(params, x_cols, y)
-    else:
-        def add_block(k, acc):
-            start = k * BLOCK_POINTS
-            block = _block_sums(params, jax.lax.dynamic_slice_in_dim(x_cols, start, BLOCK_POINTS, axis=1),
-                                jax.lax.dynamic_slice_in_dim(y, start, BLOCK_POINTS))
-            return jax.tree.map(jnp.add, acc, block)
-        zero = jax.tree.map(jnp.zeros_like, (jnp.zeros((), y.dtype), params))
-        sq, raw = jax.lax.fori_loop(0, blocks - (rest == 0), add_block, zero)
-        last = (blocks - (rest == 0)) * BLOCK_POINTS
-        sq, raw = jax.tree.map(jnp.add, (sq, raw), _block_sums(params, x_cols[:, last:], y[last:]))
-    scale = 1.0 / (n * sigma ** 2)
+    """(L_n, dL_n/dparams as a TwoLayer)."""
+    sq, raw = _data_sums(params, x_cols, y)
+    scale = 1.0 / (y.shape[0] * sigma ** 2)
     value = 0.5 * scale * sq + jnp.log(sigma * jnp.sqrt(2.0 * jnp.pi))
     grad = TwoLayer(scale * params.q[:, None] * raw.w, scale * params.q * raw.b, scale * raw.q, scale * raw.c)
     return value, grad

@@ -1,17 +1,17 @@
 """The fused two-layer likelihood (slt_relu.fused) against autodiff of the plain formula, an independent
 computation: value, gradient (reverse and forward mode), Hessian, derivatives in the data and sigma, under
-vmap and jit, across the block boundaries; and the flop count by hand."""
+vmap and jit; and the flop count by hand."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import slt_relu as S
-from slt_relu.fused import BLOCK_POINTS, two_layer_nll, two_layer_nll_flops
+from slt_relu.fused import two_layer_nll, two_layer_nll_flops
 from slt_relu.loss import gaussian_nll
 from slt_relu.network import TwoLayer, forward
 
-# float64 sums of n <= 3 blocks of O(1) terms: rounding ~ n eps ~ 3e-12 relative at worst, conditioning O(1)
+# float64 sums of n <= 2e4 O(1) terms: rounding ~ n eps ~ 4e-12 relative at worst, conditioning O(1)
 RTOL64 = 1e-10
 
 
@@ -32,7 +32,7 @@ def close(a, b, rtol=RTOL64):
         np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=rtol, atol=rtol * float(np.max(np.abs(v)) + 1))
 
 
-@pytest.mark.parametrize("n", [1, 7, BLOCK_POINTS, BLOCK_POINTS + 3, 2 * BLOCK_POINTS, 3 * BLOCK_POINTS - 1])
+@pytest.mark.parametrize("n", [1, 7, 5000])
 @pytest.mark.parametrize("sigma", [1.0, 0.7])
 def test_value_and_gradient_match_autodiff(n, sigma):
     params, x, y = problem(n, seed=n)
@@ -41,7 +41,7 @@ def test_value_and_gradient_match_autodiff(n, sigma):
 
 
 def test_forward_mode_hessian_and_data_derivatives_match_autodiff():
-    params, x, y = problem(BLOCK_POINTS + 11, d=2, n_in=3)
+    params, x, y = problem(611, d=2, n_in=3)
     tangent = jax.tree.map(jnp.ones_like, params)
     close(jax.jvp(lambda p: two_layer_nll(p, x, y, 0.8), (params,), (tangent,)),
           jax.jvp(lambda p: plain(p, x, y, 0.8), (params,), (tangent,)))
@@ -51,8 +51,8 @@ def test_forward_mode_hessian_and_data_derivatives_match_autodiff():
 
 
 def test_vmapped_and_jitted_in_float32():
-    """A batch of particles on one data set, float32: the float32 reference's rounding (n = 2e4 terms,
-    blocked or not: ~1e-5 relative) bounds the difference."""
+    """A batch of particles on one data set, float32: the sums' rounding in float32 (n = 2e4 terms, ~1e-5
+    relative, summed in different orders) bounds the difference."""
     params, x, y = problem(20_000, d=2, n_in=2, dtype=jnp.float32)
     batch = jax.tree.map(lambda a: a + 0.1 * jnp.arange(8.0, dtype=a.dtype).reshape((8,) + (1,) * a.ndim), params)
     fused = jax.jit(jax.vmap(jax.value_and_grad(two_layer_nll), (0, None, None)))(batch, x, y)
