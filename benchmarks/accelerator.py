@@ -44,12 +44,12 @@ FULL = dict(likelihood=dict(particles=4096, n=100_000, cpu_particles=4096, cpu_n
             pt1=dict(ts=(0.6, 0.9, 1.2, 1.5), datasets=4, n=10_000, particles=1024),
             nuts=dict(chains=(1, 16, 256, 4096), cpu_max_chains=256, n=1_000, warmup=100, samples=100),
             sgld=dict(widths=(64, 1024, 960, 1), n=10_000, chains=4, steps=200, cpu_steps=20, batch=256),
-            smc=dict(particles=100_000, cpu_particles=10_000, n=1_000))
+            smc=dict(particles=100_000, cpu_particles=10_000, n=1_000, runs=1))
 TINY = dict(likelihood=dict(particles=64, n=1_000, cpu_particles=64, cpu_n=1_000),
             pt1=dict(ts=(0.9, 1.5), datasets=2, n=200, particles=64),
             nuts=dict(chains=(2,), cpu_max_chains=2, n=100, warmup=20, samples=20),
             sgld=dict(widths=(4, 32, 1), n=256, chains=2, steps=20, cpu_steps=20, batch=32),
-            smc=dict(particles=64, cpu_particles=64, n=100))
+            smc=dict(particles=64, cpu_particles=64, n=200, runs=2))     # the PT1 sweep's program, compiled once
 
 
 def timed(fn):
@@ -170,14 +170,14 @@ def sgld(size, accel, cpu) -> list[dict]:
 
 
 def smc(size, accel, cpu) -> list[dict]:
-    print(f"5. tempered SMC on PT1 t = 1.2, n = {size['n']:,}: accelerator {size['particles']:,} particles, cpu "
-          f"{size['cpu_particles']:,} (particle gradients per second)")
+    print(f"5. tempered SMC on PT1 t = 1.2, n = {size['n']:,}, {size['runs']} run(s): accelerator "
+          f"{size['particles']:,} particles, cpu {size['cpu_particles']:,} (particle gradients per second)")
     ex = S.truths.get("dslt4_pt1", t=1.2)
     model = ex.model
     rates = []
     for device, N in ((accel, size["particles"]), (cpu, size["cpu_particles"])):
         def run():
-            keys = jax.random.split(jax.random.PRNGKey(3), 1)
+            keys = jax.random.split(jax.random.PRNGKey(3), size["runs"])
             x, y = draw_datasets(keys, ex.truth, ex.inputs, size["n"], 1.0)
             s = S.SMCSettings(num_particles=N, waste_free=True, num_mcmc_steps=7,
                               particle_batch=N if device.platform != "cpu" else 16)
