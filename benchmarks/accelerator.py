@@ -1,5 +1,5 @@
 """The one-shot accelerator check: the toolkit's heavy programs on the accelerator against this machine's CPU,
-in one run (``benchmarks/accelerator.sh`` installs what it needs and calls this; docs/howto/gpu.md).
+in one run (``benchmarks/accelerator.sh`` installs what it needs and calls this; docs/howto/sample_on_a_gpu.md).
 
 Five sections, each timed on the default device (the accelerator when JAX sees one) and on the CPU of the
 same machine, each printing both numbers and their ratio; the CPU runs the same program, or, where the
@@ -199,7 +199,12 @@ def main(argv=None) -> dict:
     ap.add_argument("--sections", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
     args = ap.parse_args(argv)
     sizes = TINY if args.tiny else FULL
-    accel, cpu = jax.devices()[0], jax.devices("cpu")[0]
+    try:
+        cpu = jax.devices("cpu")[0]
+    except RuntimeError:
+        raise SystemExit("accelerator.py: JAX has no CPU backend to compare with; let JAX_PLATFORMS include cpu "
+                         "(e.g. JAX_PLATFORMS=cuda,cpu) or unset it") from None
+    accel = jax.devices()[0]
     print(f"accelerator check: jax {jax.__version__}, default device {accel.device_kind} ({accel.platform}), "
           f"cpu {cpu.device_kind}; {'tiny' if args.tiny else 'full'} sizes")
     if accel.platform == "cpu":

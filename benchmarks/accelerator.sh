@@ -16,12 +16,13 @@ if [[ -n "${PYTHON:-}" ]]; then
   py=$PYTHON
 elif command -v nvidia-smi >/dev/null 2>&1; then
   venv=.venv-accelerator
-  if [[ ! -x $venv/bin/python ]]; then
+  if [[ ! -f $venv/installed ]]; then           # made once; a failed install is redone on the next call
     python3 -m venv --system-site-packages "$venv"
     pip=("$venv/bin/pip" install -q)
     [[ -d .whl ]] && pip+=(--no-index --find-links .whl)
-    "${pip[@]}" -e .
+    "${pip[@]}" -e .                             # no constraints.txt: an image's newer JAX for CUDA stays
     sees_gpu "$venv/bin/python" || "${pip[@]}" "jax[cuda12]"
+    touch "$venv/installed"
   fi
   py=$venv/bin/python
   sees_gpu "$py" || { echo "accelerator.sh: nvidia-smi sees a GPU but JAX in $venv does not (jax.default_backend() is not 'gpu')" >&2; exit 1; }
@@ -29,5 +30,7 @@ else
   py=.venv/bin/python
   [[ -x $py ]] || { python3 -m venv .venv && .venv/bin/pip install -q -e . -c constraints.txt; }
 fi
+# the CPU is the comparison: JAX must see it beside the accelerator
+if [[ -n "${JAX_PLATFORMS:-}" && ",$JAX_PLATFORMS," != *",cpu,"* ]]; then export JAX_PLATFORMS="$JAX_PLATFORMS,cpu"; fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
 exec env PYTHONUNBUFFERED=1 "$py" benchmarks/accelerator.py "$@"

@@ -61,6 +61,10 @@ def _data_sums(params: TwoLayer, x_cols, y):
 
 def _value_and_grad(params: TwoLayer, x_cols, y, sigma):
     """(L_n, dL_n/dparams as a TwoLayer)."""
+    n_in = params.w.shape[-1]
+    if jnp.ndim(x_cols) != 2 or jnp.shape(x_cols)[0] != n_in or jnp.shape(y) != jnp.shape(x_cols)[1:]:
+        raise ValueError(f"x_cols, y: expected shapes (n_in, n) with n_in = {n_in} like the parameters and (n,), got "
+                         f"{jnp.shape(x_cols)} and {jnp.shape(y)}")
     sq, raw = _data_sums(params, x_cols, y)
     scale = 1.0 / (y.shape[0] * sigma ** 2)
     value = 0.5 * scale * sq + jnp.log(sigma * jnp.sqrt(2.0 * jnp.pi))
@@ -73,7 +77,7 @@ def two_layer_nll(params: TwoLayer, x_cols: jax.Array, y: jax.Array, sigma=1.0) 
     """L_n(w) of the two-layer network on data with the inputs as columns, its gradient fused (module
     docstring): the same number as ``gaussian_nll(y - forward_columns(params, x_cols), sigma)``.
 
-    Not checked (traced inside the samplers' programs; the public losses check their arguments).
+    Shapes are checked when traced (a ValueError naming them); values are not (the public losses check them).
 
     Args:
         params: one TwoLayer (w (d, n_in), b (d,), q (d,), c ()).
@@ -99,11 +103,18 @@ def _two_layer_nll_jvp(primals, tangents):
     for g, t in zip(jax.tree.leaves(grad), jax.tree.leaves(d_params, is_leaf=lambda t: isinstance(t, SymbolicZero))):
         if not isinstance(t, SymbolicZero):
             tangent = tangent + jnp.sum(g * t)
-    if not (_is_zero(d_x) and _is_zero(d_y) and _is_zero(d_sigma)):
-        # a derivative in the data or in sigma (rare): through the plain formula, as autodiff has it
-        inst = lambda t, p: jnp.zeros_like(p) if isinstance(t, SymbolicZero) else t
-        tangent = tangent + jax.jvp(lambda a, b, s: _nll(params, a, b, s), (x_cols, y, sigma),
-                                    (inst(d_x, x_cols), inst(d_y, y), inst(d_sigma, jnp.asarray(sigma))))[1]
+    moving = [i for i, t in enumerate((d_x, d_y, d_sigma)) if not _is_zero(t)]
+    if moving:
+        # a derivative in the data or in sigma (rare): through the plain formula, as autodiff has it; the
+        # arguments that do not move stay closed over (integer data among them)
+        data = [x_cols, y, sigma]
+
+        def plain(*args):
+            for i, a in zip(moving, args):
+                data[i] = a
+            return _nll(params, *data)
+        tangent = tangent + jax.jvp(plain, tuple(data[i] for i in moving),
+                                    tuple((d_x, d_y, d_sigma)[i] for i in moving))[1]
     return value, tangent
 
 

@@ -28,6 +28,7 @@ def problem(n, d=3, n_in=2, seed=0, dtype=jnp.float64):
 
 
 def close(a, b, rtol=RTOL64):
+    assert jax.tree.structure(a) == jax.tree.structure(b)
     for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
         np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=rtol, atol=rtol * float(np.max(np.abs(v)) + 1))
 
@@ -59,6 +60,28 @@ def test_vmapped_and_jitted_in_float32():
     ref = jax.vmap(jax.value_and_grad(plain), (0, None, None))(batch, x, y)
     assert fused[0].dtype == jnp.float32
     close(fused, ref, rtol=2e-4)
+
+
+def test_inputs_that_do_not_fit_the_network_are_refused():
+    """x_cols with more or fewer rows than n_in, or y of another length: a ValueError naming them, never a number
+    from the rows that happen to be there."""
+    params, x, y = problem(50, d=2, n_in=2)
+    for bad_x, bad_y in ((jnp.concatenate([x, x[:1]]), y), (x[:1], y), (x, y[:-1])):
+        with pytest.raises(ValueError, match="x_cols, y: expected shapes"):
+            two_layer_nll(params, bad_x, bad_y)
+        with pytest.raises(ValueError, match="x_cols, y: expected shapes"):
+            jax.grad(two_layer_nll)(params, bad_x, bad_y)
+    loss = S.models.gaussian_loss(S.models.two_layer(2, 2))
+    with pytest.raises(ValueError, match="expected a last axis of n_in = 2"):      # the model's own forward pass
+        loss(params, (jnp.concatenate([x, x[:1]]).T, y))
+
+
+def test_derivative_in_sigma_with_integer_data():
+    """Integer data stay closed over when only sigma moves (the plain formula's derivative)."""
+    params, x, y = problem(40, d=2, n_in=2)
+    xi, yi = jnp.round(3 * x).astype(jnp.int32), jnp.round(3 * y).astype(jnp.int32)
+    close(jax.grad(two_layer_nll, 3)(params, xi, yi, 0.9), jax.grad(plain, 3)(params, xi, yi, 0.9))
+    close(jax.grad(two_layer_nll)(params, xi, yi, 0.9), jax.grad(plain)(params, xi, yi, 0.9))
 
 
 def test_relu_kink_has_autodiffs_zero_derivative():

@@ -48,7 +48,8 @@ class GaussianLoss(NamedTuple):
         """L_n(w) = (1/n) sum_k ell_k(w), a scalar (the two-layer network's with its gradient fused,
         :func:`slt_relu.fused.two_layer_nll`)."""
         x, y = data
-        if self.model.apply is forward and isinstance(params, TwoLayer) and jnp.ndim(y) == 1 and jnp.ndim(x) == 2:
+        if (self.model.apply is forward and isinstance(params, TwoLayer) and jnp.ndim(y) == 1 and jnp.ndim(x) == 2
+                and jnp.shape(x)[1] == params.w.shape[-1]):
             return two_layer_nll(params, x.T, y, self.sigma)
         return jnp.mean(self.per_sample(params, data))
 
