@@ -259,7 +259,7 @@ def _draws(save: bool | None, draws: list) -> tuple[dict, dict]:
     for index, k, d in draws:                   # the estimate again, from its checkpointed numbers
         nb = float(d["n_beta"])
         est = LambdaEstimate(d["estimate"], d["se"], None, NO_M, "local_sgld", (nb, nb), tuple(d["warnings"]),
-                             LocalSGLD(**{f: d[f] for f in LocalSGLD._fields}))
+                             LocalSGLD(**{f: d[f] for f in LocalSGLD._fields if f in d}))
         trees[f"case-{index:02d}-{k}"] = llc_tree(est, {"case": d["label"]})
     return {"saved": True, "files": [f"draws/{name}.nc" for name in trees], "megabytes": round(mb, 1)}, trees
 

@@ -52,6 +52,7 @@ from .learning_coefficient import LambdaEstimate
 from .target import TemperedTarget, num_data
 
 __all__ = ["Calibration", "LLCSettings", "LocalSGLD", "Minimum", "RestrictedLoss", "calibrate_llc", "estimate_llc",
+           "free_mask",
            "llc_two_layer", "minimize_loss", "normal_crossing_expectation", "restricted_two_layer_loss",
            "two_layer_loss_for"]
 
@@ -65,6 +66,8 @@ class LLCSettings(SGLDSettings):
     localization: float = setting(100.0, ge=0, le=SCALE_BOUND ** 2, description="gamma of exp(-n beta L_n - gamma/2 "
                                   "|w - w*|^2)")
     n_beta: float | None = setting(None, gt=0, le=1e12, description="n beta (default n / log n)")
+    save_draws: bool = setting(False, description="keep the kept draws (C x T x D numbers) in the estimate's details; "
+                               "without them memory does not grow with the parameters times the steps")
 
     def sampler(self) -> SGLDSettings:
         """SGLD's own settings: the compiled program's static argument (chains, gamma and n beta are
@@ -92,6 +95,7 @@ class LocalSGLD(NamedTuple):
         n_beta: n beta.
         accept_prob: (C,) each chain's mean MALA acceptance of the SGLD proposals.
         rhat: split R-hat of the loss traces (all chains sample one posterior; NaN with fewer than 8 draws).
+        draws: (C, T, F) the kept draws of the F free flat coordinates (``settings.save_draws``), else None.
     """
 
     per_chain: np.ndarray
@@ -100,17 +104,22 @@ class LocalSGLD(NamedTuple):
     n_beta: float
     accept_prob: np.ndarray
     rhat: float
+    draws: np.ndarray | None = None
 
 
 NO_M = "not read: an estimate at one t reads no m (its value sits below lambda by (m - 1) / log t)"
 
 
 def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSettings = LLCSettings(), *,
-                 devices=None) -> LambdaEstimate:
+                 restrict=None, devices=None) -> LambdaEstimate:
     """Local learning coefficient at params_star by SGLD on the localized tempered posterior
     (module docstring), :class:`~slt_relu.posterior.target.TemperedTarget` without a prior:
 
         lambda_hat = n_beta (E[L_n(w)] - L_n(w*)),  p(w) proportional to exp(-n_beta L_n(w) - (gamma/2) |w - w*|^2).
+
+    With ``restrict``, the restricted LLC: only the free parameters move, the others stay at w* (the LLC of a layer,
+    a neuron, any group; for a loss that separates into independent blocks, each block's restricted LLC is its
+    lambda and they sum to the whole).
 
     Args:
         key: a PRNG key.
@@ -121,8 +130,12 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSetting
         settings: :class:`LLCSettings` (or :class:`~slt_relu.SGLDSettings`, with the estimator's defaults for
             the rest): num_chains chains vmapped in one program; num_steps SGLD
             steps each, the first num_burnin dropped, then every thin-th kept; step_size eps;
-            localization gamma; n_beta (default n / log n); batch_size None for full-batch gradients,
-            else (<= n) mini-batches drawn with replacement at every step.
+            preconditioner None or "rmsprop" (``slt_relu.sampling.sgld``); localization gamma; n_beta (default
+            n / log n); batch_size None for full-batch gradients, else (<= n) mini-batches drawn with replacement
+            at every step; save_draws to keep the draws.
+        restrict: None (every parameter free) or a pytree of booleans with params_star's structure and shapes
+            (True: free), e.g. ``jax.tree.map(lambda a: jnp.ones(a.shape, bool), params)`` with one layer's
+            leaves set to False.
         devices: to shard the chains over (default jax.local_devices()).
 
     Returns:
@@ -130,14 +143,19 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSetting
         standard error across them (sd / sqrt(C), NaN for one chain), m None, method "local_sgld", window
         (n beta, n beta), warnings (why it may not be trusted: non-finite losses, a negative estimate, a split R-hat
         of the loss traces above 1.05, a mean MALA acceptance below 0.9), details :class:`LocalSGLD` (its loss_trace
-        (C, T) is L_n on all the data at the kept draws, computed in chunks:
-        :meth:`~slt_relu.posterior.target.TemperedTarget.losses_at`).
+        (C, T) is L_n on all the data at the kept draws, computed inside the sampler's scan, so that memory does
+        not grow with the steps).
 
     References:
         Lau, Furman, Wang, Murfet, Wei 2023, "The local learning coefficient"; Welling & Teh 2011
-        (SGLD).
+        (SGLD); Li, Chen, Carlson & Carin 2016 (RMSProp-preconditioned SGLD).
     """
+    from ..sampling.sgld import run_sgld
+    from .target import LossAt
+
     key = check_keys(key, "key", batch_ndim=0)
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn: expected a function loss_fn(params, data), got {type(loss_fn).__name__}")
     s = LLCSettings.of(settings)
     n = num_data(data)
     if s.batch_size is not None and s.batch_size > n:
@@ -147,15 +165,16 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSetting
         if n < 2:
             raise ValueError("n_beta: the default n / log n needs n >= 2 data points")
         n_beta = n / math.log(n)
+    free = free_mask(restrict, params_star)
     init_loss = float(loss_fn(params_star, data))
     w_star, unravel = unravel_fn(params_star)
     dt = w_star.dtype
     C = s.num_chains
     target = TemperedTarget(loss_fn, unravel)
     args = broadcast_chains(C, data, jnp.asarray(n_beta, dt), jnp.asarray(s.localization, dt), w_star)
-    draws = sample(jax.random.split(key, C), target, jnp.broadcast_to(w_star, (C,) + w_star.shape), args,
-                   s.sampler(), devices=devices)
-    losses = np.asarray(target.losses_at(draws.z, data))                  # L_n at each kept step
+    draws = run_sgld(jax.random.split(key, C), target, jnp.broadcast_to(w_star, (C,) + w_star.shape), args,
+                     s.sampler(), observe=LossAt(target), keep_draws=s.save_draws, free=free, devices=devices)
+    losses = draws.info.observed                                           # L_n at each kept step
     accept = draws.info.accept_prob
     per_chain = n_beta * (losses.astype(np.float64).mean(1) - init_loss)
     est = float(per_chain.mean())
@@ -176,7 +195,37 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSetting
         warnings.append(f"MALA acceptance {np.nanmean(accept):.2f} < 0.9: the step size biases the estimate "
                         "(use a smaller step)")
     return LambdaEstimate(est, se, None, NO_M, "local_sgld", (float(n_beta), float(n_beta)), tuple(warnings),
-                          LocalSGLD(per_chain, losses, init_loss, float(n_beta), accept, float(rhat)))
+                          LocalSGLD(per_chain, losses, init_loss, float(n_beta), accept, float(rhat),
+                                    None if draws.z is None else draws.z[..., free]))
+
+
+def free_mask(restrict, params) -> np.ndarray:
+    """restrict (a pytree of booleans shaped like params, True = free; None = all free) as a (D,) bool mask in
+    params' flat order (``slt_relu.pytree.unravel_fn``); ValueError naming ``restrict`` otherwise, or when no
+    parameter is free."""
+    leaves, treedef = jax.tree.flatten(params)
+    if restrict is None:
+        return np.ones(sum(int(np.size(a)) for a in leaves), bool)
+    try:
+        masks = treedef.flatten_up_to(restrict)
+    except (TypeError, ValueError):
+        raise ValueError(f"restrict: expected a pytree of booleans with params' structure {treedef}, got "
+                         f"{jax.tree.structure(restrict)}") from None
+    flat = []
+    for a, m in zip(leaves, masks):
+        m = np.asarray(m)
+        if m.dtype != bool:
+            raise ValueError(f"restrict: expected booleans (True = free), got a leaf of dtype {m.dtype}")
+        if m.shape != np.shape(a):
+            m = np.broadcast_to(m, np.shape(a)) if m.ndim == 0 else None
+        if m is None:
+            raise ValueError(f"restrict: expected each leaf shaped like params' ({np.shape(a)}) or a scalar, got "
+                             f"shape {np.shape(masks[len(flat)])}")
+        flat.append(np.ravel(m))
+    mask = np.concatenate(flat) if flat else np.zeros(0, bool)
+    if not mask.any():
+        raise ValueError("restrict: expected at least one free parameter (True), got none")
+    return mask
 
 
 class Minimum(NamedTuple):

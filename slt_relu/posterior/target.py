@@ -33,7 +33,7 @@ from ..models.likelihood import GaussianLoss
 from ..network import Restriction, from_flat
 from .prior import FlatPrior, Prior
 
-__all__ = ["ColumnsLoss", "LOSSES_CHUNK_POINTS", "TemperedTarget", "num_data", "posterior_model", "resolve_beta",
+__all__ = ["ColumnsLoss", "LOSSES_CHUNK_POINTS", "LossAt", "TemperedTarget", "num_data", "posterior_model", "resolve_beta",
            "tempered_target"]
 
 def resolve_beta(beta, n: int) -> float:
@@ -188,6 +188,18 @@ class TemperedTarget(NamedTuple):
         chunk = max(1, LOSSES_CHUNK_POINTS // num_data(data)) if chunk is None else check_count(chunk, "chunk")
         flat = draws.reshape(B, draws.shape[-1])
         return _losses_at(self.loss, self.unravel, self.prior_on(flat.shape[-1]), flat, data, min(chunk, max(B, 1))).reshape(lead)
+
+
+class LossAt(NamedTuple):
+    """The loss of a target's parameters as a chain's observable (``slt_relu.sampling.sgld.run_sgld``'s
+    ``observe``): ``LossAt(target)(data, *rest)(z) = L(unravel(T(z)); data)``, data the chain's (all of it, also
+    when the sampler's steps use mini-batches)."""
+
+    target: TemperedTarget
+
+    def __call__(self, data, *rest):
+        t = self.target
+        return lambda z: t.loss(t.unravel(t.constrain(z)), data)
 
 
 def tempered_target(model, prior: Prior | None = Prior(), sigma: float = 1.0) -> TemperedTarget:

@@ -41,7 +41,7 @@ class Draws(NamedTuple):
     """What every sampler returns; C chains (or independent runs), S draws (or particles) each.
 
     Attributes:
-        z: (C, S, D) unconstrained draws.
+        z: (C, S, D) unconstrained draws (None where a run kept none: SGLD's ``keep_draws=False``).
         potential_energy: (C, S) U at each draw.
         info: the sampler's statistics, a NamedTuple of its own whose arrays lead with the chain
             axis, per draw (C, S), per chain (C, ...) or per stage (C, M): NUTS's

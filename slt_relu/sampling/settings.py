@@ -64,10 +64,10 @@ class HMCSettings(MCMCSettings):
 @settings_type
 class SGLDSettings:
     """SGLD settings (the learning coefficient's :class:`~slt_relu.posterior.llc.LLCSettings` adds the chains, the
-    localization and n beta).
+    localization and n beta), plain or preconditioned by RMSProp (``slt_relu.sampling.sgld``).
 
     References:
-        Welling & Teh 2011.
+        Welling & Teh 2011; Li, Chen, Carlson & Carin 2016 (pSGLD).
     """
 
     name: Literal["sgld"] = "sgld"
@@ -76,6 +76,12 @@ class SGLDSettings:
     thin: int = setting(1, ge=1, description="keep every thin-th step after the burn-in")
     step_size: float = setting(1e-4, gt=0, le=SCALE_BOUND, description="eps")
     batch_size: int | None = setting(None, ge=1, description="mini-batch size (None: full-batch gradients)")
+    preconditioner: Literal["rmsprop"] | None = setting(None, description="None: plain SGLD; rmsprop: the diagonal "
+                                                         "RMSProp preconditioner of Li et al. 2016 (pSGLD)")
+    rmsprop_decay: float = setting(0.99, gt=0, lt=1, description="rmsprop: the moving average's decay a of "
+                                   "V = a V + (1 - a) g^2")
+    rmsprop_epsilon: float = setting(1e-5, gt=0, le=SCALE_BOUND, description="rmsprop: delta of the preconditioner "
+                                     "1 / (delta + sqrt(V))")
 
     def check(self):
         if self.num_burnin >= self.num_steps:

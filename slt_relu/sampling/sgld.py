@@ -25,7 +25,7 @@ from .base import Draws, StaticPartial, register
 from .sharding import run_sharded
 from .settings import SGLDSettings
 
-__all__ = ["SGLDInfo", "run_sgld"]
+__all__ = ["SGLDInfo", "num_kept", "run_sgld"]
 
 
 class SGLDInfo(NamedTuple):
@@ -34,15 +34,27 @@ class SGLDInfo(NamedTuple):
     Attributes:
         accept_prob: (C,) the mean MALA acceptance of each chain's proposals after the burn-in (module
             docstring: near 1, the discretisation bias is small).
+        observed: (C, T) the observable of :func:`run_sgld` at each kept draw, or None without one.
     """
 
     accept_prob: np.ndarray
+    observed: np.ndarray | None = None
 
 
-def _chain(s: SGLDSettings, potential_gen, z0, key, args):
-    """One chain: (kept z (T, D), kept U (T,), mean MALA acceptance after the burn-in)."""
+def num_kept(s: SGLDSettings) -> int:
+    """T, the draws a run keeps: steps num_burnin, num_burnin + thin, ... below num_steps."""
+    return -(-(s.num_steps - s.num_burnin) // s.thin)
+
+
+def _chain(s: SGLDSettings, potential_gen, observe_gen, keep_draws: bool, z0, key, free, args):
+    """One chain: (kept z (T, D) or None, kept U (T,), kept observable (T,) or None, mean MALA acceptance
+    after the burn-in).  Step i (0-based) uses the i-th of num_steps keys; the kept draws are the states after
+    steps num_burnin, num_burnin + thin, ...; nothing else is stored."""
     dt = z0.dtype
     eps = jnp.asarray(s.step_size, dt)
+    free = free.astype(dt)
+    rms = s.preconditioner == "rmsprop"
+    decay, delta = jnp.asarray(s.rmsprop_decay, dt), jnp.asarray(s.rmsprop_epsilon, dt)
 
     def potential(z, k):
         if s.batch_size is None:
@@ -55,34 +67,74 @@ def _chain(s: SGLDSettings, potential_gen, z0, key, args):
     vg = jax.value_and_grad(potential)
     k0, key = jax.random.split(key)
     U0, g0 = vg(z0, k0)
+    V0 = g0 * g0 if rms else None
 
     def step(carry, k):
-        z, U, g = carry
+        z, U, g, V = carry
+        G = free / (delta + jnp.sqrt(V)) if rms else free
         k_noise, k_batch = jax.random.split(k)
-        z_new = z - 0.5 * eps * g + jnp.sqrt(eps) * jax.random.normal(k_noise, z.shape, dt)
+        z_new = z - 0.5 * eps * G * g + jnp.sqrt(eps * G) * jax.random.normal(k_noise, z.shape, dt)
         U_new, g_new = vg(z_new, k_batch)
-        fwd = jnp.sum((z_new - z + 0.5 * eps * g) ** 2) / (2 * eps)
-        bwd = jnp.sum((z - z_new + 0.5 * eps * g_new) ** 2) / (2 * eps)
+        inv = jnp.where(G > 0, 1 / jnp.where(G > 0, G, 1), 0)             # G^-1 on the free coordinates
+        fwd = jnp.sum(inv * (z_new - z + 0.5 * eps * G * g) ** 2) / (2 * eps)
+        bwd = jnp.sum(inv * (z - z_new + 0.5 * eps * G * g_new) ** 2) / (2 * eps)
         log_alpha = jnp.minimum(0.0, U - U_new + fwd - bwd)
-        return (z_new, U_new, g_new), (z_new, U_new, jnp.exp(jnp.where(jnp.isnan(log_alpha), -jnp.inf, log_alpha)))
+        alpha = jnp.exp(jnp.where(jnp.isnan(log_alpha), -jnp.inf, log_alpha))
+        V_new = decay * V + (1 - decay) * g_new * g_new if rms else None
+        return (z_new, U_new, g_new, V_new), alpha
 
-    _, (zs, Us, alpha) = jax.lax.scan(step, (z0, U0, g0), jax.random.split(key, s.num_steps))
-    keep = slice(s.num_burnin, None, s.thin)
-    return zs[keep], Us[keep], jnp.mean(alpha[s.num_burnin:])
+    def run(carry, keys):                                  # steps without output: (carry, sum of acceptances)
+        carry, alpha = jax.lax.scan(step, carry, keys)
+        return carry, jnp.sum(alpha)
+
+    def emit(carry):
+        z, U = carry[0], carry[1]
+        return (z if keep_draws else None, U, None if observe_gen is None else observe_gen(*args)(z))
+
+    N, B, thin, T = s.num_steps, s.num_burnin, s.thin, num_kept(s)
+    keys = jax.random.split(key, N)
+    carry, _ = run((z0, U0, g0, V0), keys[:B])
+    carry, accepted = step(carry, keys[B])
+    first = emit(carry)
+
+    def block(c, ks):
+        c, acc = c
+        c, a = run(c, ks)
+        return (c, acc + a), emit(c)
+
+    blocks = keys[B + 1:B + 1 + (T - 1) * thin].reshape((T - 1, thin) + keys.shape[1:])
+    (carry, accepted), rest = jax.lax.scan(block, (carry, accepted), blocks)
+    carry, tail = run(carry, keys[B + 1 + (T - 1) * thin:])
+    kept = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, rest)
+    return kept + ((accepted + tail) / (N - B),)
 
 
 def run_sgld(keys, potential_gen, init_z, args, settings: SGLDSettings, *, moves=None, devices=None,
-             progress=None) -> Draws:
+             progress=None, observe=None, keep_draws: bool = True, free=None) -> Draws:
     """SGLD chains from init_z; see :func:`slt_relu.sampling.sample`.  Returns
     :class:`~slt_relu.sampling.Draws` whose ``info`` is an :class:`SGLDInfo`.  moves, progress: unused
-    (SGLD has no symmetry proposals; one compiled call)."""
+    (SGLD has no symmetry proposals; one compiled call).
+
+    Args (beyond :func:`~slt_relu.sampling.sample`'s):
+        observe: hashable, ``observe(*args_c)(z)`` a scalar evaluated at each kept draw inside the scan
+            (``SGLDInfo.observed``), e.g. the loss on all of a chain's data.
+        keep_draws: False keeps no draws (``Draws.z`` is None): memory independent of D x T.
+        free: (D,) bool, the coordinates that move (default all); the others stay at init_z's values.
+    """
     s = settings
     start = time.time()
-    z, U, accept = (np.asarray(a) for a in run_sharded(StaticPartial(_chain, (s, potential_gen)),
-                                                       (init_z, keys, args), devices=devices))
-    C = z.shape[0]
+    D = np.shape(init_z)[-1]
+    free = np.ones(D, bool) if free is None else np.asarray(free, bool)
+    if free.shape != (D,):
+        raise ValueError(f"free: expected a boolean mask of shape ({D},), got shape {free.shape}")
+    free = jnp.broadcast_to(jnp.asarray(free), (np.shape(init_z)[0], D))
+    fn = StaticPartial(_chain, (s, potential_gen, observe, bool(keep_draws)))
+    z, U, observed, accept = run_sharded(fn, (init_z, keys, free, args), devices=devices)
+    z, observed = (None if a is None else np.asarray(a) for a in (z, observed))
+    C = np.shape(U)[0]
     grads = np.full(C, s.num_steps + 1)
-    return Draws(z, U, SGLDInfo(accept), grads, None, s.num_steps + 1, time.time() - start)
+    return Draws(z, np.asarray(U), SGLDInfo(np.asarray(accept), observed), grads, None, s.num_steps + 1,
+                 time.time() - start)
 
 
 register(SGLDSettings, run_sgld, SGLDInfo)
