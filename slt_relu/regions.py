@@ -10,15 +10,14 @@ Z = {z_1..z_p} is rank d/dtheta (f_theta(z_1), .., f_theta(z_p)); it never excee
 (number of parameters) - (number of hidden neurons) (one positive scaling per hidden neuron);
 a network reaching the bound has no hidden symmetries (for enough generic points).
 
-Region counts are of activation regions (Hanin & Rolnick 2019): along a segment exactly, by walking
-from breakpoint to breakpoint; on a 2-D box exactly for one hidden layer (line arrangement:
-1 + lines crossing the box + sum over crossing points of (lines through it - 1)), otherwise as the
-number of distinct activation patterns on a grid (a lower bound that converges as the grid refines).
+Region counts are of activation regions (Hanin & Rolnick 2019): along a segment exactly, by walking from breakpoint
+to breakpoint; on any 2-D affine slice exactly, at any depth, by polygon subdivision (``exact_regions_2d``, as in
+SplineCam, Humayun et al. 2023); on a 2-D box also by the line arrangement for one hidden layer (1 + lines crossing the
+box + sum over crossing points of (lines through it - 1)), and as the distinct patterns on a grid (a lower bound).
 """
 from __future__ import annotations
 
 from functools import partial
-
 from typing import NamedTuple, Sequence
 
 import jax
@@ -29,10 +28,10 @@ from .mlp import MLP, activation_patterns, check_mlp, check_widths, dual_points,
     num_mlp_params, unflatten_mlp
 from .network import check_count, check_finite, check_number
 
-__all__ = ["ClusteredMaps", "KMeans", "SegmentRegions", "affine_map_between", "box_grid", "cluster_affine_maps",
-           "count_linear_regions", "count_regions_box_exact", "count_regions_grid", "count_regions_segment",
-           "distinct_patterns", "functional_dimension", "functional_dimension_bound", "kmeans", "parameter_jacobian",
-           "regions_along_segment"]
+__all__ = ["ClusteredMaps", "KMeans", "Regions2D", "SegmentRegions", "affine_map_between", "box_grid",
+           "cluster_affine_maps", "count_linear_regions", "count_regions_box_exact", "count_regions_grid",
+           "count_regions_segment", "distinct_patterns", "exact_regions_2d", "functional_dimension",
+           "functional_dimension_bound", "kmeans", "parameter_jacobian", "regions_along_segment"]
 
 
 def _check_finite_mlp(params: MLP) -> MLP:
@@ -221,6 +220,84 @@ def count_linear_regions(params: MLP, *, segment=None, half_width: float | None 
     if params.depth == 2:
         return count_regions_box_exact(params, half_width)
     return count_regions_grid(params, half_width, resolution)
+
+
+class Regions2D(NamedTuple):
+    """The activation regions of an MLP on the square {origin + s u + t v : |s|, |t| <= a}, in (s, t).
+
+    Attributes:
+        count: the number of regions (pieces of positive area; their patterns are pairwise distinct).
+        polygons: count (k_i, 2) float64 vertex arrays, convex and counter-clockwise.
+        patterns: (count, num_hidden) bool, z > 0 of every hidden neuron (layers concatenated) on each region.
+        maps: (A, c), A (count, n_out, 2) and c (count, n_out): f(origin + s u + t v) = A_i (s, t) + c_i on region i.
+        zero_sets: per hidden layer, (m_l, 2, 2) segments (two (s, t) end points) where a neuron of the layer vanishes.
+    """
+    count: int
+    polygons: tuple
+    patterns: np.ndarray
+    maps: tuple
+    zero_sets: tuple
+
+
+def _split(V, z, tol, along):
+    """Convex V (k, 2) cut where affine z (k,) at V (|z| <= tol: 0) vanishes: ([z <= 0, z >= 0], cut) or ([V], None)."""
+    side, nxt = np.sign(np.where(np.abs(z) <= tol, 0.0, z)), np.roll(np.arange(len(z)), -1)
+    if not side.max() > 0 > side.min():
+        return [V], None
+    cross = side * side[nxt] < 0                                        # edge i -> i+1 crosses: add its crossing point
+    points = np.hstack([V, V + np.divide(z, z - z[nxt], where=cross, out=0 * z)[:, None] * (V[nxt] - V)]).reshape(-1, 2)
+    lo, hi, cut = (points[np.stack([keep, cross], 1).ravel()] for keep in (side <= 0, side >= 0, side == 0))
+    return [lo, hi], cut[np.argsort(cut @ along)[[0, -1]]]
+
+
+def exact_regions_2d(params: MLP, origin, u, v, half_width: float, *, max_regions: int = 1_000_000) -> Regions2D:
+    """Exact activation regions of a deep ReLU MLP on the 2-D slice x(s, t) = origin + s u + t v, |s|, |t| <= a.
+
+    Polygon subdivision (float64) from the square, M_0 = (u, v, origin): for l = 1..L-1, on each piece (convex, with
+    h_{l-1} = M_{l-1} (s, t, 1)) z_l = Z (s, t, 1), Z = W_l M_{l-1} + (0, 0, b_l); cut it along each crossing line
+    z_{l,j} = 0 (|z| <= 1e-10 |grad z| diam + rounding is 0: no slivers), then M_l = diag(z_l > 0) Z on each new piece.
+    Pieces parted by a cut differ in its sign, and a pattern's region is convex: no region is counted twice.
+
+    Args:
+        params: MLP with widths (n_0, ..., n_L), finite.
+        origin: (n_0,) the square's centre.
+        u: (n_0,) the direction of s.
+        v: (n_0,) the direction of t, not parallel to u.
+        half_width: a > 0.
+        max_regions: a bound on the pieces (ValueError beyond it): a huge network cannot exhaust memory.
+
+    Returns:
+        Regions2D(count, polygons, patterns, maps=(A, c), zero_sets) in the slice's (s, t) coordinates.
+
+    References:
+        Hanin & Rolnick 2019; Humayun et al. 2023 (SplineCam); Sattelberg et al. 2020.
+    """
+    layers, n, zero_sets = _numpy_layers(params), params.widths[0], []
+    o, u, v = (np.asarray(x, np.float64) for x in (origin, u, v))
+    for x, name in ((o, "origin"), (u, "u"), (v, "v")):
+        if x.shape != (n,) or not np.all(np.isfinite(x)):
+            raise ValueError(f"{name}: expected {n} finite numbers (shape (n_in,)), got {x.tolist()}")
+    if not np.linalg.cond(np.stack([u / (np.linalg.norm(u) or 1), v / (np.linalg.norm(v) or 1)])) < 1e10:
+        raise ValueError(f"u, v: expected two non-parallel directions, got u = {u.tolist()} and v = {v.tolist()}")
+    a, max_regions = float(check_number(half_width, "half_width")), check_count(max_regions, "max_regions")
+    pieces = [(a * np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]), np.stack([u, v, o], 1), np.zeros(0, bool))]
+    for w, b in layers[:-1]:
+        out, cuts = [], []
+        for V, M, pattern in pieces:
+            Z, R = w @ M + np.outer(b, [0, 0, 1]), np.abs(V).max()      # z_l = Z (s, t, 1) on this piece
+            tol = 1e-10 * np.abs(Z[:, :2]).sum(1) * np.ptp(V, 0).max() + 1e-12 * (abs(w) @ abs(M) @ [R, R, 1] + abs(b))
+            zv, parts = V @ Z[:, :2].T + Z[:, 2], [V]
+            for j in np.flatnonzero(np.minimum(zv.max(0), -zv.min(0)) > tol):               # the lines crossing V
+                done = [_split(Q, Q @ Z[j, :2] + Z[j, 2], tol[j], [-Z[j, 1], Z[j, 0]]) for Q in parts]
+                parts = [P for halves, _ in done for P in halves]
+                cuts += [c for _, c in done if c is not None]
+                if len(out) + len(parts) > max_regions:
+                    raise ValueError(f"max_regions: more than {max_regions} regions on this slice")
+            out += [(Q, on[:, None] * Z, np.r_[pattern, on]) for Q in parts for on in [Z @ np.r_[Q.mean(0), 1] > 0]]
+        pieces, zero_sets = out, zero_sets + [np.array(cuts).reshape(-1, 2, 2)]
+    polygons, maps, patterns = zip(*pieces)
+    F = layers[-1][0] @ np.array(maps) + np.outer(layers[-1][1], [0, 0, 1])                   # (count, n_out, 3)
+    return Regions2D(len(pieces), polygons, np.array(patterns), (F[..., :2], F[..., 2]), tuple(zero_sets))
 
 
 # ---------------------------------------------------------------- dual space: clustering and maps

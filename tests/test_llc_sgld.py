@@ -69,7 +69,7 @@ def test_restricted_llcs_of_independent_blocks_are_their_own_and_sum_to_the_whol
 def test_a_restricted_run_never_moves_the_fixed_parameters():
     star = {"a": jnp.full(1, 0.3), "b": jnp.array([0.1, -0.2])}
     est = estimate_llc(jax.random.PRNGKey(0), blocks, star, DUMMY,
-                       SG(num_chains=2, num_steps=50, step_size=1e-4, n_beta=100.0, save_draws=True),
+                       SG(num_chains=2, num_steps=50, step_size=1e-4, n_beta=100.0), save_draws=True,
                        restrict={"a": jnp.zeros(1, bool), "b": jnp.array([True, False])})
     assert est.details.draws.shape == (2, 50, 1)                               # the one free coordinate, b_0
     assert np.all(est.details.draws != 0.1)                                   # it moved

@@ -66,8 +66,6 @@ class LLCSettings(SGLDSettings):
     localization: float = setting(100.0, ge=0, le=SCALE_BOUND ** 2, description="gamma of exp(-n beta L_n - gamma/2 "
                                   "|w - w*|^2)")
     n_beta: float | None = setting(None, gt=0, le=1e12, description="n beta (default n / log n)")
-    save_draws: bool = setting(False, description="keep the kept draws (C x T x D numbers) in the estimate's details; "
-                               "without them memory does not grow with the parameters times the steps")
 
     def sampler(self) -> SGLDSettings:
         """SGLD's own settings: the compiled program's static argument (chains, gamma and n beta are
@@ -95,7 +93,7 @@ class LocalSGLD(NamedTuple):
         n_beta: n beta.
         accept_prob: (C,) each chain's mean MALA acceptance of the SGLD proposals.
         rhat: split R-hat of the loss traces (all chains sample one posterior; NaN with fewer than 8 draws).
-        draws: (C, T, F) the kept draws of the F free flat coordinates (``settings.save_draws``), else None.
+        draws: (C, T, F) the kept draws of the F free flat coordinates (``save_draws``), else None.
     """
 
     per_chain: np.ndarray
@@ -111,7 +109,7 @@ NO_M = "not read: an estimate at one t reads no m (its value sits below lambda b
 
 
 def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSettings = LLCSettings(), *,
-                 restrict=None, devices=None) -> LambdaEstimate:
+                 restrict=None, save_draws: bool = False, devices=None) -> LambdaEstimate:
     """Local learning coefficient at params_star by SGLD on the localized tempered posterior
     (module docstring), :class:`~slt_relu.posterior.target.TemperedTarget` without a prior:
 
@@ -132,10 +130,12 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSetting
             steps each, the first num_burnin dropped, then every thin-th kept; step_size eps;
             preconditioner None or "rmsprop" (``slt_relu.sampling.sgld``); localization gamma; n_beta (default
             n / log n); batch_size None for full-batch gradients, else (<= n) mini-batches drawn with replacement
-            at every step; save_draws to keep the draws.
+            at every step.
         restrict: None (every parameter free) or a pytree of booleans with params_star's structure and shapes
             (True: free), e.g. ``jax.tree.map(lambda a: jnp.ones(a.shape, bool), params)`` with one layer's
             leaves set to False.
+        save_draws: keep the draws (C x T x F numbers, F the free parameters) in the details; without them memory
+            does not grow with the parameters times the steps.
         devices: to shard the chains over (default jax.local_devices()).
 
     Returns:
@@ -173,7 +173,7 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSetting
     target = TemperedTarget(loss_fn, unravel)
     args = broadcast_chains(C, data, jnp.asarray(n_beta, dt), jnp.asarray(s.localization, dt), w_star)
     draws = run_sgld(jax.random.split(key, C), target, jnp.broadcast_to(w_star, (C,) + w_star.shape), args,
-                     s.sampler(), observe=LossAt(target), keep_draws=s.save_draws, free=free, devices=devices)
+                     s.sampler(), observe=LossAt(target), keep_draws=bool(save_draws), free=free, devices=devices)
     losses = draws.info.observed                                           # L_n at each kept step
     accept = draws.info.accept_prob
     per_chain = n_beta * (losses.astype(np.float64).mean(1) - init_loss)
