@@ -11,7 +11,8 @@ from slt_relu.phases import radius_rule
 from slt_relu.posterior import draw_datasets
 from slt_relu.posterior.beta_sweep import beta_sweep_curve, wbic
 from slt_relu.posterior.estimand_curve import tempered_loss_curve
-from slt_relu.posterior.llc import (LLCSettings, calibrate_llc, llc_two_layer, minimize_loss,
+from slt_relu.posterior.llc_tuning import calibrate_llc
+from slt_relu.posterior.llc import (LLCSettings, llc_two_layer, minimize_loss,
                                     normal_crossing_expectation, two_layer_loss_for)
 from slt_relu.regions import count_regions_box_exact, count_regions_grid, count_regions_segment, kmeans
 

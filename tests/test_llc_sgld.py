@@ -142,3 +142,38 @@ def test_memory_does_not_grow_with_the_steps():
     assert by_steps[20000] < 20 * C * D * 4
     for N in (20000, 200000):
         assert 0 <= by_steps[N] - by_steps[2000] <= 2 * 8 * C * N
+
+
+def mlp_loss(p, data):
+    x, y = data
+    h = jax.nn.relu(x @ p["w1"] + p["b1"])
+    return 0.5 * jnp.mean((h @ p["w2"] - y) ** 2)
+
+
+def test_llc_at_checkpoints_is_estimate_llc_at_each_checkpoint():
+    """One program of B x C chains gives checkpoint b the numbers of estimate_llc(keys[b], ...) (same keys per
+    chain; relative 1e-9: float64, the chains vmapped in a different batch), with and without a restriction
+    (the second layer free: the per-layer LLC)."""
+    from slt_relu.posterior.llc_curve import llc_at_checkpoints
+
+    k = jax.random.split(jax.random.PRNGKey(0), 4)
+    x = jax.random.normal(k[0], (64, 3))
+    y = jnp.sin(x[:, :1])
+    p0 = {"w1": 0.5 * jax.random.normal(k[1], (3, 4)), "b1": jnp.zeros(4), "w2": 0.5 * jax.random.normal(k[2], (4, 1))}
+    ckpts = jax.tree.map(lambda a: jnp.stack([a, 1.1 * a, 0.9 * a]), p0)
+    keys = jax.random.split(k[3], 3)
+    s = SG(num_chains=3, num_steps=300, num_burnin=100, thin=10, step_size=1e-4, localization=10.0)
+    layer2 = {"w1": False, "b1": False, "w2": True}
+    restrict = jax.tree.map(lambda a, f: np.full(np.shape(a), f), p0, layer2)
+    for r in (None, restrict):
+        curve = llc_at_checkpoints(keys, mlp_loss, ckpts, (x, y), s, restrict=r)
+        assert curve.estimate.shape == curve.se.shape == curve.rhat.shape == (3,)
+        for b in range(3):
+            one = estimate_llc(keys[b], mlp_loss, jax.tree.map(lambda a: a[b], ckpts), (x, y), s, restrict=r)
+            np.testing.assert_allclose(curve.estimate[b], one.lambda_, rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(curve.se[b], one.se, rtol=1e-9)
+            np.testing.assert_allclose(curve.init_loss[b], one.details.init_loss, rtol=1e-12)
+    with pytest.raises(ValueError, match="keys: expected one key per checkpoint"):
+        llc_at_checkpoints(keys[:2], mlp_loss, ckpts, (x, y), s)
+    with pytest.raises(ValueError, match="checkpoints: expected"):
+        llc_at_checkpoints(keys, mlp_loss, {"w1": ckpts["w1"], "b1": ckpts["b1"][:2], "w2": ckpts["w2"]}, (x, y), s)

@@ -173,7 +173,8 @@ def calibration_result(c: Case, llc, key) -> dict:
     first point (refined as the case's)."""
     import jax
 
-    from ..posterior.llc import calibrate_llc, minimize_loss
+    from ..posterior.llc import minimize_loss
+    from ..posterior.llc_tuning import calibrate_llc
 
     cal, cs = llc.calibration, c.settings
     k_data = jax.random.split(jax.random.fold_in(key, c.index), 3)[0]

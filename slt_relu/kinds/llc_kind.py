@@ -186,7 +186,7 @@ def _ident(pt: Point, s: Settings, seed: int) -> str:
 
 
 def run(r: Resolved, key, ctx):
-    from ..posterior.llc import Calibration
+    from ..posterior.llc_tuning import Calibration
 
     s = r.settings
     report = run_points(r.points, partial(_run_point, key=key, s=s), ident=partial(_ident, s=s, seed=ctx.seed),

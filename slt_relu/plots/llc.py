@@ -120,7 +120,7 @@ def llc_calibration_figure(grid, *, true_lambda, title: str):
     n beta (L_n(w_t) - L_n(w*)) against the step for every setting (flat: stationary).
 
     Args:
-        grid: a :class:`slt_relu.posterior.llc.Calibration` (``calibrate_llc``), or anything with its
+        grid: a :class:`slt_relu.posterior.llc_tuning.Calibration` (``calibrate_llc``), or anything with its
             ``step_sizes`` (S,), ``localizations`` (G,), ``estimate``, ``se``, ``accept`` (S, G) and
             ``mean_trace`` (S, G, T).
         true_lambda: the known lambda (a number), or anything else (e.g. None) where it is not known.

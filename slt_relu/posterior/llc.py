@@ -21,7 +21,7 @@ the localized tempered posterior's t E_t[L_n - L_n(w*)] at t = n beta (the estim
 :func:`estimate_llc` returns it as a :class:`~slt_relu.posterior.learning_coefficient.LambdaEstimate` whose
 details (:class:`LocalSGLD`) hold the chains' traces.
 
-Two biases, both visible in :func:`calibrate_llc`: the localization confines directions whose
+Two biases, both visible in ``slt_relu.posterior.llc_tuning.calibrate_llc``: the localization confines directions whose
 curvature n beta h is not large against gamma (a quadratic direction contributes
 (1/2) n beta h / (n beta h + gamma) instead of 1/2, so a large gamma underestimates), and the Euler
 step inflates the stationary variance of a direction of curvature a = n beta h by
@@ -51,9 +51,8 @@ from ..loss import TwoLayerLoss, two_layer_loss
 from .learning_coefficient import LambdaEstimate
 from .target import TemperedTarget, num_data
 
-__all__ = ["Calibration", "LLCSettings", "LocalSGLD", "Minimum", "RestrictedLoss", "calibrate_llc", "estimate_llc",
-           "free_mask",
-           "llc_two_layer", "minimize_loss", "normal_crossing_expectation", "restricted_two_layer_loss",
+__all__ = ["LLCSettings", "LocalSGLD", "Minimum", "RestrictedLoss", "estimate_llc", "free_mask", "llc_two_layer",
+           "localized_sgld", "settings_and_n_beta", "minimize_loss", "normal_crossing_expectation", "restricted_two_layer_loss",
            "two_layer_loss_for"]
 
 
@@ -150,32 +149,14 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSetting
         Lau, Furman, Wang, Murfet, Wei 2023, "The local learning coefficient"; Welling & Teh 2011
         (SGLD); Li, Chen, Carlson & Carin 2016 (RMSProp-preconditioned SGLD).
     """
-    from ..sampling.sgld import run_sgld
-    from .target import LossAt
-
     key = check_keys(key, "key", batch_ndim=0)
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn: expected a function loss_fn(params, data), got {type(loss_fn).__name__}")
-    s = LLCSettings.of(settings)
-    n = num_data(data)
-    if s.batch_size is not None and s.batch_size > n:
-        raise ValueError(f"batch_size: expected None or an integer in [1, n = {n}], got {s.batch_size!r}")
-    n_beta = s.n_beta
-    if n_beta is None:
-        if n < 2:
-            raise ValueError("n_beta: the default n / log n needs n >= 2 data points")
-        n_beta = n / math.log(n)
+    s, n_beta = settings_and_n_beta(loss_fn, data, settings)
     free = free_mask(restrict, params_star)
     init_loss = float(loss_fn(params_star, data))
     w_star, unravel = unravel_fn(params_star)
-    dt = w_star.dtype
     C = s.num_chains
-    target = TemperedTarget(loss_fn, unravel)
-    args = broadcast_chains(C, data, jnp.asarray(n_beta, dt), jnp.asarray(s.localization, dt), w_star)
-    draws = run_sgld(jax.random.split(key, C), target, jnp.broadcast_to(w_star, (C,) + w_star.shape), args,
-                     s.sampler(), observe=LossAt(target), keep_draws=bool(save_draws), free=free, devices=devices)
-    losses = draws.info.observed                                           # L_n at each kept step
-    accept = draws.info.accept_prob
+    draws = localized_sgld(key[None], loss_fn, unravel, w_star[None], data, s, n_beta, free, save_draws, devices)
+    losses, accept = draws.info.observed, draws.info.accept_prob          # L_n at each kept step (C, T)
     per_chain = n_beta * (losses.astype(np.float64).mean(1) - init_loss)
     est = float(per_chain.mean())
     se = float(per_chain.std(ddof=1) / np.sqrt(C)) if C > 1 else float("nan")
@@ -197,6 +178,55 @@ def estimate_llc(key, loss_fn: Callable, params_star, data, settings: LLCSetting
     return LambdaEstimate(est, se, None, NO_M, "local_sgld", (float(n_beta), float(n_beta)), tuple(warnings),
                           LocalSGLD(per_chain, losses, init_loss, float(n_beta), accept, float(rhat),
                                     None if draws.z is None else draws.z[..., free]))
+
+
+def settings_and_n_beta(loss_fn, data, settings) -> tuple[LLCSettings, float]:
+    """(settings as LLCSettings, n beta: the setting or n / log n), after the checks every estimate makes
+    (loss_fn callable, data with one leading axis n, batch_size <= n); one-line errors naming the argument."""
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn: expected a function loss_fn(params, data), got {type(loss_fn).__name__}")
+    s = LLCSettings.of(settings)
+    n = num_data(data)
+    if s.batch_size is not None and s.batch_size > n:
+        raise ValueError(f"batch_size: expected None or an integer in [1, n = {n}], got {s.batch_size!r}")
+    if s.n_beta is not None:
+        return s, s.n_beta
+    if n < 2:
+        raise ValueError("n_beta: the default n / log n needs n >= 2 data points")
+    return s, n / math.log(n)
+
+
+def localized_sgld(keys, loss_fn, unravel, centers, data, s: LLCSettings, n_beta: float, free, save_draws: bool,
+                devices):
+    """The localized tempered posteriors at B centers in one SGLD program of B x C chains (C = s.num_chains), the
+    sampler of :func:`estimate_llc` and ``slt_relu.posterior.llc_curve.llc_at_checkpoints``.
+
+    Args:
+        keys: (B, 2) raw PRNG keys; chain c of center b has the key ``jax.random.split(keys[b], C)[c]``.
+        loss_fn: L_n(params, data) -> scalar.
+        unravel: flat (D,) -> params.
+        centers: (B, D) the flat w*.
+        data: the data pytree.
+        s: LLCSettings; n_beta: n beta.
+        free: (D,) bool, the coordinates that move.
+        save_draws: keep the draws.
+        devices: to shard the chains over.
+
+    Returns:
+        the sampler's :class:`~slt_relu.sampling.Draws`, chains ordered (b, c), with L_n at the kept draws in
+        ``info.observed`` (B C, T).
+    """
+    from ..sampling.sgld import run_sgld
+    from .target import LossAt
+
+    B, C = centers.shape[0], s.num_chains
+    dt = centers.dtype
+    target = TemperedTarget(loss_fn, unravel)
+    z0 = jnp.repeat(centers, C, axis=0)
+    chain_keys = jax.vmap(lambda k: jax.random.split(k, C))(keys).reshape((B * C,) + keys.shape[1:])
+    args = broadcast_chains(B * C, data, jnp.asarray(n_beta, dt), jnp.asarray(s.localization, dt)) + (z0,)
+    return run_sgld(chain_keys, target, z0, args, s.sampler(), observe=LossAt(target), keep_draws=bool(save_draws),
+                    free=free, devices=devices)
 
 
 def free_mask(restrict, params) -> np.ndarray:
@@ -367,49 +397,3 @@ def normal_crossing_expectation(exponents: Sequence[int], n_beta: float, localiz
     logw = -n_beta * np.exp(logK) - 0.5 * localization * sum(np.exp(2 * g) for g in grids) + sum(grids)
     p = np.exp(logw - logw.max())
     return float(np.sum(n_beta * np.exp(logK) * p) / np.sum(p))
-
-
-# ----------------------------------------------------------------------------------------
-# calibration
-
-
-class Calibration(NamedTuple):
-    """estimate_llc over step_sizes x localizations: estimate, se, accept, rhat arrays (S, G) and the
-    traces' mean loss over time (S, G, T) (to see burn-in and drift)."""
-
-    step_sizes: np.ndarray
-    localizations: np.ndarray
-    estimate: np.ndarray
-    se: np.ndarray
-    accept: np.ndarray
-    rhat: np.ndarray
-    mean_trace: np.ndarray
-    n_beta: float
-    init_loss: float
-
-
-def calibrate_llc(key, loss_fn, params_star, data, step_sizes: Sequence[float], localizations: Sequence[float],
-                  settings: LLCSettings = LLCSettings(), *, devices=None) -> Calibration:
-    """Run :func:`estimate_llc` on a grid of step sizes and localizations (same key, the other
-    settings from ``settings``), to choose settings where lambda_hat stops moving, the MALA acceptance
-    is near 1 and the traces are flat; :func:`slt_relu.plots.llc_calibration_figure` draws it.
-
-    Returns:
-        :class:`Calibration`: (S, G) arrays over step_sizes (S,) x localizations (G,)."""
-    S, G = len(step_sizes), len(localizations)
-    if S < 1 or G < 1:
-        raise ValueError(f"step_sizes, localizations: expected at least one of each, got {S} and {G}")
-    est, se, acc, rh = (np.zeros((S, G)) for _ in range(4))
-    traces = []
-    out = None
-    for i, eps in enumerate(step_sizes):
-        row = []
-        for j, gamma in enumerate(localizations):
-            out = estimate_llc(key, loss_fn, params_star, data,
-                               settings.replace(step_size=float(eps), localization=float(gamma)), devices=devices)
-            d = out.details
-            est[i, j], se[i, j], acc[i, j], rh[i, j] = out.lambda_, out.se, float(np.mean(d.accept_prob)), d.rhat
-            row.append(d.n_beta * (d.loss_trace.mean(0) - d.init_loss))
-        traces.append(row)
-    return Calibration(np.asarray(step_sizes, float), np.asarray(localizations, float), est, se, acc, rh,
-                       np.asarray(traces), out.details.n_beta, out.details.init_loss)

@@ -81,7 +81,8 @@ def quadratic_llc(hessian_eigenvalues, n_beta: float, localization: float, step_
 
 
 def llc_at_checkpoints(keys, centers, data: SortedInputs, settings):
-    """estimate_llc at many centers of one data set in one SGLD program: (estimate (B,), se (B,), accept (B,)).
+    """estimate_llc at many centers of one data set in one SGLD program (``slt_relu.posterior.llc_curve.llc_at_checkpoints``,
+    the code path of every model): (estimate (B,), se (B,), accept (B,)).
 
     For center b, the C = ``settings.num_chains`` chains have the keys ``jax.random.split(keys[b], C)`` and the
     arguments ``estimate_llc(keys[b], sorted_empirical_loss, centers[b], data, settings)`` gives them, so each
@@ -97,28 +98,10 @@ def llc_at_checkpoints(keys, centers, data: SortedInputs, settings):
         three (B,) numpy arrays, lambda_hat (the chains' mean), its standard error std / sqrt(C) (NaN for C = 1)
         and the chains' mean MALA acceptance.
     """
-    from ..posterior.target import TemperedTarget
-    from ..pytree import unravel_fn
-    from ..sampling import check_keys, sample
+    from ..posterior.llc_curve import llc_at_checkpoints as at_checkpoints
 
-    keys = check_keys(keys)
-    centers = jnp.asarray(centers)
-    B, D = centers.shape
-    C = settings.num_chains
-    _, unravel = unravel_fn(centers[0])
-    target = TemperedTarget(sorted_empirical_loss, unravel)
-    chain_keys = jax.vmap(lambda k: jax.random.split(k, C))(keys).reshape(B * C, -1)
-    z0 = jnp.repeat(centers, C, axis=0)
-    dt = centers.dtype
-    args = (jax.tree.map(lambda a: jnp.broadcast_to(a, (B * C,) + a.shape), data),
-            jnp.full((B * C,), settings.n_beta, dt), jnp.full((B * C,), settings.localization, dt), z0)
-    draws = sample(chain_keys, target, z0, args, settings.sampler())
-    losses = np.asarray(target.losses_at(draws.z, data), np.float64).reshape(B, C, -1)
-    init = np.asarray(jax.vmap(sorted_empirical_loss, (0, None))(centers, data), np.float64)
-    per_chain = settings.n_beta * (losses.mean(-1) - init[:, None])
-    se = per_chain.std(1, ddof=1) / np.sqrt(C) if C > 1 else np.full(B, np.nan)
-    accept = np.asarray(draws.info.accept_prob, np.float64).reshape(B, C).mean(1)
-    return per_chain.mean(1), se, accept
+    curve = at_checkpoints(keys, sorted_empirical_loss, jnp.asarray(centers), data, settings)
+    return curve.estimate, curve.se, curve.accept_prob
 
 
 def llc_along_training(key, ds, settings=None, *, progress: Callable | None = None):
