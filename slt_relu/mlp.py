@@ -20,7 +20,7 @@ from .network import TwoLayer, check_count, check_finite, check_number, check_pa
 
 __all__ = ["Dense", "MLP", "activation_patterns", "check_mlp", "check_widths", "dual_points", "flatten_mlp",
            "from_two_layer", "init_mlp", "local_affine_maps", "mlp_forward", "num_mlp_params", "preactivations",
-           "train_mlp", "unflatten_mlp"]
+           "train_classifier", "train_mlp", "unflatten_mlp"]
 
 
 class Dense(NamedTuple):
@@ -250,6 +250,74 @@ def _train_mlp(widths, steps, learning_rate, params, x, y):
 
     (p, _), _ = jax.lax.scan(step, (params, opt.init(params)), None, length=steps)
     return p, loss(p)
+
+
+def train_classifier(key: jax.Array, widths: Sequence[int], x: jax.Array, y: jax.Array, *, steps: int,
+                     learning_rate: float, batch_size: int | None = None, bias_std: float = 0.0) -> tuple[MLP, float]:
+    """Train a ReLU classifier: Adam (optax) on the softmax cross-entropy of its n_L outputs (the logits).
+
+        L(theta) = -(1/B) sum_{k in batch} log softmax(f_theta(x_k))_{y_k},   prediction argmax_j f_theta(x)_j
+
+    From He initialisation (:func:`init_mlp`), ``steps`` Adam steps in one compiled program (cached per
+    architecture, steps, rate and batch size), each on B = batch_size rows drawn without replacement (a fresh
+    draw each step), or on all n rows when batch_size is None.
+
+    Args:
+        key: a PRNG key (split into the initialisation's and the batches').
+        widths: (n_0, ..., n_L), n_L >= 2 classes.
+        x: (n, n_0) inputs, finite.
+        y: (n,) integer labels in [0, n_L).
+        steps: Adam steps, >= 0.
+        learning_rate: Adam's step size, > 0.
+        batch_size: rows per step, 1..n (default None: full batch).
+        bias_std: the initial biases' standard deviation, >= 0 (default 0).
+
+    Returns:
+        (params, loss): the trained MLP and the final cross-entropy over all n rows.
+
+    References:
+        Sattelberg et al. 2020 (their MNIST networks: cross-entropy, stochastic gradients); Kingma & Ba 2015 (Adam).
+    """
+    widths = check_widths(widths)
+    if widths[-1] < 2:
+        raise ValueError(f"widths: a classifier needs n_L >= 2 outputs (classes), got {list(widths)}")
+    steps = check_count(steps, "steps", minimum=0)
+    check_number(learning_rate, "learning_rate")
+    x, y = jnp.asarray(x), np.asarray(y)
+    x = x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.zeros(()).dtype)
+    if x.ndim != 2 or x.shape[1] != widths[0] or x.shape[0] < 1:
+        raise ValueError(f"x: expected shape (n, {widths[0]}) with n >= 1, got {x.shape}")
+    if y.shape != x.shape[:1] or y.dtype.kind not in "iu" or y.min() < 0 or y.max() >= widths[-1]:
+        raise ValueError(f"y: expected ({x.shape[0]},) integer labels in [0, {widths[-1]}), got dtype {y.dtype}, "
+                         f"shape {y.shape}")
+    check_finite(x, "x")
+    batch = x.shape[0] if batch_size is None else check_count(batch_size, "batch_size")
+    if batch > x.shape[0]:
+        raise ValueError(f"batch_size: expected at most n = {x.shape[0]} rows, got {batch_size}")
+    k_init, k_batch = jax.random.split(key)
+    params, final = _train_classifier(widths, steps, float(learning_rate), None if batch_size is None else batch,
+                                      init_mlp(k_init, widths, bias_std, x.dtype), x, jnp.asarray(y), k_batch)
+    return params, float(final)
+
+
+@partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _train_classifier(widths, steps, learning_rate, batch, params, x, y, key):
+    import optax
+
+    opt = optax.adam(learning_rate)
+
+    def loss(p, xb, yb):
+        return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(mlp_forward(p, xb), yb))
+
+    def step(carry, k):
+        p, state = carry
+        rows = jnp.arange(x.shape[0]) if batch is None else jax.random.choice(k, x.shape[0], (batch,), replace=False)
+        grad = jax.grad(loss)(p, x[rows], y[rows])
+        updates, state = opt.update(grad, state, p)
+        return (optax.apply_updates(p, updates), state), None
+
+    (p, _), _ = jax.lax.scan(step, (params, opt.init(params)), jax.random.split(key, steps))
+    return p, loss(p, x, y)
 
 
 def flatten_mlp(params: MLP) -> jax.Array:
