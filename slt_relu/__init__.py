@@ -28,6 +28,8 @@ from .posterior.free_energy_curve import fit_learning_coefficient, smc_free_ener
 from .posterior.learning_coefficient import LambdaEstimate, TemperedCurve
 from .posterior.linear_gibbs import linear_gibbs_curve
 from .posterior.llc import LLCSettings, estimate_llc, llc_two_layer, minimize_loss
+from .posterior.llc_curve import llc_at_checkpoints
+from .posterior.llc_tuning import choose_llc_settings
 from .posterior.masses import phase_masses
 from .posterior.observables import bayesian_influence, per_sample_losses, susceptibility
 from .regions import count_linear_regions, functional_dimension
@@ -63,7 +65,7 @@ __all__ = [
     # the learning coefficient: curve builders -> TemperedCurve, readers -> LambdaEstimate (local: Lau et al. 2023;
     # the asymptotic fit of lambda and m), and the known values
     "TemperedCurve", "LambdaEstimate", "smc_free_energy_curve", "mcmc_tempered_loss_curve", "linear_gibbs_curve",
-    "fit_learning_coefficient", "estimate_llc", "LLCSettings", "minimize_loss", "llc_two_layer", "known_lambda",
+    "fit_learning_coefficient", "estimate_llc", "choose_llc_settings", "llc_at_checkpoints", "LLCSettings", "minimize_loss", "llc_two_layer", "known_lambda",
     # the local posterior's observables: Bayesian influence functions and susceptibilities (Kreer et al. 2025)
     "per_sample_losses", "bayesian_influence", "susceptibility",
     # a second model family: the toy model of superposition (Chen et al. 2023), its own namespace slt_relu.tms

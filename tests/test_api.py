@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # the curated namespace, in alphabetical order (slt_relu/__init__.py groups it by topic)
 CURATED = sorted([
     "are_equivalent", "classify_phase", "count_linear_regions", "Draws", "empirical_loss", "ess_bulk",
-    "estimate_llc", "fisher_information", "fit_learning_coefficient", "known_lambda", "smc_free_energy_curve", "mcmc_tempered_loss_curve",
+    "estimate_llc", "choose_llc_settings", "llc_at_checkpoints", "fisher_information", "fit_learning_coefficient", "known_lambda", "smc_free_energy_curve", "mcmc_tempered_loss_curve",
     "linear_gibbs_curve", "fisher_rank", "fisher_spectrum", "forward", "from_flat",
     "functional_dimension", "Gaussian", "grid_posterior", "GridPosterior", "HMCSettings", "init_mlp", "init_params",
     "load_draws", "make_params", "MLP", "mlp_forward", "null_accounting", "NullAccounting", "num_params",

@@ -470,6 +470,23 @@ def _llc(which):
                    "expected_nl": 410 + lam / betas + rng.normal(size=5), "expected_nl_se": np.full(5, 0.5), "estimate": lam * 1.02, "se": 0.06, "intercept": 410.0}
                   for name, lam, _ in LLC_KNOWN]
         return beta_sweep_figure(dataset(sweeps, {}), n=10000)
+    if which == "llc_known_values/settings":     # choose_llc_settings' figure, drawn from Python (not by the kind)
+        from slt_relu.plots import llc_settings_figure
+        from slt_relu.posterior.llc import LLCSettings
+        from slt_relu.posterior.llc_tuning import SettingsChoice
+
+        g = np.array([1000.0, 300.0, 100.0, 30.0, 10.0])
+        est = np.array([0.05, 0.12, 0.2, 0.23, np.nan])
+        reasons = ("scale: the top Hessian eigenvalue of L_n at w* is 0: candidate steps are fractions of 4 / (n beta "
+                   "h_max + gamma)", "step 0.000133: the largest candidate with MALA acceptance >= 0.999 at gamma = 30 "
+                   "(measured 0.9996)", "localization 30: its estimate 0.23 is within 2 standard errors and 5 % of the "
+                   "previous candidate's 0.2: the plateau", "steps 50000: burn-in 25000 (the pilot's), then 25000 "
+                   "steps; the pilot had 0.0112 effective draws per chain and step, about 1000 over 8 chains")
+        choice = SettingsChoice(LLCSettings(localization=30.0, step_size=1.3e-4), reasons, 0.0, g,
+                                np.array([1e-5, 4e-5, 1.2e-4, 1.3e-4, np.nan]), np.array([0.9995, 0.9993, 0.9991,
+                                0.9996, np.nan]), est, np.full(5, 0.02), np.array([1.07, 1.05, 1.03, 1.01, np.nan]),
+                                np.full(5, 2000.0), 0.2 + 0.05 * rng.normal(size=(8, 500)), 0.01)
+        return llc_settings_figure(choice)
     steps, gammas = np.array([3e-5, 1e-4, 3e-4]), np.array([1.0, 3.0, 30.0, 100.0])
     grid = SimpleNamespace(step_sizes=steps, localizations=gammas, estimate=5 + rng.normal(size=(3, 4)),
                            se=np.full((3, 4), 0.3), accept=0.99 - rng.uniform(0, 0.06, (3, 4)),
@@ -782,7 +799,8 @@ FIGURES = {
                 for w in ("xor_regions", "xor_affine_map", "annulus_regions", "annulus_layers", "lines")},
     "functional_dimension": {"functional_dimension_depth_width/functional_dimension": _functional_dimension},
     "learning_coefficient": {w: (lambda w=w: _llc(w)) for w in (
-        "llc_known_values/llc", "llc_known_values/beta_sweep", "llc_known_values/calibration", "llc_dslt4_phases/llc")},
+        "llc_known_values/llc", "llc_known_values/beta_sweep", "llc_known_values/calibration",
+        "llc_known_values/settings", "llc_dslt4_phases/llc")},
     "posterior": {**{f"{c}/{w}": (lambda c=c, w=w: _posterior(c, w)) for c, ws in _POSTERIOR_FIGURES.items()
                      for w in ws}, "dslt4_pt1_smc/susceptibility": _susceptibility},
 }

@@ -22,7 +22,7 @@ def quadratic(a):
 
 def test_rmsprop_sgld_on_a_quadratic_matches_the_preconditioned_stationary_law():
     """L = sum_i a_i (w_i - 1)^2 / 2: at stationarity V_i = E[g_i^2] = A_i (g_i = A_i (w_i - 1), Var w_i = 1/A_i,
-    A_i = n beta a_i + gamma), so G_i = 1 / (delta + sqrt(A_i)) is nearly constant and the preconditioned Euler
+    A_i = n beta a_i + gamma), so G_i = 1 / (delta + sqrt(A_i)) (delta = 0.1) is nearly constant and the preconditioned Euler
     chain's variance in direction i is 1 / (A_i (1 - eps G_i A_i / 4)): E[n beta (L - L*)] = sum_i n beta a_i /
     (2 A_i (1 - eps G_i A_i / 4)).  The curvatures span 1e4, so one plain step size cannot serve them all; the
     preconditioned step takes them in one (eps G_i A_i = eps sqrt(A_i) roughly)."""
@@ -32,7 +32,7 @@ def test_rmsprop_sgld_on_a_quadratic_matches_the_preconditioned_stationary_law()
                        SG(num_chains=8, num_steps=20000, num_burnin=4000, step_size=eps, localization=gamma,
                           n_beta=n_beta, preconditioner="rmsprop"))
     A = n_beta * np.asarray(a, np.float64) + gamma
-    G = 1 / (1e-5 + np.sqrt(A))
+    G = 1 / (0.1 + np.sqrt(A))
     want = float(np.sum(n_beta * np.asarray(a) / (2 * A * (1 - eps * G * A / 4))))
     # 4 standard errors (Monte Carlo) + 2 % (G fluctuates with the gradients' noise around 1 / sqrt(A))
     assert est.lambda_ == pytest.approx(want, abs=4 * est.se + 0.02 * want)
@@ -177,3 +177,43 @@ def test_llc_at_checkpoints_is_estimate_llc_at_each_checkpoint():
         llc_at_checkpoints(keys[:2], mlp_loss, ckpts, (x, y), s)
     with pytest.raises(ValueError, match="checkpoints: expected"):
         llc_at_checkpoints(keys, mlp_loss, {"w1": ckpts["w1"], "b1": ckpts["b1"][:2], "w2": ckpts["w2"]}, (x, y), s)
+
+
+CHOOSER = dict(localizations=(100.0, 30.0, 10.0), pilot_steps=1000, target_ess=400, max_steps=20000)
+
+
+@pytest.mark.parametrize("case", ["quadratic", "normal crossing w1^2 w2^2"])
+def test_chosen_settings_give_the_exact_estimand(case):
+    """choose_llc_settings on losses whose localized estimand is known exactly at any gamma: the quadratic's
+    sum_i n beta a_i / (2 A_i (1 - eps A_i / 4)) (with the Euler step's own factor), the normal crossing's by
+    quadrature (its lambda 1/2 with m = 2: the estimand sits well below).  The estimate at the chosen settings
+    (a new key) is within 3 standard errors or 5 % of it, the issue's criterion; the choice says why."""
+    from slt_relu.posterior.llc_tuning import choose_llc_settings
+
+    n_beta = 1000.0
+    if case == "quadratic":
+        a = np.array([1.0, 3.0, 0.3])
+        loss, star = quadratic(jnp.asarray(a)), jnp.ones(3)
+    else:
+        loss, star = (lambda w, d: w[0] ** 2 * w[1] ** 2 + 0.0 * jnp.sum(d)), jnp.zeros(2)
+    s, why = choose_llc_settings(jax.random.PRNGKey(0), loss, star, DUMMY, SG(n_beta=n_beta, num_chains=8), **CHOOSER)
+    est = estimate_llc(jax.random.PRNGKey(1), loss, star, DUMMY, s)
+    if case == "quadratic":
+        A = n_beta * a + s.localization
+        want = float(np.sum(n_beta * a / (2 * A * (1 - s.step_size * A / 4))))
+    else:
+        want = normal_crossing_expectation([1, 1], n_beta, s.localization)
+    assert abs(est.lambda_ - want) <= max(3 * est.se, 0.05 * want), (est.lambda_, est.se, want, why.reasons)
+    assert len(why.reasons) == 4 and s.localization in CHOOSER["localizations"]
+    assert np.nanmin(why.accept) >= 0.999 and s.num_steps <= CHOOSER["max_steps"]
+    assert why.trace.shape[0] == 8 and np.isfinite(why.ess_per_step)
+
+
+def test_the_chooser_refuses_what_it_cannot_use():
+    from slt_relu.posterior.llc_tuning import choose_llc_settings
+
+    loss = quadratic(jnp.ones(2))
+    for kw, name in ((dict(min_accept=1.0), "min_accept"), (dict(localizations=()), "localizations"),
+                     (dict(fractions=(0.1, -1.0)), "fractions"), (dict(pilot_steps=3), "pilot_steps")):
+        with pytest.raises(ValueError, match=f"^{name}: "):
+            choose_llc_settings(jax.random.PRNGKey(0), loss, jnp.ones(2), DUMMY, **kw)

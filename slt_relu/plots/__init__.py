@@ -23,7 +23,7 @@ docs/howto/plot.md draws each figure from library results or a results folder.
 from ._style import save_figure
 from .free_energy_curve import lambda_curve_figure
 from .landscape import landscape_figure, rank_vs_bound_figure, spectrum_figure
-from .llc import beta_sweep_figure, llc_calibration_figure, llc_cases_figure
+from .llc import beta_sweep_figure, llc_calibration_figure, llc_cases_figure, llc_settings_figure
 from .observables import susceptibility_figure
 from .phases import effective_weights_figure, phase_gallery_figure
 from .posterior import (cross_table_figure, free_energy_figure, free_energy_scaling_figure, phase_diagram_figure,
@@ -36,7 +36,8 @@ from .tms_training import tms_training_figure
 __all__ = ["affine_map_figure", "beta_sweep_figure", "cross_table_figure", "effective_weights_figure",
            "free_energy_figure", "free_energy_scaling_figure", "functional_dimension_figure", "kgon_gallery_figure",
            "kgon_loss_figure", "lambda_curve_figure", "landscape_figure", "layer_boundaries_figure", "lines_figure",
-           "llc_calibration_figure", "llc_cases_figure", "phase_diagram_figure", "phase_gallery_figure",
+           "llc_calibration_figure", "llc_cases_figure", "llc_settings_figure", "phase_diagram_figure",
+           "phase_gallery_figure",
            "phase_mass_figure", "posterior_traces_figure", "rank_vs_bound_figure", "regions_figure", "save_figure",
            "spectrum_figure", "susceptibility_figure", "tms_lambda_figure", "tms_training_figure", "tms_transition_figure",
            "weights_facets_figure"]

@@ -8,7 +8,7 @@ import numpy as np
 from ._style import (figure_axes, figure_legend, fill, finish_panels, legend_right, log_ticks, panel_grid, subplots,
                      suptitle, wrap)
 
-__all__ = ["beta_sweep_figure", "llc_calibration_figure", "llc_cases_figure"]
+__all__ = ["beta_sweep_figure", "llc_calibration_figure", "llc_cases_figure", "llc_settings_figure"]
 
 
 def llc_cases_figure(ds, *, title: str, ax=None):
@@ -158,3 +158,46 @@ def llc_calibration_figure(grid, *, true_lambda, title: str):
     axes[2].grid(alpha=0.3)
     figure_legend(fig, axes=[axes[0]], ncol=len(grid.localizations) + 1)      # one row
     return suptitle(fig, title)
+
+
+def llc_settings_figure(choice, *, title: str = "The local learning coefficient's settings"):
+    """What :func:`slt_relu.posterior.llc_tuning.choose_llc_settings` saw, three panels: the pilots' estimate
+    (+- 2 standard errors) against the localization gamma (the chosen one marked: where the estimate stops
+    moving), the step chosen at each gamma labelled with its MALA acceptance, and the chosen pilot's loss traces
+    n beta (L_n(w_t) - L_n(w*)), a line per chain (flat and overlapping: stationary).  The reasons are the title's
+    lines.
+
+    Args:
+        choice: a :class:`slt_relu.posterior.llc_tuning.SettingsChoice`.
+        title: the figure's title.
+
+    Returns:
+        the Figure.
+    """
+    tried = np.isfinite(choice.estimate)
+    g = choice.localizations[tried]
+    fig, axes = subplots(1, 3, figsize=(16, 5.6))
+    axes[0].errorbar(g, choice.estimate[tried], yerr=2 * choice.se[tried], marker="o", capsize=3, label="pilots")
+    axes[0].axvline(choice.settings.localization, color="k", ls="--", lw=1,
+                    label=f"chosen gamma = {choice.settings.localization:g}")
+    axes[0].set_ylabel("lambda_hat (+- 2 se)")
+    axes[0].set_title("estimate by localization", fontsize=8)
+    axes[1].plot(g, choice.step_sizes[tried], "o-")
+    for x, eps, acc in zip(g, choice.step_sizes[tried], choice.accept[tried]):
+        axes[1].annotate(f"{acc:.4f}", (x, eps), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("step size")
+    axes[1].set_title("the largest step with enough MALA acceptance (labels)", fontsize=8)
+    for ax in axes[:2]:
+        ax.set_xscale("log")
+        log_ticks(ax, g, fmt="{:g}")
+        ax.set_xlabel("localization gamma")
+        ax.grid(alpha=0.3, which="both")
+    for c, tr in enumerate(choice.trace):
+        axes[2].plot(np.arange(tr.size), tr, lw=0.5, alpha=0.7, color=f"C{c % 10}")
+    axes[2].set_xlabel("kept pilot step (after burn-in)")
+    axes[2].set_ylabel("n beta (L_n(w_t) - L_n(w*))")
+    axes[2].set_title("the chosen pilot's traces, a line per chain", fontsize=8)
+    axes[2].grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    return suptitle(fig, "\n".join((title,) + tuple(choice.reasons)), fontsize=8)

@@ -77,13 +77,18 @@ class SGLDSettings:
     step_size: float = setting(1e-4, gt=0, le=SCALE_BOUND, description="eps")
     batch_size: int | None = setting(None, ge=1, description="mini-batch size (None: full-batch gradients)")
     preconditioner: Literal["rmsprop"] | None = setting(None, description="None: plain SGLD; rmsprop: the diagonal "
-                                                         "RMSProp preconditioner of Li et al. 2016 (pSGLD)")
+                                                         "RMSProp preconditioner of Li et al. 2016 (pSGLD), learnt "
+                                                         "during the burn-in, then held")
     rmsprop_decay: float = setting(0.99, gt=0, lt=1, description="rmsprop: the moving average's decay a of "
                                    "V = a V + (1 - a) g^2")
-    rmsprop_epsilon: float = setting(1e-5, gt=0, le=SCALE_BOUND, description="rmsprop: delta of the preconditioner "
-                                     "1 / (delta + sqrt(V))")
+    rmsprop_epsilon: float = setting(0.1, gt=0, le=SCALE_BOUND, description="rmsprop: delta of the preconditioner "
+                                     "1 / (delta + sqrt(V)), its bound 1 / delta where the gradients vanish (at a "
+                                     "minimum, where the chains start)")
 
     def check(self):
+        if self.preconditioner == "rmsprop" and self.num_burnin < 1:
+            raise ValueError("num_burnin: expected at least 1 with preconditioner = 'rmsprop' (it learns its "
+                             "preconditioner during the burn-in), got 0")
         if self.num_burnin >= self.num_steps:
             raise ValueError(f"num_burnin: expected an integer below num_steps = {self.num_steps}, "
                              f"got {self.num_burnin}")
