@@ -217,3 +217,34 @@ def test_the_chooser_refuses_what_it_cannot_use():
                      (dict(fractions=(0.1, -1.0)), "fractions"), (dict(pilot_steps=3), "pilot_steps")):
         with pytest.raises(ValueError, match=f"^{name}: "):
             choose_llc_settings(jax.random.PRNGKey(0), loss, jnp.ones(2), DUMMY, **kw)
+
+
+def test_an_equinox_network_per_layer_with_mini_batches_and_rmsprop():
+    """A user's Equinox MLP (slt_relu.models.from_equinox) through GaussianLoss: the LLC of its last layer alone
+    (restrict built by jax.tree.map over its parameters) by RMSProp-SGLD on mini-batches, in float32 and float64.
+    The draws keep the free layer only, in the parameters' dtype; the estimate is finite and positive, and the two
+    precisions agree within their Monte Carlo errors (4 combined standard errors: same keys, but rounding changes
+    the trajectories)."""
+    import equinox as eqx
+
+    from slt_relu.models import GaussianLoss, from_equinox
+
+    net = eqx.nn.MLP(2, "scalar", 8, 2, activation=jax.nn.relu, key=jax.random.PRNGKey(0))
+    s = SG(num_chains=4, num_steps=1500, num_burnin=500, thin=5, step_size=1e-3, localization=100.0,
+           preconditioner="rmsprop", batch_size=64)
+    out = {}
+    for dtype in (jnp.float32, jnp.float64):
+        model, params = from_equinox(jax.tree.map(lambda a: a.astype(dtype) if eqx.is_inexact_array(a) else a, net))
+        x = jax.random.normal(jax.random.PRNGKey(1), (256, 2), dtype)
+        y = model.apply(params, x) + 0.1 * jax.random.normal(jax.random.PRNGKey(2), (256,), dtype)
+        free = jax.tree.map(lambda a: np.zeros(np.shape(a), bool), params)
+        last = params.layers[-1]
+        free = eqx.tree_at(lambda p: (p.layers[-1].weight, p.layers[-1].bias), free,
+                           (np.ones(last.weight.shape, bool), np.ones(last.bias.shape, bool)))
+        est = estimate_llc(jax.random.PRNGKey(3), GaussianLoss(model, 0.1), params, (x, y), s, restrict=free,
+                           save_draws=True)
+        assert est.details.draws.shape == (4, 200, 9) and est.details.draws.dtype == dtype   # 8 + 1 free
+        assert np.isfinite(est.lambda_) and est.lambda_ > 0
+        out[dtype] = est
+    a, b = out.values()
+    assert abs(a.lambda_ - b.lambda_) <= 4 * np.hypot(a.se, b.se)

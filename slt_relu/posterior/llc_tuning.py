@@ -118,7 +118,9 @@ def choose_llc_settings(key, loss_fn: Callable, params, data, base: LLCSettings 
         loss_fn: L_n(params, data) -> scalar, as estimate_llc's.
         params: the point w* (ideally a minimum: ``minimize_loss``).
         data: the data pytree.
-        base: the settings the choice starts from (chains, n beta, batch size, preconditioner, thinning kept).
+        base: the settings the choice starts from (chains, n beta, batch size, preconditioner, thinning kept; the
+            pilots use full-batch gradients, since the MALA acceptance compares the potential at both ends of a
+            step on the same data).
         localizations: candidate gammas, tried from the largest down.
         fractions: candidate step sizes as fractions of 4 / a (RMSProp: 4 / sqrt(a)), tried from the largest down.
         min_accept: the least mean MALA acceptance a step may have.
@@ -151,7 +153,7 @@ def choose_llc_settings(key, loss_fn: Callable, params, data, base: LLCSettings 
     k_hess, k_pilot = jax.random.split(key)
     h_max = max(float(top_eigenvalues(loss_fn, params, data, 1, k_hess)[0]), 0.0)
     rms = s.preconditioner == "rmsprop"
-    pilot = s.replace(thin=1, n_beta=n_beta)
+    pilot = s.replace(thin=1, n_beta=n_beta, batch_size=None)   # full batch: MALA compares U on the same data
 
     def run(eps, g, steps):
         return estimate_llc(k_pilot, loss_fn, params, data, pilot.replace(
