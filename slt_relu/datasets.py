@@ -41,7 +41,7 @@ class Digits(NamedTuple):
 
     @property
     def num_classes(self) -> int:
-        """10: the digits 0..9."""
+        """The number of classes, ten (the digits 0 to 9)."""
         return 10
 
 

@@ -328,7 +328,8 @@ def spectral_density(loss_fn: Callable, params, data, key, num_probes: int = 10,
         num_steps: m, Lanczos steps per probe, an integer in [1, D].
 
     Returns:
-        (nodes, weights), NumPy arrays (P, m): each probe's nodes (ascending) and weights.
+        tuple: the nodes and the weights, two NumPy arrays of shape (P, m): each probe's nodes (ascending) and
+        weights.
     """
     flat, unravel = _checked(loss_fn, params)
     key = _checked_key(key)

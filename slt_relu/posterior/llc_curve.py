@@ -45,7 +45,7 @@ class LLCCurve(NamedTuple):
 
 def llc_at_checkpoints(keys, loss_fn: Callable, checkpoints, data, settings: LLCSettings = LLCSettings(), *,
                        restrict=None, devices=None) -> LLCCurve:
-    """:func:`estimate_llc` at B points at once (the checkpoints of a training run), in one compiled SGLD program
+    """:func:`~slt_relu.posterior.llc.estimate_llc` at B points at once (the checkpoints of a training run), in one compiled SGLD program
     of B x C chains: the LLC along training of any model.
 
         lambda_hat(w*_b) = n_beta (E[L_n(w)] - L_n(w*_b)),  p(w) proportional to exp(-n_beta L_n(w) - (gamma/2) |w - w*_b|^2)

@@ -126,9 +126,9 @@ def run_sgld(keys, potential_gen, init_z, args, settings: SGLDSettings, *, moves
              progress=None, observe=None, keep_draws: bool = True, free=None) -> Draws:
     """SGLD chains from init_z; see :func:`slt_relu.sampling.sample`.  Returns
     :class:`~slt_relu.sampling.Draws` whose ``info`` is an :class:`SGLDInfo`.  moves, progress: unused
-    (SGLD has no symmetry proposals; one compiled call).
+    (SGLD has no symmetry proposals; one compiled call).  Beyond :func:`~slt_relu.sampling.sample`'s arguments:
 
-    Args (beyond :func:`~slt_relu.sampling.sample`'s):
+    Args:
         observe: hashable, ``observe(*args_c)(z)`` a scalar evaluated at each kept draw inside the scan
             (``SGLDInfo.observed``), e.g. the loss on all of a chain's data.
         keep_draws: False keeps no draws (``Draws.z`` is None): memory independent of D x T.
