@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import diagnostics as dg
@@ -83,8 +82,7 @@ def llc_at_checkpoints(keys, loss_fn: Callable, checkpoints, data, settings: LLC
     first = jax.tree.map(lambda a: a[0], checkpoints)
     free = free_mask(restrict, first)
     _, unravel = unravel_fn(first)
-    centers = jnp.concatenate([jnp.reshape(a, (B, -1)).astype(unravel_fn(first)[0].dtype)
-                               for a in jax.tree.leaves(checkpoints)], axis=1)
+    centers = jax.vmap(unravel.ravel)(checkpoints)                          # (B, D), each checkpoint's flat w*
     C = s.num_chains
     draws = localized_sgld(keys, loss_fn, unravel, centers, data, s, n_beta, free, False, devices)
     losses = draws.info.observed.astype(np.float64).reshape(B, C, -1)
