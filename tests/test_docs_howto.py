@@ -284,3 +284,25 @@ def test_the_plotting_guide_draws_every_figure_of_the_command_line(tmp_path, mon
     assert drawn["spectrum_figure"][0] is namespace["left"].figure                # drawn into the page's axes
     assert (tmp_path / "fisher_mine.png").read_bytes()[:4] == b"\x89PNG"
     assert sorted(p.name for p in (tmp_path / "fisher_figures").iterdir()) == ["rank_vs_bound.png", "spectrum.png"]
+
+
+# ----------------------------------------------------------------------------------------
+# Write a config
+
+
+def test_the_validation_errors_of_the_config_guide_are_what_the_tool_prints(tmp_path, monkeypatch, capsys):
+    """Every `$ slt-relu run valley.toml ...` of the page's validation errors, run on the page's valley.toml: exit
+    status 2, the line the page shows under it (so a new kind or key cannot leave the page stale), nothing written."""
+    from slt_relu.workflow.cli import main
+
+    page = (HOWTO / "write_a_config.md").read_text()
+    (tmp_path / "valley.toml").write_text(blocks("write_a_config.md", "toml")[0])
+    section = page.split("## Validation errors", 1)[1].split("\n## ", 1)[0]
+    shown = re.findall(r"^\$ slt-relu (run valley\.toml .*)\n(slt-relu: config error: .*)$", section, re.M)
+    assert len(shown) >= 5, shown
+    monkeypatch.chdir(tmp_path)
+    for command, line in shown:
+        assert main(shlex.split(command)) == 2, command
+        captured = capsys.readouterr()
+        assert captured.err.strip() == line, (command, captured.err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["valley.toml"]

@@ -321,6 +321,65 @@ def _landscape(markers: bool):
                             along=along)
 
 
+# the network_landscape configs: (the network's line, D, grid points, line points, top eigenvalues, the loss's name,
+# directions, the slice's MLP widths (None: no regions), anchors)
+NETWORK_LANDSCAPE = {
+    "network_landscape_truth": ("dslt4_pt1 truth's network, width 3 (13 parameters), n = 10000", 13, 101, 401, 6,
+                                "L_n(w), n = 10000", "hessian", (2, 3, 1), False),
+    "network_landscape_digits": ("digits MLP 64-64-10 (4810 parameters), 1000 Adam steps", 4810, 51, 201, 10,
+                                 "cross-entropy on the training digits", "random", (64, 64, 10), True),
+    "network_landscape_tms": ("toy model of superposition, c = 6, at its 6-gon (18 parameters)", 18, 101, 401, 6,
+                              "L(w), exact", "random", None, False),
+}
+
+
+def _network_landscape(config: str, which: str):
+    """network_landscape's figures of made-up numbers with each config's sizes, names and slices (a random MLP of the
+    config's widths on its input slice), through the kind's Dataset layout as a run writes it."""
+    import xarray as xr
+
+    from slt_relu.kinds.network_landscape import with_regions
+    from slt_relu.kinds.network_landscape_networks import Network
+    from slt_relu.mlp import init_mlp
+    from slt_relu.plots import hessian_density_figure, input_regions_figure, loss_surface_figure
+
+    network, D, R, L, k, loss_name, directions, widths, anchors = NETWORK_LANDSCAPE[config]
+    rng, xs, ts = _rng(), np.linspace(-1, 1, R), np.linspace(-1, 1, L)
+    S, T = np.meshgrid(xs, xs, indexing="ij")
+    grow = 30.0 if "tms" in config else 1.0                          # a loss that spans decades (log levels)
+    Z = 0.05 + grow * (0.7 * S ** 2 + 0.2 * T ** 2 + 0.3 * S * T) ** 1.5 + 0.1 * S ** 3
+    lines = np.stack([0.05 + grow * 0.6 * np.abs(ts) ** 3, 0.05 + grow * 0.1 * ts ** 2])
+    nodes = np.sort(np.concatenate([rng.normal(0, 0.01, (5, k + 10)), rng.uniform(0, 1.3, (5, 5))], 1), axis=1)
+    weights = rng.dirichlet(np.ones(nodes.shape[1]), size=5)
+    grid = np.linspace(nodes.min() - 0.07, nodes.max() + 0.07, 1001)
+    density = np.sum(weights[None] * np.exp(-0.5 * ((grid[:, None, None] - nodes[None]) / 0.013) ** 2), (1, 2))
+    ds = xr.Dataset(
+        {"loss": (("x", "y"), Z, {"long_name": loss_name}), "line_loss": (("direction", "t"), lines),
+         "eigenvalue": ("k", np.sort(rng.uniform(0.1, 1.3, k))[::-1]), "trace": ((), 5.6), "trace_se": ((), 0.27),
+         "density": ("eigenvalue_grid", density / (density.sum() * (grid[1] - grid[0])), {"sigma": 0.013}),
+         "slq_node": (("probe", "slq_step"), nodes), "slq_weight": (("probe", "slq_step"), weights),
+         "point": ("parameter", rng.normal(size=D))},
+        coords={"x": xs, "y": xs, "t": ts, "direction": ["u", "v"], "k": np.arange(1, k + 1), "eigenvalue_grid": grid,
+                "parameter": np.arange(D)},
+        attrs={"network": network, "directions": directions, "range": 1.0})
+    if which == "landscape":
+        return loss_surface_figure(ds)
+    if which == "hessian_density":
+        return hessian_density_figure(ds)
+    import jax
+
+    mlp = init_mlp(jax.random.PRNGKey(0), widths, bias_std=0.3)
+    if anchors:
+        images = rng.uniform(0, 1, (3, widths[0]))
+        plane = (images.mean(0), images[1] - images[0], images[2] - images[0], 1.0,
+                 np.array([[-1.0, -1.0], [2.0, -1.0], [-1.0, 2.0]]) / 3, [f"training image {i} (digit {d})" for i, d in
+                                                                            ((26, 0), (33, 1), (0, 2))],
+                 ("s (along image 33 - image 26)", "t (along image 0 - image 26)"))
+    else:
+        plane = (np.zeros(2), np.eye(2)[0], np.eye(2)[1], 1.0, np.zeros((0, 2)), [], ("x1", "x2"))
+    return input_regions_figure(with_regions(ds, Network(None, None, None, None, network, loss_name, {}, mlp, plane)))
+
+
 GROUPS = ["random, Gaussian inputs", "m-symmetric truths", "degenerate, Gaussian inputs", "degenerate on the box",
           "random iid N(0,1), uniform box [-1,1]^2"]
 
@@ -783,6 +842,9 @@ def _tms_training():
 
 
 FIGURES = {
+    "network_landscape": {f"{c}/{w}": (lambda c=c, w=w: _network_landscape(c, w)) for c in NETWORK_LANDSCAPE
+                          for w in ("landscape", "hessian_density", "regions")
+                          if w != "regions" or NETWORK_LANDSCAPE[c][7] is not None},
     "tms_training": {"tms_training/training": _tms_training},
     "lambda_curve": {"known_lambda_suite/lambda_curve": _lambda_curve,
                      "lambda_per_phase/lambda_curve": _lambda_per_phase,

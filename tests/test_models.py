@@ -225,3 +225,15 @@ def test_models_compose_with_the_rest_of_the_api(reference):
                             settings=S.NUTSSettings(num_warmup=50, num_samples=30), chains_per_dataset=2)
     tree = S.to_arviz(us)
     assert tree.posterior["v"].dims == ("chain", "draw", "dataset", "v_dim_0")
+
+
+def test_a_gaussian_loss_is_jitted_as_it_is():
+    """jax.jit(GaussianLoss(...)) compiles the loss itself (JAX keeps a weak reference to the function it jits, which
+    a tuple would not allow); equal losses are equal and hash alike, so they share compiled programs."""
+    t = truth()
+    x, y = S.sample_dataset(jax.random.PRNGKey(0), t, S.UniformBox(1.0, 2), 50, SIGMA)
+    model = models.two_layer(3, 2)
+    loss = S.GaussianLoss(model, SIGMA)
+    assert float(jax.jit(loss)(t, (x, y))) == pytest.approx(float(loss(t, (x, y))), rel=1e-12)
+    assert loss == S.GaussianLoss(model, SIGMA) and hash(loss) == hash(S.GaussianLoss(model, SIGMA))
+    assert loss != S.GaussianLoss(model, 2 * SIGMA)

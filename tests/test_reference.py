@@ -22,7 +22,8 @@ from tiny import TINY, tiny_run
 # a kind's own checks of its config's tiny run, made here on the run compared with the reference (one test: the
 # run is paid once whichever pytest-xdist worker gets it)
 KIND_CHECKS = {"tms_kgons.toml": "test_tms_kind", "tms_training.toml": "test_tms_training_kind",
-               "tms_transition_c5.toml": "test_tms_transition_kind", "lambda_per_phase.toml": "test_lambda_curve"}
+               "tms_transition_c5.toml": "test_tms_transition_kind", "lambda_per_phase.toml": "test_lambda_curve",
+               **{f"network_landscape_{n}.toml": "test_network_landscape" for n in ("truth", "digits", "tms")}}
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "tests" / "reference"

@@ -87,6 +87,15 @@ TINY = {
                           "training.checkpoints": 5, "llc.num_chains": 2, "llc.num_steps": 60, "llc.num_burnin": 20,
                           "llc.thin": 2},
     "tms_transition_c5.toml": {**TMS_TRANSITION_TINY, "check.datasets": 1},
+    # the three networks at 7 x 7 (digits: 5 x 5) grids, a few probes; the digits MLP 64-8-10 after 30 Adam steps
+    "network_landscape_truth.toml": {"network.n": 500, "landscape.resolution": 7, "landscape.line_resolution": 9,
+                                     "landscape.trace_samples": 8, "landscape.density_probes": 2},
+    "network_landscape_digits.toml": {"network.widths": [64, 8, 10], "network.steps": 30, "landscape.resolution": 5,
+                                      "landscape.line_resolution": 7, "landscape.top_eigenvalues": 3,
+                                      "landscape.trace_samples": 4, "landscape.density_probes": 2,
+                                      "landscape.density_steps": 10},
+    "network_landscape_tms.toml": {"landscape.resolution": 7, "landscape.line_resolution": 9,
+                                   "landscape.trace_samples": 8, "landscape.density_probes": 2},
 }
 
 

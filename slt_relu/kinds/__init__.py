@@ -8,6 +8,7 @@ from . import (fisher_kind, functional_dimension_kind, lambda_curve_kind, landsc
                posterior_kind, regions_kind, symmetry_kind, tms_kind)
 from . import tms_transition_kind  # noqa: F401,E402
 from . import tms_training_kind  # noqa: F401,E402
+from . import network_landscape  # noqa: F401,E402
 from ..workflow.kind import KINDS, Kind, Output, register_kind
 
 __all__ = ["KINDS", "Kind", "Output", "register_kind"]

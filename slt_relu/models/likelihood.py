@@ -10,7 +10,7 @@ the toolkit's generic functions take, data = (x (n, n_in), y (n,) or (n, n_out))
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -32,9 +32,11 @@ def _outputs(model: Model, params, x, y):
     return f
 
 
-class GaussianLoss(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class GaussianLoss:
     """L_n(w) of a model under Gaussian noise of standard deviation sigma (module docstring); a loss
-    ``loss(params, data)`` with data = (x (n, n_in), y (n,) or (n, n_out)), hashable by value.
+    ``loss(params, data)`` with data = (x (n, n_in), y (n,) or (n, n_out)), hashable and compared by value, and a
+    function ``jax.jit`` takes as it is (``jax.jit(loss)``).
 
     Attributes:
         model: the :class:`~slt_relu.models.Model`.

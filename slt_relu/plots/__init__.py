@@ -10,6 +10,8 @@ matplotlib's backend; ``import slt_relu`` does not import it (``slt_relu.plots``
 - ``landscape``: K(w) over a plane with W0, Fisher rank against the bound, Fisher spectra;
 - ``phases``: W0's phases in the input plane, effective weights;
 - ``regions``: linear regions, zero sets, dual points, functional dimension;
+- ``network_landscape``: any network's loss around a point (contours, surface, lines), its Hessian's spectral
+  density, its linear regions on a slice of input space;
 - ``posterior``: phase masses, local free energies and their scaling, rules against classify_phase, phase
   diagrams, effective-weight densities, chain traces;
 - ``llc``: learning coefficients against known values, beta sweeps, SGLD calibration;
@@ -24,6 +26,7 @@ from ._style import save_figure
 from .free_energy_curve import lambda_curve_figure
 from .landscape import landscape_figure, rank_vs_bound_figure, spectrum_figure
 from .llc import beta_sweep_figure, llc_calibration_figure, llc_cases_figure, llc_settings_figure
+from .network_landscape import hessian_density_figure, input_regions_figure, loss_surface_figure
 from .observables import susceptibility_figure
 from .phases import effective_weights_figure, phase_gallery_figure
 from .posterior import (cross_table_figure, free_energy_figure, free_energy_scaling_figure, phase_diagram_figure,
@@ -34,9 +37,10 @@ from .tms import kgon_gallery_figure, kgon_loss_figure, tms_lambda_figure, tms_t
 from .tms_training import tms_training_figure
 
 __all__ = ["affine_map_figure", "beta_sweep_figure", "cross_table_figure", "effective_weights_figure",
-           "free_energy_figure", "free_energy_scaling_figure", "functional_dimension_figure", "kgon_gallery_figure",
-           "kgon_loss_figure", "lambda_curve_figure", "landscape_figure", "layer_boundaries_figure", "lines_figure",
-           "llc_calibration_figure", "llc_cases_figure", "llc_settings_figure", "phase_diagram_figure",
+           "free_energy_figure", "free_energy_scaling_figure", "functional_dimension_figure", "hessian_density_figure",
+           "input_regions_figure", "kgon_gallery_figure", "kgon_loss_figure", "lambda_curve_figure",
+           "landscape_figure", "layer_boundaries_figure", "lines_figure", "llc_calibration_figure",
+           "llc_cases_figure", "llc_settings_figure", "loss_surface_figure", "phase_diagram_figure",
            "phase_gallery_figure",
            "phase_mass_figure", "posterior_traces_figure", "rank_vs_bound_figure", "regions_figure", "save_figure",
            "spectrum_figure", "susceptibility_figure", "tms_lambda_figure", "tms_training_figure", "tms_transition_figure",
