@@ -21,6 +21,7 @@ extensions.append("local_mathjax")        # docs/_ext: MathJax from the build's 
 extensions.append("full_size_images")     # docs/_ext: every image links to its file, to open it at full size
 extensions.append("breakable_names")      # docs/_ext: a dotted name or a path in a table cell may break after . and /
 extensions.append("api_pages")            # docs/_ext: the API reference's page per module (docs/api/)
+extensions.append("collapsed_navigation") # docs/_ext: the sidebar holds the current page's branch, not the whole site
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}   # .rst: the API's module pages
 exclude_patterns = ["_build"]
 html_theme = "furo"

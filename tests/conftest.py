@@ -56,6 +56,32 @@ _CACHE = Path(__file__).resolve().parent.parent / ".pytest-jax-cache" / os.envir
 os.environ["SLT_RELU_CACHE_DIR"] = str(_CACHE)
 
 
+# Every program XLA compiles for the CPU keeps about 6 memory mappings (its code and data) while JAX's caches hold it
+# (measured: 400 small programs, 6.2 mappings each; jax.clear_caches() released them), and Linux refuses a process more
+# than vm.max_map_count mappings (65,530 by default): a worker that had compiled ~10,000 programs segfaulted inside
+# XLA's compile (backend_compile_and_load, twice in one run of README's test command at ~90 %, and in CI).  After
+# any test whose worker holds more than MAX_MAPPINGS, the caches are dropped; the next tests compile what they need
+# again (few programs are shared between test files, whose tests run on one worker: pytest_collection_modifyitems).
+MAX_MAPPINGS = 25_000
+
+
+def memory_mappings() -> int:
+    """The number of this process's memory mappings (Linux's /proc/self/maps; 0 where there is none)."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return 0
+
+
+@pytest.fixture(autouse=True)
+def _bounded_compiled_programs():
+    yield
+    if memory_mappings() > MAX_MAPPINGS:
+        jax.clear_caches()
+        gc.collect()
+
+
 @pytest.fixture
 def key():
     return jax.random.PRNGKey(0)
