@@ -13,7 +13,10 @@ Metropolis-adjusted Langevin (MALA) acceptance of each proposal,
 
     min(1, exp(U(z) - U(z') + |z' - z + eps/2 G g|^2_{G^-1} / (2 eps) - |z - z' + eps/2 G g'|^2_{G^-1} / (2 eps))),
 
-computed with the gradients the chain needs anyway (near 1: the discretisation bias is small).
+computed with the gradients the chain needs anyway (near 1: the discretisation bias is small).  On mini-batches
+U(z) and U(z') are both the potential on the step's new batch (one more forward pass per step: before, U(z) came from
+the previous batch, and the two batches' sampling noise, not the step, decided the acceptance); g and g' are the
+gradients the chain moved with.
 The learning coefficient's estimator (``slt_relu.posterior.llc``) runs on it.
 
 Memory does not grow with the number of steps beyond what is kept: the burn-in and the thin - 1 steps between
@@ -88,10 +91,13 @@ def _chain(s: SGLDSettings, potential_gen, observe_gen, keep_draws: bool, z0, ke
         k_noise, k_batch = jax.random.split(k)
         z_new = z - 0.5 * eps * G * g + jnp.sqrt(eps * G) * jax.random.normal(k_noise, z.shape, dt)
         U_new, g_new = vg(z_new, k_batch)
+        # the potential at both ends on one batch (a mini-batch's U differs from the last batch's by its sampling
+        # noise, of order n beta / sqrt(batch), which would swamp the step's own error): one more forward pass
+        U_here = U if s.batch_size is None else potential(z, k_batch)
         inv = jnp.where(G > 0, 1 / jnp.where(G > 0, G, 1), 0)             # G^-1 on the free coordinates
         fwd = jnp.sum(inv * (z_new - z + 0.5 * eps * G * g) ** 2) / (2 * eps)
         bwd = jnp.sum(inv * (z - z_new + 0.5 * eps * G * g_new) ** 2) / (2 * eps)
-        log_alpha = jnp.minimum(0.0, U - U_new + fwd - bwd)
+        log_alpha = jnp.minimum(0.0, U_here - U_new + fwd - bwd)
         alpha = jnp.exp(jnp.where(jnp.isnan(log_alpha), -jnp.inf, log_alpha))
         V_new = decay * V + (1 - decay) * g_new * g_new if rms and adapt else V
         return (z_new, U_new, g_new, V_new), alpha
