@@ -114,6 +114,9 @@ def check_the_truths_network(out):
     k = ds.sizes["k"]
     np.testing.assert_allclose(ds["eigenvalue"].values, dense[:k], rtol=1e-8, atol=1e-12)
     assert abs(metrics["trace"] - dense.sum()) <= 4 * metrics["trace_se"]
+    assert abs(metrics["slq_trace"] - dense.sum()) <= 4 * metrics["slq_trace_se"]
+    # the zero node (w = b = q = 0) enters L_n at second order only through relu'(0) = 0: 4 of 13 exactly zero
+    assert int(np.sum(np.abs(dense) <= 1e-12 * dense[0])) == 4
     from slt_relu.hessian import hessian_vector_product
 
     hvp = hessian_vector_product(net.loss_fn, point, net.data)

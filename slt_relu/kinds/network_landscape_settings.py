@@ -76,7 +76,7 @@ class LandscapeSettings(Section):
     density_sigma: float = Field(0.01, gt=0, le=1, description="the density's Gaussian width, a fraction of the "
                                  "nodes' span")
     regions: bool | None = Field(None, description="exact linear regions on a 2-D slice of input space (default: true "
-                                 "for the truth's and the digits network, false for the TMS)")
+                                 "for a two-input truth's network and the digits network, false otherwise)")
     region_digits: tuple[Label, Label, Label] | None = Field(None, description="digits source: the slice is the plane "
                                                              "through the first training image of each of these three "
                                                              "digits (default [0, 1, 2])")

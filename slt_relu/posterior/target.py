@@ -109,7 +109,7 @@ class TemperedTarget(NamedTuple):
 
     Attributes:
         loss: L(params, data) -> scalar, e.g. the mean negative log likelihood over the data (a pytree whose
-            leaves share a leading axis n); hashable (a NamedTuple such as
+            leaves share a leading axis n); hashable by value (a frozen dataclass such as
             :class:`~slt_relu.models.GaussianLoss`, or one function object reused) so that programs are reused.
         unravel: flat w (D,) -> the params ``loss`` takes: a model's structure (``slt_relu.pytree.Unravel``) or
             a two-layer restriction's (``Restriction.unravel``); its ``segments()`` name the prior's groups.
