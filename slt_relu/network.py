@@ -22,8 +22,8 @@ import numpy as np
 from ._validate import check_count, check_finite, check_number
 
 __all__ = ["RestrictedUnravel", "Restriction", "TwoLayer", "check_params", "coordinate_index", "coordinate_names",
-           "forward", "forward_columns", "from_flat", "init_params", "make_params", "num_params", "scaling_generators",
-           "to_flat"]
+           "forward", "forward_columns", "from_flat", "init_params", "make_params", "num_params", "pad_nodes",
+           "scaling_generators", "to_flat"]
 
 
 class TwoLayer(NamedTuple):
@@ -91,6 +91,27 @@ def make_params(w, b, q, c=0.0, dtype=None) -> TwoLayer:
     if c.shape != ():
         raise ValueError(f"c: expected a scalar, got shape {c.shape}")
     return TwoLayer(w, b, q, c)
+
+
+
+def pad_nodes(params: TwoLayer, width: int, dtype=None) -> TwoLayer:
+    """params with zero nodes (w_i = 0, b_i = 0, q_i = 0) appended up to ``width`` nodes: the same function f,
+    a point of the wider model.
+
+    Args:
+        params: a ``TwoLayer`` of d nodes (w (d, n_in), b (d,), q (d,), c ()).
+        width: the nodes of the result, >= d.
+        dtype: the leaves' dtype (default: w's floating dtype, as :func:`make_params`).
+
+    Returns:
+        TwoLayer(w (width, n_in), b (width,), q (width,), c ()).
+    """
+    d, n_in = np.shape(params.w)
+    if width < d:
+        raise ValueError(f"width: expected at least the {d} nodes of params, got {width}")
+    pad = lambda leaf, shape: np.concatenate([np.asarray(leaf), np.zeros(shape, np.asarray(leaf).dtype)])
+    return make_params(pad(params.w, (width - d, n_in)), pad(params.b, (width - d,)), pad(params.q, (width - d,)),
+                       params.c, dtype=dtype or jnp.result_type(np.asarray(params.w).dtype, float))
 
 
 def check_params(params) -> TwoLayer:

@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from .inputs import UniformBox
-from .network import Restriction, TwoLayer, make_params
+from .network import Restriction, TwoLayer, make_params, pad_nodes
 
 __all__ = ["Example", "dslt4_pt1", "dslt4_pt2", "from_params", "get", "m_symmetric", "names"]
 
@@ -108,9 +108,7 @@ def _m_symmetric_example(m: int = 3, bias: float = -0.3, q: float = 1.0, c: floa
     width = m if width is None else width
     if width < m:
         raise ValueError(f"width: expected at least m = {m} nodes, got {width}")
-    base = make_params(np.concatenate([np.asarray(truth.w), np.zeros((width - m, 2))]),
-                       np.concatenate([np.asarray(truth.b), np.zeros(width - m)]),
-                       np.concatenate([np.asarray(truth.q), np.zeros(width - m)]), c)
+    base = pad_nodes(truth, width)
     return Example(f"m_symmetric_{m}", truth, UniformBox(input_half_width, 2), 1.0, Restriction.full(base), None, {},
                    f"{m}-symmetric truth (DSLT3/DSLT4), bias {bias}, q {q}; inputs uniform on [-{input_half_width}, {input_half_width}]^2")
 
@@ -171,9 +169,7 @@ def from_params(truth: TwoLayer, *, width: int | None = None, name: str = "custo
         raise ValueError(f"width: expected an integer >= the truth's {m} nodes, got {width!r}")
     if not all(np.isfinite(np.asarray(leaf)).all() for leaf in truth):
         raise ValueError("truth: expected finite parameters w, b, q, c")
-    pad = lambda leaf, shape: np.concatenate([np.asarray(leaf), np.zeros(shape)])
-    base = make_params(pad(truth.w, (width - m, n_in)), pad(truth.b, (width - m,)), pad(truth.q, (width - m,)),
-                       truth.c, dtype=np.asarray(truth.w).dtype)
+    base = pad_nodes(truth, width)
     inputs = UniformBox(1.0, n_in) if inputs is None else inputs
     return Example(name, truth, inputs, float(sigma), Restriction.full(base), None, {},
                    description or f"{name}: a truth of {m} nodes on {n_in} inputs, model width {width}")

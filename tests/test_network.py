@@ -67,3 +67,20 @@ def test_forward_columns_is_forward():
     np.testing.assert_allclose(forward_columns(p, x.T), S.forward(p, x), rtol=1e-12)
     with pytest.raises(ValueError, match="x_cols: expected a first axis of n_in = 3"):
         forward_columns(p, x)
+
+
+def test_pad_nodes_appends_zero_nodes_that_leave_the_function_unchanged():
+    """Zero nodes (w = b = q = 0) computed relu(0) * 0 = 0: f is the same at every x; shapes (width, n_in); a width
+    below the nodes is refused."""
+    from slt_relu.network import forward, make_params, pad_nodes
+
+    p = make_params([[1.0, -0.5], [0.3, 0.8]], [0.1, -0.2], [1.5, -0.7], 0.4)
+    wide = pad_nodes(p, 5)
+    assert wide.w.shape == (5, 2) and wide.b.shape == wide.q.shape == (5,) and wide.w.dtype == p.w.dtype
+    assert not np.any(np.asarray(wide.w[2:])) and not np.any(np.asarray(wide.q[2:]))
+    x = np.random.default_rng(0).uniform(-2, 2, (50, 2))
+    # the same sum with exact zeros added; a different summation order rounds differently (float64: 1e-14)
+    np.testing.assert_allclose(np.asarray(forward(wide, x)), np.asarray(forward(p, x)), rtol=1e-14, atol=1e-15)
+    assert pad_nodes(p, 2).w.shape == (2, 2)
+    with pytest.raises(ValueError, match="width: expected at least the 2 nodes"):
+        pad_nodes(p, 1)

@@ -71,15 +71,13 @@ def _truth(r, key) -> Network:
     from .. import models
     from ..loss import sample_dataset
     from ..mlp import from_two_layer
-    from ..network import make_params
+    from ..network import pad_nodes
 
     net, ex = r.settings.network, r.example
     base = ex.model.base
     d, n_in = net.width or base.width, base.n_in
-    pad = lambda leaf, shape: np.concatenate([np.asarray(leaf, np.float64), np.zeros(shape)])
     dtype = jnp.zeros(()).dtype
-    params = make_params(pad(base.w, (d - base.width, n_in)), pad(base.b, (d - base.width,)),
-                         pad(base.q, (d - base.width,)), float(base.c), dtype=dtype)
+    params = pad_nodes(base, d, dtype)
     truth = jax.tree.map(lambda a: jnp.asarray(a, dtype), ex.truth)
     data = sample_dataset(key, truth, r.inputs, net.n, r.sigma)
     model = models.two_layer(d, n_in, dtype)
